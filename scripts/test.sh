@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The project's test command: installs what the tests need, then runs them.
+set -euo pipefail
+here="$(cd "$(dirname "$0")/.." && pwd)"
+"$here/scripts/setup.sh"
+cd "$here"
+export PGBISECT_TEST_PG_SOURCE="$here/.pgbisect-test-cache/postgresql-15"
+export PGBISECT_TEST_PG_BIN="/usr/lib/postgresql/15/bin"
+cargo test --release --all-targets

@@ -1,0 +1,113 @@
+//! The measuring boundary.
+//!
+//! A hunt needs two things from the outside world: a commit turned into
+//! something runnable, and one benchmark run of it. Both go through [`Lab`],
+//! so the search and the statistics can be driven by the real PostgreSQL lab,
+//! by shell commands from a profile, or by a simulation, without knowing which.
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// A commit the hunt may measure, with what a report needs to name it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Commit {
+    /// Full 40-hex SHA.
+    pub id: String,
+    /// First line of the message.
+    pub subject: String,
+    /// `Name <email>`.
+    pub author: String,
+    /// Author date, RFC 3339.
+    pub date: String,
+}
+
+impl Commit {
+    /// A commit known only by its SHA (simulations, tests).
+    pub fn bare(id: impl Into<String>) -> Self {
+        Commit {
+            id: id.into(),
+            subject: String::new(),
+            author: String::new(),
+            date: String::new(),
+        }
+    }
+
+    /// The abbreviated SHA used in tables and subjects.
+    pub fn short(&self) -> &str {
+        &self.id[..self.id.len().min(8)]
+    }
+}
+
+/// What preparing (building) a commit gave.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Prepared {
+    /// Ready to run; `cached` is true when nothing had to be built.
+    Ready { cached: bool },
+    /// The commit cannot be measured (like `git bisect skip`).
+    Unbuildable { reason: String, log: Option<PathBuf> },
+}
+
+/// Which run of which workload to make.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunSpec {
+    /// pgbench clients (`-c`).
+    pub clients: u32,
+    /// Run number within the hunt, counted from 1 over all commits.
+    pub run: u64,
+}
+
+/// One benchmark result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    /// Transactions per second: the metric every decision is made on.
+    pub tps: f64,
+    /// Average latency in milliseconds, when the benchmark printed it.
+    pub latency_ms: Option<f64>,
+    /// Failed transactions (pgbench 15+), when printed.
+    pub failed_transactions: Option<u64>,
+    /// Where the full benchmark output was kept.
+    pub output: Option<PathBuf>,
+}
+
+/// What one benchmark run gave.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum RunOutcome {
+    Measured(Measurement),
+    /// The run produced no metric (crash, no `tps =` line); `reason` carries
+    /// the tail of the output.
+    Failed { reason: String },
+}
+
+/// Work the lab has really done, for the report's totals.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct LabTotals {
+    /// Builds really made (cache hits not counted).
+    pub builds: u64,
+    pub build_seconds: f64,
+    /// Benchmark runs really made, warm-ups included.
+    pub runs: u64,
+    /// Of `runs`, how many were warm-ups whose result was discarded.
+    pub warmup_runs: u64,
+    pub bench_seconds: f64,
+}
+
+/// Turns commits into measurements.
+///
+/// `Err` is for trouble with the environment (disk full, a missing tool,
+/// an interrupt) that should stop the hunt; a commit that will not build
+/// or a run without a result are ordinary outcomes.
+pub trait Lab {
+    /// Make `commit` runnable. Called before the first run of a commit and
+    /// again whenever the hunt comes back to it; cheap when already built.
+    fn prepare(&mut self, commit: &Commit) -> anyhow::Result<Prepared>;
+
+    /// Run the benchmark once on a prepared commit.
+    fn run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome>;
+
+    /// Work done so far.
+    fn totals(&self) -> LabTotals;
+
+    /// A line describing what measures, for reports (e.g. the pgbench
+    /// command line or the profile's commands).
+    fn describe(&self) -> String;
+}

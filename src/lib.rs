@@ -1,0 +1,39 @@
+//! pgbisect: hunts PostgreSQL performance regressions.
+//!
+//! The crate is split so that the parts that decide (the search and the
+//! statistics) are pure and tested without processes, while every process
+//! boundary (git, the build, the server, pgbench) sits behind a trait.
+//!
+//! | module    | owns |
+//! |-----------|------|
+//! | `cli`     | command-line definitions |
+//! | `profile` | workload profiles (TOML) merged with flags |
+//! | `repo`    | git: revisions, candidates, private work tree |
+//! | `lab`     | the measuring boundary: build a commit, run the benchmark once |
+//! | `command_lab` | a lab driven by shell commands from a profile |
+//! | `build`   | PostgreSQL builds with an install cache |
+//! | `server`  | private PostgreSQL servers and data templates |
+//! | `bench`   | pgbench command lines and output parsing |
+//! | `stats`   | samples, rank tests, confidence intervals |
+//! | `decide`  | sequential decisions built on `stats` |
+//! | `bisect`  | the search as a step/record state machine |
+//! | `hunt`    | the driver loop that measures and journals |
+//! | `journal` | results on disk after every run |
+//! | `simulate`| the engine against simulated histories |
+//! | `report`  | renderers for results |
+
+pub mod bench;
+pub mod bisect;
+pub mod build;
+pub mod cli;
+pub mod command_lab;
+pub mod decide;
+pub mod hunt;
+pub mod journal;
+pub mod lab;
+pub mod profile;
+pub mod repo;
+pub mod report;
+pub mod server;
+pub mod simulate;
+pub mod stats;
