@@ -1,1 +1,495 @@
-//! (being written)
+//! pgbench command lines and output parsing.
+//!
+//! A hunt runs pgbench builds from many years against servers from many
+//! years, so everything here is written for the oldest and the newest forms
+//! at once: command lines that 2016's pgbench accepts (`-M` before the
+//! workload, `-S`/`-N` rather than `-b`), and a parser that reads every
+//! version's result lines. Building the command line and parsing the output
+//! are pure; running pgbench lives in [`crate::server`].
+
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// A pgbench builtin workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Builtin {
+    /// TPC-B (sort of): pgbench's default, no flag.
+    TpcbLike,
+    /// `-S`: one primary-key SELECT a transaction.
+    SelectOnly,
+    /// `-N`: TPC-B without the updates of tellers and branches.
+    SimpleUpdate,
+}
+
+/// How pgbench sends queries (`-M`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum QueryMode {
+    #[default]
+    Simple,
+    Extended,
+    Prepared,
+}
+
+impl QueryMode {
+    /// The word pgbench takes after `-M`.
+    pub fn as_arg(self) -> &'static str {
+        match self {
+            QueryMode::Simple => "simple",
+            QueryMode::Extended => "extended",
+            QueryMode::Prepared => "prepared",
+        }
+    }
+}
+
+/// What one run executes: a builtin or a custom script file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Workload {
+    Builtin(Builtin),
+    Script(PathBuf),
+}
+
+/// A pgbench workload as a profile describes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct PgbenchOptions {
+    /// Builtin workload; select-only when neither this nor `script` is given.
+    pub builtin: Option<Builtin>,
+    /// Custom script (`-f`); excludes `builtin`.
+    pub script: Option<PathBuf>,
+    pub mode: QueryMode,
+    pub clients: u32,
+    /// Worker threads; the number of clients when not given (`-c N -j N`).
+    pub threads: Option<u32>,
+    pub duration_secs: u32,
+    /// Scale factor for `pgbench -i`.
+    pub scale: u32,
+    /// Runs made and discarded after each server start (caches are cold).
+    pub warmup_runs: u32,
+    /// Length of a warm-up run; `duration_secs` when not given.
+    pub warmup_secs: Option<u32>,
+    /// Passed to pgbench as they are, before the database name.
+    pub extra_args: Vec<String>,
+}
+
+impl Default for PgbenchOptions {
+    fn default() -> Self {
+        PgbenchOptions {
+            builtin: None,
+            script: None,
+            mode: QueryMode::Prepared,
+            clients: 1,
+            threads: None,
+            duration_secs: 10,
+            scale: 10,
+            warmup_runs: 1,
+            warmup_secs: None,
+            extra_args: Vec::new(),
+        }
+    }
+}
+
+/// A workload description that cannot be run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OptionsError {
+    #[error("both `builtin` and `script` are set: choose one workload")]
+    BuiltinAndScript,
+    #[error("`{field}` must be at least 1 (got 0)")]
+    Zero { field: &'static str },
+}
+
+impl PgbenchOptions {
+    /// Checks the rules serde cannot: one workload, counts of at least 1.
+    pub fn validate(&self) -> Result<(), OptionsError> {
+        if self.builtin.is_some() && self.script.is_some() {
+            return Err(OptionsError::BuiltinAndScript);
+        }
+        let counts = [
+            ("clients", Some(self.clients)),
+            ("threads", self.threads),
+            ("duration-secs", Some(self.duration_secs)),
+            ("scale", Some(self.scale)),
+            ("warmup-secs", self.warmup_secs),
+        ];
+        match counts.iter().find(|(_, value)| *value == Some(0)) {
+            Some((field, _)) => Err(OptionsError::Zero { field }),
+            None => Ok(()),
+        }
+    }
+
+    /// The workload one run executes.
+    pub fn workload(&self) -> Workload {
+        match (&self.script, self.builtin) {
+            (Some(script), _) => Workload::Script(script.clone()),
+            (None, builtin) => Workload::Builtin(builtin.unwrap_or(Builtin::SelectOnly)),
+        }
+    }
+
+    /// Threads for a run with `clients` clients: never more than the clients.
+    pub fn threads_for(&self, clients: u32) -> u32 {
+        self.threads.unwrap_or(clients).min(clients).max(1)
+    }
+
+    /// Length of a warm-up run in seconds.
+    pub fn warmup_duration(&self) -> u32 {
+        self.warmup_secs.unwrap_or(self.duration_secs)
+    }
+}
+
+/// Where pgbench connects: a server's private Unix socket.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conn {
+    pub socket_dir: PathBuf,
+    pub port: u16,
+    pub dbname: String,
+}
+
+impl Conn {
+    /// `-h SOCKETDIR -p PORT`, understood by every client program.
+    pub fn host_args(&self) -> Vec<String> {
+        vec![
+            "-h".to_string(),
+            self.socket_dir.display().to_string(),
+            "-p".to_string(),
+            self.port.to_string(),
+        ]
+    }
+}
+
+/// `pgbench -i -s SCALE -q ... DBNAME`: creates the pgbench tables.
+pub fn init_args(opts: &PgbenchOptions, conn: &Conn) -> Vec<String> {
+    let mut args = vec![
+        "-i".to_string(),
+        "-s".to_string(),
+        opts.scale.to_string(),
+        "-q".to_string(),
+    ];
+    args.extend(conn.host_args());
+    args.push(conn.dbname.clone());
+    args
+}
+
+/// The arguments of one timed run.
+///
+/// `-M` comes before the workload flag, as pgbench 9.6 requires. Builtins
+/// use the flags every version knows: none for TPC-B, `-S`, `-N`.
+///
+/// About `-n`: pgbench by default vacuums the small pgbench tables and
+/// truncates `pgbench_history` before each run. That keeps repeated runs on
+/// one server comparable (the history table would otherwise grow run after
+/// run), and it is what people comparing by hand measured, so builtin
+/// workloads keep it. A custom script may not use the pgbench tables at all,
+/// so it gets `-n`.
+pub fn run_args(
+    opts: &PgbenchOptions,
+    clients: u32,
+    duration_secs: u32,
+    conn: &Conn,
+) -> Vec<String> {
+    let mut args = conn.host_args();
+    args.push("-M".to_string());
+    args.push(opts.mode.as_arg().to_string());
+    match opts.workload() {
+        Workload::Builtin(Builtin::TpcbLike) => {}
+        Workload::Builtin(Builtin::SelectOnly) => args.push("-S".to_string()),
+        Workload::Builtin(Builtin::SimpleUpdate) => args.push("-N".to_string()),
+        Workload::Script(script) => {
+            args.push("-n".to_string());
+            args.push("-f".to_string());
+            args.push(absolute(&script).display().to_string());
+        }
+    }
+    let clients = clients.max(1);
+    args.extend([
+        "-c".to_string(),
+        clients.to_string(),
+        "-j".to_string(),
+        opts.threads_for(clients).to_string(),
+        "-T".to_string(),
+        duration_secs.max(1).to_string(),
+    ]);
+    args.extend(opts.extra_args.iter().cloned());
+    args.push(conn.dbname.clone());
+    args
+}
+
+/// pgbench runs with another working directory than ours: scripts are
+/// named by absolute path.
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// What one pgbench run reported.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PgbenchReport {
+    /// Transactions per second, without connection time where pgbench says.
+    pub tps: f64,
+    pub latency_ms: Option<f64>,
+    /// `number of failed transactions` (pgbench 15+).
+    pub failed_transactions: Option<u64>,
+    /// `number of transactions actually processed`.
+    pub transactions: Option<u64>,
+}
+
+/// pgbench output without a result.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    #[error("pgbench printed no `tps = ` line; its last lines were:\n{tail}")]
+    NoTps { tail: String },
+    #[error("pgbench printed a tps line that is not a number: {line:?}")]
+    BadTps { line: String },
+}
+
+/// Lines of output kept in errors.
+pub const TAIL_LINES: usize = 20;
+
+/// The last `n` lines of `text`, for error messages.
+pub fn tail_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Reads a pgbench result from its output (stdout, or stdout and stderr).
+///
+/// Understands `tps = N (excluding connections establishing)` (up to 13,
+/// preferred over the `including` line printed with it), `tps = N (without
+/// initial connection time)` (14+), `latency average = X ms` and the older
+/// `latency average: X ms`, `number of failed transactions: N (x%)` (15+)
+/// and `number of transactions actually processed: N` (or `N/M`).
+pub fn parse_output(text: &str) -> Result<PgbenchReport, ParseError> {
+    let mut preferred_tps = None;
+    let mut other_tps = None;
+    let mut report = PgbenchReport {
+        tps: f64::NAN,
+        latency_ms: None,
+        failed_transactions: None,
+        transactions: None,
+    };
+    for line in text.lines().map(str::trim) {
+        if let Some(rest) = line.strip_prefix("tps = ") {
+            let (number, note) = rest.split_once(' ').unwrap_or((rest, ""));
+            let tps: f64 = match number.parse() {
+                Ok(tps) if f64::is_finite(tps) && tps >= 0.0 => tps,
+                _ => {
+                    return Err(ParseError::BadTps {
+                        line: line.to_string(),
+                    });
+                }
+            };
+            if note.contains("excluding") || note.contains("without") {
+                preferred_tps = Some(tps);
+            } else {
+                other_tps.get_or_insert(tps);
+            }
+        } else if let Some(rest) = line.strip_prefix("latency average") {
+            report.latency_ms = parse_latency(rest);
+        } else if let Some(rest) = line.strip_prefix("number of failed transactions:") {
+            report.failed_transactions = leading_count(rest);
+        } else if let Some(rest) = line.strip_prefix("number of transactions actually processed:") {
+            report.transactions = leading_count(rest);
+        }
+    }
+    match preferred_tps.or(other_tps) {
+        Some(tps) => Ok(PgbenchReport { tps, ..report }),
+        None => Err(ParseError::NoTps {
+            tail: tail_lines(text, TAIL_LINES),
+        }),
+    }
+}
+
+/// ` = 0.039 ms`, `: 0.039 ms` or ` = 0.345 ms (including failures)`.
+fn parse_latency(rest: &str) -> Option<f64> {
+    let value = rest.trim_start().strip_prefix(['=', ':'])?.trim_start();
+    let number = value.strip_suffix(" ms").unwrap_or(value);
+    let number = number.split_whitespace().next()?;
+    number.parse().ok().filter(|ms: &f64| ms.is_finite())
+}
+
+/// The count at the start of ` 276902`, ` 12 (0.005%)` or ` 1000/1000`.
+fn leading_count(rest: &str) -> Option<u64> {
+    let digits: String = rest
+        .trim_start()
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> String {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/pgbench")
+            .join(name);
+        std::fs::read_to_string(&path).unwrap()
+    }
+
+    fn conn() -> Conn {
+        Conn {
+            socket_dir: PathBuf::from("/tmp/sock"),
+            port: 5440,
+            dbname: "postgres".to_string(),
+        }
+    }
+
+    #[test]
+    fn parses_9_6_output_preferring_excluding() {
+        let report = parse_output(&fixture("pg96_select_only.txt")).unwrap();
+        assert_eq!(report.tps, 25791.018293);
+        assert_eq!(report.latency_ms, Some(0.039));
+        assert_eq!(report.transactions, Some(1547387));
+        assert_eq!(report.failed_transactions, None);
+    }
+
+    #[test]
+    fn parses_13_output() {
+        let report = parse_output(&fixture("pg13_tpcb_like.txt")).unwrap();
+        assert_eq!(report.tps, 2318.644290);
+        assert_eq!(report.latency_ms, Some(1.725));
+        assert_eq!(report.transactions, Some(23184));
+    }
+
+    #[test]
+    fn parses_real_15_output() {
+        let report = parse_output(&fixture("pg15_select_only.txt")).unwrap();
+        assert_eq!(report.tps, 138879.373427);
+        assert_eq!(report.latency_ms, Some(0.014));
+        assert_eq!(report.failed_transactions, Some(0));
+        assert_eq!(report.transactions, Some(276902));
+    }
+
+    #[test]
+    fn parses_17_output_with_failures() {
+        let report = parse_output(&fixture("pg17_simple_update.txt")).unwrap();
+        assert_eq!(report.tps, 23190.118845);
+        assert_eq!(report.latency_ms, Some(0.345));
+        assert_eq!(report.failed_transactions, Some(12));
+        assert_eq!(report.transactions, Some(231875));
+    }
+
+    #[test]
+    fn excluding_wins_whatever_the_order() {
+        let text = "tps = 2.0 (excluding connections establishing)\n\
+                    tps = 1.0 (including connections establishing)\n";
+        assert_eq!(parse_output(text).unwrap().tps, 2.0);
+    }
+
+    #[test]
+    fn transactions_with_a_fixed_count() {
+        let text = "number of transactions actually processed: 1000/1000\ntps = 5.5 (foo)\n";
+        let report = parse_output(text).unwrap();
+        assert_eq!(report.transactions, Some(1000));
+        assert_eq!(report.tps, 5.5);
+    }
+
+    #[test]
+    fn no_tps_is_an_error_with_the_tail() {
+        let text = fixture("no_tps_connection_refused.txt");
+        let err = parse_output(&text).unwrap_err();
+        let ParseError::NoTps { tail } = &err else {
+            panic!("{err:?}")
+        };
+        assert!(tail.contains("could not create connection"));
+        let long: String = (0..50).map(|i| format!("line {i}\n")).collect();
+        let ParseError::NoTps { tail } = parse_output(&long).unwrap_err() else {
+            panic!()
+        };
+        assert_eq!(tail.lines().count(), TAIL_LINES);
+        assert!(tail.starts_with("line 30") && tail.ends_with("line 49"));
+    }
+
+    #[test]
+    fn bad_tps_is_an_error() {
+        assert!(matches!(
+            parse_output("tps = nan (without initial connection time)"),
+            Err(ParseError::BadTps { .. })
+        ));
+    }
+
+    #[test]
+    fn run_args_put_mode_before_the_workload() {
+        let opts = PgbenchOptions::default();
+        let args = run_args(&opts, 4, 5, &conn());
+        let expected = "-h /tmp/sock -p 5440 -M prepared -S -c 4 -j 4 -T 5 postgres";
+        assert_eq!(args.join(" "), expected);
+        let update = PgbenchOptions {
+            builtin: Some(Builtin::SimpleUpdate),
+            mode: QueryMode::Simple,
+            threads: Some(2),
+            extra_args: vec!["-r".to_string()],
+            ..PgbenchOptions::default()
+        };
+        let expected = "-h /tmp/sock -p 5440 -M simple -N -c 8 -j 2 -T 10 -r postgres";
+        assert_eq!(run_args(&update, 8, 10, &conn()).join(" "), expected);
+        let tpcb = PgbenchOptions {
+            builtin: Some(Builtin::TpcbLike),
+            ..PgbenchOptions::default()
+        };
+        let args = run_args(&tpcb, 1, 10, &conn());
+        assert!(!args.iter().any(|a| a == "-S" || a == "-N" || a == "-b"));
+    }
+
+    #[test]
+    fn scripts_are_absolute_and_skip_vacuum() {
+        let opts = PgbenchOptions {
+            script: Some(PathBuf::from("bench/custom.sql")),
+            ..PgbenchOptions::default()
+        };
+        let args = run_args(&opts, 1, 3, &conn());
+        let f = args.iter().position(|a| a == "-f").unwrap();
+        assert!(args.iter().position(|a| a == "-M").unwrap() < f);
+        assert!(Path::new(&args[f + 1]).is_absolute());
+        assert!(args.contains(&"-n".to_string()));
+    }
+
+    #[test]
+    fn threads_never_exceed_clients() {
+        let opts = PgbenchOptions {
+            threads: Some(8),
+            ..PgbenchOptions::default()
+        };
+        assert_eq!(opts.threads_for(2), 2);
+        assert_eq!(opts.threads_for(16), 8);
+    }
+
+    #[test]
+    fn init_args_name_scale_and_socket() {
+        let opts = PgbenchOptions {
+            scale: 3,
+            ..PgbenchOptions::default()
+        };
+        assert_eq!(
+            init_args(&opts, &conn()).join(" "),
+            "-i -s 3 -q -h /tmp/sock -p 5440 postgres"
+        );
+    }
+
+    #[test]
+    fn options_from_toml_with_defaults_and_validation() {
+        let opts: PgbenchOptions =
+            toml::from_str("builtin = \"tpcb-like\"\nmode = \"extended\"\nclients = 4\n").unwrap();
+        assert_eq!(opts.workload(), Workload::Builtin(Builtin::TpcbLike));
+        assert_eq!(opts.mode, QueryMode::Extended);
+        assert_eq!(
+            (opts.scale, opts.duration_secs, opts.warmup_runs),
+            (10, 10, 1)
+        );
+        assert_eq!(
+            PgbenchOptions::default().workload(),
+            Workload::Builtin(Builtin::SelectOnly)
+        );
+        assert!(toml::from_str::<PgbenchOptions>("client = 4").is_err());
+        let both: PgbenchOptions =
+            toml::from_str("builtin = \"select-only\"\nscript = \"a.sql\"").unwrap();
+        assert_eq!(both.validate(), Err(OptionsError::BuiltinAndScript));
+        let zero: PgbenchOptions = toml::from_str("clients = 0").unwrap();
+        assert_eq!(
+            zero.validate(),
+            Err(OptionsError::Zero { field: "clients" })
+        );
+        assert_eq!(PgbenchOptions::default().validate(), Ok(()));
+    }
+}

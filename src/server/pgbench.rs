@@ -1,0 +1,125 @@
+//! Running pgbench against a private server.
+//!
+//! The full output of every run is kept on disk (a number in a table should
+//! be traceable to the run that gave it), and a run that fails says which
+//! command failed and why: pgbench's own last lines, and when the server
+//! died under it, the server log's last lines.
+
+use super::{Invocation, LOG_TAIL_LINES, RunAs, RunningServer, combined_output};
+use crate::bench::{ParseError, PgbenchReport, TAIL_LINES, parse_output, tail_lines};
+use std::path::{Path, PathBuf};
+
+/// A pgbench run without a result.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error("`{command}` could not be started: {source}; check the pgbench path")]
+    Spawn {
+        command: String,
+        source: std::io::Error,
+    },
+    #[error("cannot keep pgbench output in {}: {source}", path.display())]
+    Output {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("`{command}` failed ({status}); last lines of its output:\n{tail}")]
+    Failed {
+        command: String,
+        status: String,
+        tail: String,
+    },
+    #[error("`{command}` gave no result: {source}")]
+    NoResult { command: String, source: ParseError },
+    #[error(
+        "the server crashed during `{command}`: {detail}; last lines of the server log {}:\n{log_tail}\n\
+         last lines of pgbench's output:\n{bench_tail}",
+        log.display()
+    )]
+    ServerCrashed {
+        command: String,
+        detail: String,
+        log: PathBuf,
+        log_tail: String,
+        bench_tail: String,
+    },
+}
+
+/// Runs `PGBENCH ARGS` as `run_as`, keeps stdout and stderr in
+/// `output_path`, and reads the result.
+pub fn run_pgbench(
+    pgbench: &Path,
+    args: &[String],
+    run_as: &RunAs,
+    output_path: &Path,
+) -> Result<PgbenchReport, BenchError> {
+    let invocation = Invocation::new(pgbench, args);
+    let command = invocation.display();
+    let output = run_as
+        .command(pgbench, args)
+        .stdout_capture()
+        .stderr_capture()
+        .unchecked()
+        .run()
+        .map_err(|source| BenchError::Spawn {
+            command: command.clone(),
+            source,
+        })?;
+    let text = combined_output(&output);
+    let kept = format!("$ {command}\n{text}");
+    std::fs::write(output_path, kept).map_err(|source| BenchError::Output {
+        path: output_path.to_path_buf(),
+        source,
+    })?;
+    if !output.status.success() {
+        return Err(BenchError::Failed {
+            command,
+            status: output.status.to_string(),
+            tail: tail_lines(&text, TAIL_LINES),
+        });
+    }
+    parse_output(&text).map_err(|source| BenchError::NoResult { command, source })
+}
+
+impl BenchError {
+    /// The pgbench output's tail this error carries, if any.
+    fn bench_tail(&self) -> String {
+        match self {
+            BenchError::Failed { tail, .. } => tail.clone(),
+            BenchError::NoResult {
+                source: ParseError::NoTps { tail },
+                ..
+            } => tail.clone(),
+            other => other.to_string(),
+        }
+    }
+}
+
+impl RunningServer {
+    /// Runs pgbench against this server (as the server's user) and checks
+    /// the server survived it: a postmaster gone, or a log that reports a
+    /// backend killed by a signal or a PANIC, makes the run a
+    /// [`BenchError::ServerCrashed`] even when pgbench printed a number.
+    pub fn run_pgbench(
+        &self,
+        pgbench: &Path,
+        args: &[String],
+        output_path: &Path,
+    ) -> Result<PgbenchReport, BenchError> {
+        let log_len = self.log_len();
+        let result = run_pgbench(pgbench, args, self.run_as(), output_path);
+        let Some(detail) = self.crash_since(log_len) else {
+            return result;
+        };
+        let bench_tail = match &result {
+            Ok(_) => tail_lines(&super::read_lossy(output_path, 0), TAIL_LINES),
+            Err(err) => err.bench_tail(),
+        };
+        Err(BenchError::ServerCrashed {
+            command: Invocation::new(pgbench, args).display(),
+            detail,
+            log: self.log_path().to_path_buf(),
+            log_tail: tail_lines(&super::read_lossy(self.log_path(), 0), LOG_TAIL_LINES),
+            bench_tail,
+        })
+    }
+}

@@ -1,0 +1,203 @@
+//! A record of running servers on disk, and the process signals around it.
+//!
+//! A run killed with SIGKILL (or a machine out of memory) cannot stop its
+//! servers; they would hold shared memory and CPU and spoil every later
+//! measurement. Each started server is therefore written to
+//! `<work>/servers/<port>-<pid>.json`, removed when it stops, and the next
+//! run stops whatever a dead run left there.
+
+use super::{Server, ServerError, wait_until};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// One registry entry.
+#[derive(Debug, Serialize, Deserialize)]
+struct Entry {
+    postmaster_pid: u32,
+    data_dir: PathBuf,
+    /// The process that started the server, and its start time (so that a
+    /// reused pid is not taken for it).
+    owner_pid: u32,
+    owner_start: Option<u64>,
+}
+
+/// The registry directory in a work directory.
+pub fn registry_dir(work_dir: &Path) -> PathBuf {
+    work_dir.join("servers")
+}
+
+/// Records a started server; returns the entry's path.
+pub(super) fn register(dir: &Path, server: &Server, pid: u32) -> Result<PathBuf, ServerError> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| ServerError::io(format!("cannot create {}", dir.display()), e))?;
+    let owner_pid = std::process::id();
+    let entry = Entry {
+        postmaster_pid: pid,
+        data_dir: server.data_dir.clone(),
+        owner_pid,
+        owner_start: process_start_time(owner_pid),
+    };
+    let path = dir.join(format!("{}-{pid}.json", server.port));
+    let text = serde_json::to_string_pretty(&entry).unwrap_or_default();
+    std::fs::write(&path, text)
+        .map_err(|e| ServerError::io(format!("cannot write {}", path.display()), e))?;
+    Ok(path)
+}
+
+/// Stops the servers that runs no longer alive left in `<work_dir>/servers`
+/// and forgets them; returns how many were still running. Entries of other
+/// live processes are left alone; entries of this process count as left
+/// behind (call this before starting servers).
+pub fn reap_leftovers(work_dir: &Path) -> Result<usize, ServerError> {
+    let dir = registry_dir(work_dir);
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(ServerError::io(format!("cannot read {}", dir.display()), e)),
+    };
+    let mut stopped = 0;
+    for file in entries.flatten().map(|e| e.path()) {
+        if file.extension().is_none_or(|ext| ext != "json") {
+            continue;
+        }
+        let Some(entry) = std::fs::read_to_string(&file)
+            .ok()
+            .and_then(|t| serde_json::from_str::<Entry>(&t).ok())
+        else {
+            let _ = std::fs::remove_file(&file);
+            continue;
+        };
+        let own = entry.owner_pid == std::process::id();
+        if !own && owner_alive(&entry) {
+            continue;
+        }
+        if server_still_there(&entry) {
+            if !stop_by_signal(entry.postmaster_pid) {
+                return Err(ServerError::StopFailed {
+                    data_dir: entry.data_dir,
+                    pid: entry.postmaster_pid,
+                });
+            }
+            stopped += 1;
+        }
+        let _ = std::fs::remove_file(&file);
+    }
+    Ok(stopped)
+}
+
+fn owner_alive(entry: &Entry) -> bool {
+    is_alive(entry.owner_pid) && process_start_time(entry.owner_pid) == entry.owner_start
+}
+
+/// The recorded postmaster still runs on the recorded data directory.
+fn server_still_there(entry: &Entry) -> bool {
+    is_alive(entry.postmaster_pid) && postmaster_pid(&entry.data_dir) == Some(entry.postmaster_pid)
+}
+
+/// Immediate shutdown (SIGQUIT), then SIGKILL; true when the process is gone.
+fn stop_by_signal(pid: u32) -> bool {
+    send(pid, libc::SIGQUIT);
+    wait_until(Duration::from_secs(10), || !is_alive(pid)) || kill_hard(pid)
+}
+
+/// SIGKILL and wait; true when the process is gone.
+pub(super) fn kill_hard(pid: u32) -> bool {
+    send(pid, libc::SIGKILL);
+    wait_until(Duration::from_secs(10), || !is_alive(pid))
+}
+
+fn send(pid: u32, signal: libc::c_int) {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return;
+    };
+    if pid > 0 {
+        // SAFETY: kill has no memory preconditions; pid is a single process.
+        unsafe {
+            libc::kill(pid, signal);
+        }
+    }
+}
+
+/// The postmaster pid from `DATA/postmaster.pid`, if the file is there.
+pub(super) fn postmaster_pid(data_dir: &Path) -> Option<u32> {
+    let text = std::fs::read_to_string(data_dir.join("postmaster.pid")).ok()?;
+    text.lines().next()?.trim().parse().ok()
+}
+
+/// True when `pid` is a live process (a zombie is not).
+pub(super) fn is_alive(pid: u32) -> bool {
+    let Ok(raw) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if raw <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 only checks that the process exists.
+    let exists = unsafe { libc::kill(raw, 0) } == 0
+        || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+    exists && proc_stat(pid).is_none_or(|stat| stat.state != 'Z')
+}
+
+struct ProcStat {
+    state: char,
+    start_time: Option<u64>,
+}
+
+/// State and start time from `/proc/PID/stat` (Linux), when readable.
+fn proc_stat(pid: u32) -> Option<ProcStat> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may hold spaces.
+    let after_name = &text[text.rfind(')')? + 1..];
+    let mut fields = after_name.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    // Field 22 of the whole line; field 3 (state) was the first here.
+    let start_time = fields.nth(18).and_then(|f| f.parse().ok());
+    Some(ProcStat { state, start_time })
+}
+
+fn process_start_time(pid: u32) -> Option<u64> {
+    proc_stat(pid).and_then(|stat| stat.start_time)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_is_alive_with_a_start_time() {
+        assert!(is_alive(std::process::id()));
+        assert!(!is_alive(0));
+        assert!(!is_alive(u32::MAX));
+        if Path::new("/proc/self/stat").exists() {
+            assert!(process_start_time(std::process::id()).is_some());
+        }
+    }
+
+    #[test]
+    fn reaping_an_empty_or_missing_registry_stops_nothing() {
+        let work = tempfile::tempdir().unwrap();
+        assert_eq!(reap_leftovers(work.path()).unwrap(), 0);
+        std::fs::create_dir_all(registry_dir(work.path())).unwrap();
+        std::fs::write(registry_dir(work.path()).join("junk.json"), "not json").unwrap();
+        assert_eq!(reap_leftovers(work.path()).unwrap(), 0);
+        assert!(!registry_dir(work.path()).join("junk.json").exists());
+    }
+
+    #[test]
+    fn entries_of_dead_owners_with_dead_servers_are_dropped() {
+        let work = tempfile::tempdir().unwrap();
+        let dir = registry_dir(work.path());
+        std::fs::create_dir_all(&dir).unwrap();
+        let entry = Entry {
+            postmaster_pid: u32::MAX - 1,
+            data_dir: work.path().join("data"),
+            owner_pid: u32::MAX - 2,
+            owner_start: None,
+        };
+        let file = dir.join("5432-1.json");
+        std::fs::write(&file, serde_json::to_string(&entry).unwrap()).unwrap();
+        assert_eq!(reap_leftovers(work.path()).unwrap(), 0);
+        assert!(!file.exists());
+    }
+}

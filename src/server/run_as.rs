@@ -1,0 +1,204 @@
+//! Who runs PostgreSQL's programs.
+//!
+//! PostgreSQL refuses to run as root, while CI machines and many benchmark
+//! boxes run everything as root. When we are root, initdb, the server,
+//! psql and pgbench run as an unprivileged user instead, and only the
+//! directories they must write (data, sockets, logs) are handed to it;
+//! the source checkout and the git directory stay root's.
+
+use super::ServerError;
+use std::ffi::OsString;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// The user taken when we are root and no other is named.
+pub const DEFAULT_USER: &str = "postgres";
+
+/// Environment variables that would point libpq or the server elsewhere.
+const STRAY_ENV: &[&str] = &[
+    "PGHOST",
+    "PGHOSTADDR",
+    "PGPORT",
+    "PGUSER",
+    "PGDATABASE",
+    "PGOPTIONS",
+    "PGSERVICE",
+    "PGSERVICEFILE",
+    "PGDATA",
+    "PGPASSFILE",
+    "PGSSLMODE",
+];
+
+/// The identity PostgreSQL's programs run under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunAs {
+    /// Not root: run as ourselves.
+    CurrentUser,
+    /// Root: switch to this user in the child before exec.
+    User { name: String, uid: u32, gid: u32 },
+}
+
+impl RunAs {
+    /// Ourselves when not root; otherwise `user` (default `postgres`),
+    /// which must exist.
+    pub fn resolve(user: Option<&str>) -> Result<RunAs, ServerError> {
+        if !is_root() {
+            return Ok(RunAs::CurrentUser);
+        }
+        let name = user.unwrap_or(DEFAULT_USER);
+        let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+        match lookup_user(&passwd, name) {
+            Some((uid, gid)) if uid != 0 => Ok(RunAs::User {
+                name: name.to_string(),
+                uid,
+                gid,
+            }),
+            Some(_) => Err(ServerError::RootUser {
+                name: name.to_string(),
+            }),
+            None => Err(ServerError::NoSuchUser {
+                name: name.to_string(),
+            }),
+        }
+    }
+
+    /// A name for messages.
+    pub fn describe(&self) -> String {
+        match self {
+            RunAs::CurrentUser => "the current user".to_string(),
+            RunAs::User { name, .. } => format!("user `{name}`"),
+        }
+    }
+
+    /// A command for a PostgreSQL program, run as this identity, with the
+    /// libpq environment cleared and `/` as working directory (ours may
+    /// be closed to the unprivileged user; all paths given are absolute).
+    pub fn command<I, S>(&self, program: &Path, args: I) -> duct::Expression
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        let mut expr = duct::cmd(program, args);
+        for name in STRAY_ENV {
+            expr = expr.env_remove(name);
+        }
+        match self {
+            RunAs::CurrentUser => expr,
+            RunAs::User { name, uid, gid } => {
+                let (uid, gid) = (*uid, *gid);
+                let home = PathBuf::from("/");
+                expr.dir("/")
+                    .env("HOME", &home)
+                    .env("USER", name)
+                    .env("LOGNAME", name)
+                    .before_spawn(move |cmd| {
+                        use std::os::unix::process::CommandExt;
+                        // std drops supplementary groups when it sets the uid.
+                        cmd.gid(gid).uid(uid);
+                        Ok(())
+                    })
+            }
+        }
+    }
+
+    /// Hands `path` (one file or directory, not recursive) to this identity.
+    pub fn hand_over(&self, path: &Path) -> Result<(), ServerError> {
+        match self {
+            RunAs::CurrentUser => Ok(()),
+            RunAs::User { uid, gid, .. } => std::os::unix::fs::chown(path, Some(*uid), Some(*gid))
+                .map_err(|source| {
+                    ServerError::io(
+                        format!("cannot hand {} to {}", path.display(), self.describe()),
+                        source,
+                    )
+                }),
+        }
+    }
+
+    /// Errors unless this identity can walk down to `path` (every ancestor
+    /// searchable), the usual trouble with work directories under `/root`.
+    pub fn check_reachable(&self, path: &Path) -> Result<(), ServerError> {
+        let RunAs::User { uid, gid, .. } = self else {
+            return Ok(());
+        };
+        for dir in path.ancestors().skip(1) {
+            let Ok(meta) = std::fs::metadata(dir) else {
+                continue;
+            };
+            let mode = meta.permissions().mode();
+            let searchable = if meta.uid() == *uid {
+                mode & 0o100 != 0
+            } else if meta.gid() == *gid {
+                mode & 0o010 != 0
+            } else {
+                mode & 0o001 != 0
+            };
+            if !searchable {
+                return Err(ServerError::Unreachable {
+                    path: path.to_path_buf(),
+                    blocked_at: dir.to_path_buf(),
+                    who: self.describe(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// True when the effective user is root.
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// `(uid, gid)` of `name` in a passwd(5) text.
+pub fn lookup_user(passwd: &str, name: &str) -> Option<(u32, u32)> {
+    passwd.lines().find_map(|line| {
+        let mut fields = line.split(':');
+        if fields.next()? != name {
+            return None;
+        }
+        let _password = fields.next()?;
+        let uid = fields.next()?.parse().ok()?;
+        let gid = fields.next()?.parse().ok()?;
+        Some((uid, gid))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_users_in_passwd() {
+        let passwd = "root:x:0:0:root:/root:/bin/bash\n\
+                      postgres:x:101:104:PostgreSQL administrator,,,:/var/lib/postgresql:/bin/bash\n\
+                      broken:x:notanumber:1::/:/bin/false\n";
+        assert_eq!(lookup_user(passwd, "postgres"), Some((101, 104)));
+        assert_eq!(lookup_user(passwd, "root"), Some((0, 0)));
+        assert_eq!(lookup_user(passwd, "post"), None);
+        assert_eq!(lookup_user(passwd, "broken"), None);
+    }
+
+    #[test]
+    fn missing_user_says_what_to_do() {
+        if !is_root() {
+            assert_eq!(
+                RunAs::resolve(Some("nobody-here")).unwrap(),
+                RunAs::CurrentUser
+            );
+            return;
+        }
+        let message = RunAs::resolve(Some("pgbisect-no-such-user"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.contains("useradd") && message.contains("--run-as"),
+            "{message}"
+        );
+        assert!(matches!(
+            RunAs::resolve(Some("root")),
+            Err(ServerError::RootUser { .. })
+        ));
+    }
+}

@@ -1,0 +1,178 @@
+//! Data templates: a database initialized once, copied for every run.
+//!
+//! `pgbench -i` at a useful scale takes far longer than a run, and a
+//! database that earlier runs wrote to is not the database the next run
+//! should see. So each (version, workload scale) gets one template, built
+//! once and checkpointed, and each measurement starts a server on a fresh
+//! copy of it (`cp --reflink=auto`: near free on filesystems that share
+//! blocks). A template is complete only once its marker file is written; a
+//! half-made one (an interrupted build) is removed and made again.
+
+use super::{Invocation, RunAs, Server, ServerError, SocketDir, pick_port};
+use crate::bench::{PgbenchOptions, init_args};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The file whose presence says a template is complete.
+const MARKER: &str = "template-complete.json";
+
+/// What a template is made from.
+#[derive(Debug, Clone)]
+pub struct TemplateSpec {
+    /// Directory with `initdb`, `pg_ctl`, `postgres`, `psql`.
+    pub bin: PathBuf,
+    /// The pgbench that runs `pgbench -i`.
+    pub pgbench: PathBuf,
+    /// The template's own directory; its name is the caller's sharing key.
+    pub dir: PathBuf,
+    /// Gives the scale (and the rest of `pgbench -i`).
+    pub options: PgbenchOptions,
+    pub run_as: RunAs,
+    /// Where the template's server is recorded while it runs.
+    pub registry_dir: Option<PathBuf>,
+}
+
+/// A complete data template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataTemplate {
+    dir: PathBuf,
+}
+
+impl DataTemplate {
+    /// The template for `spec`, built first if it is missing, half-made,
+    /// or made for another scale. Returns it and whether it was built now.
+    pub fn ensure(spec: &TemplateSpec) -> Result<(DataTemplate, bool), ServerError> {
+        let dir = std::path::absolute(&spec.dir)
+            .map_err(|e| ServerError::io(format!("cannot resolve {}", spec.dir.display()), e))?;
+        let template = DataTemplate { dir };
+        let wanted = marker_text(&spec.options);
+        if std::fs::read_to_string(template.dir.join(MARKER))
+            .ok()
+            .as_deref()
+            == Some(wanted.as_str())
+        {
+            return Ok((template, false));
+        }
+        template.build(spec)?;
+        let marker = template.dir.join(MARKER);
+        std::fs::write(&marker, wanted)
+            .map_err(|e| ServerError::io(format!("cannot write {}", marker.display()), e))?;
+        Ok((template, true))
+    }
+
+    /// The template's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The data directory to copy.
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.join("data")
+    }
+
+    /// initdb, start, `pgbench -i`, CHECKPOINT, stop; logs in the template dir.
+    fn build(&self, spec: &TemplateSpec) -> Result<(), ServerError> {
+        let run_as = &spec.run_as;
+        if self.dir.exists() {
+            std::fs::remove_dir_all(&self.dir).map_err(|e| {
+                ServerError::io(
+                    format!("cannot remove half-made template {}", self.dir.display()),
+                    e,
+                )
+            })?;
+        }
+        std::fs::create_dir_all(&self.dir)
+            .map_err(|e| ServerError::io(format!("cannot create {}", self.dir.display()), e))?;
+        run_as.hand_over(&self.dir)?;
+        run_as.check_reachable(&self.dir)?;
+        let initdb = Invocation::new(
+            spec.bin.join("initdb"),
+            [
+                "-D".into(),
+                self.data_dir().into_os_string(),
+                "-A".into(),
+                "trust".into(),
+                "-E".into(),
+                "UTF8".into(),
+                "--locale=C".into(),
+                // -N (no fsync) is spelled the same from 9.3 to today.
+                "-N".into(),
+            ],
+        );
+        let initdb_log = initdb.run(run_as)?;
+        write_log(&self.dir.join("initdb.log"), &initdb_log)?;
+
+        let sockets = SocketDir::create(run_as)?;
+        let server = Server {
+            bin: spec.bin.clone(),
+            data_dir: self.data_dir(),
+            port: pick_port(sockets.path()),
+            socket_dir: sockets.path().to_path_buf(),
+            settings: vec![("fsync".to_string(), "off".to_string())],
+            log: self.dir.join("server.log"),
+            run_as: run_as.clone(),
+            registry_dir: spec.registry_dir.clone(),
+        }
+        .start()?;
+        let init = Invocation::new(
+            &spec.pgbench,
+            init_args(&spec.options, &server.conn("postgres")),
+        );
+        let init_log = init.run(run_as)?;
+        write_log(&self.dir.join("pgbench-init.log"), &init_log)?;
+        server.psql("CHECKPOINT")?;
+        server.stop()
+    }
+}
+
+/// What the marker records: the `pgbench -i` arguments that made it.
+fn marker_text(options: &PgbenchOptions) -> String {
+    let conn = crate::bench::Conn {
+        socket_dir: PathBuf::new(),
+        port: 0,
+        dbname: String::new(),
+    };
+    serde_json::json!({ "pgbench_init": init_args(options, &conn) }).to_string()
+}
+
+fn write_log(path: &Path, text: &str) -> Result<(), ServerError> {
+    std::fs::write(path, text)
+        .map_err(|e| ServerError::io(format!("cannot write {}", path.display()), e))
+}
+
+/// Copies the template's data directory to `dest` (which must not exist,
+/// or be an earlier copy: a data directory, removed first) with
+/// `cp -a --reflink=auto`, keeping owners and modes. Returns how long it took.
+pub fn fresh_copy(template: &DataTemplate, dest: &Path) -> Result<Duration, ServerError> {
+    if dest.exists() {
+        if !dest.join("PG_VERSION").is_file() {
+            let detail = "exists and is not a data directory; refusing to replace it".to_string();
+            return Err(ServerError::BadDataDir {
+                path: dest.to_path_buf(),
+                detail,
+            });
+        }
+        std::fs::remove_dir_all(dest).map_err(|e| {
+            ServerError::io(
+                format!("cannot remove the earlier copy {}", dest.display()),
+                e,
+            )
+        })?;
+    }
+    if let Some(parent) = dest.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| ServerError::io(format!("cannot create {}", parent.display()), e))?;
+    }
+    let started = Instant::now();
+    let copy = Invocation::new(
+        "cp",
+        [
+            "-a".into(),
+            "--reflink=auto".into(),
+            template.data_dir().into_os_string(),
+            dest.as_os_str().to_owned(),
+        ],
+    );
+    copy.run(&RunAs::CurrentUser)?;
+    Ok(started.elapsed())
+}
