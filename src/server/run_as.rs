@@ -78,7 +78,7 @@ impl RunAs {
         I: IntoIterator<Item = S>,
         S: Into<OsString>,
     {
-        let mut expr = duct::cmd(program, args);
+        let mut expr = duct::cmd(executable(program), args);
         for name in STRAY_ENV {
             expr = expr.env_remove(name);
         }
@@ -145,6 +145,17 @@ impl RunAs {
     }
 }
 
+/// What to execute for `program`: a bare name is looked up in PATH, a
+/// relative path is made absolute (the child may start elsewhere).
+fn executable(program: &Path) -> OsString {
+    if program.is_absolute() || program.components().count() == 1 {
+        return program.as_os_str().to_owned();
+    }
+    std::path::absolute(program)
+        .unwrap_or_else(|_| program.to_path_buf())
+        .into_os_string()
+}
+
 /// True when the effective user is root.
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
@@ -178,6 +189,13 @@ mod tests {
         assert_eq!(lookup_user(passwd, "root"), Some((0, 0)));
         assert_eq!(lookup_user(passwd, "post"), None);
         assert_eq!(lookup_user(passwd, "broken"), None);
+    }
+
+    #[test]
+    fn programs_are_found_in_path_or_made_absolute() {
+        assert_eq!(executable(Path::new("cp")), OsString::from("cp"));
+        assert_eq!(executable(Path::new("/bin/cp")), OsString::from("/bin/cp"));
+        assert!(Path::new(&executable(Path::new("bin/pgbench"))).is_absolute());
     }
 
     #[test]

@@ -10,6 +10,7 @@
 
 use super::{Invocation, RunAs, Server, ServerError, SocketDir, pick_port};
 use crate::bench::{PgbenchOptions, init_args};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -164,15 +165,12 @@ pub fn fresh_copy(template: &DataTemplate, dest: &Path) -> Result<Duration, Serv
             .map_err(|e| ServerError::io(format!("cannot create {}", parent.display()), e))?;
     }
     let started = Instant::now();
-    let copy = Invocation::new(
-        "cp",
-        [
-            "-a".into(),
-            "--reflink=auto".into(),
-            template.data_dir().into_os_string(),
-            dest.as_os_str().to_owned(),
-        ],
-    );
-    copy.run(&RunAs::CurrentUser)?;
+    let args = [
+        OsString::from("-a"),
+        "--reflink=auto".into(),
+        template.data_dir().into_os_string(),
+        dest.as_os_str().to_owned(),
+    ];
+    Invocation::new("cp", args).run(&RunAs::CurrentUser)?;
     Ok(started.elapsed())
 }

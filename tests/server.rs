@@ -1,0 +1,313 @@
+//! Private servers, data templates and pgbench runs against a real
+//! PostgreSQL (`PGBISECT_TEST_PG_BIN`, default the Debian PostgreSQL 15
+//! binaries). As root, everything PostgreSQL runs as user `postgres`.
+
+use pgbisect::bench::{self, Builtin, PgbenchOptions, QueryMode};
+use pgbisect::server::{
+    BenchError, DataTemplate, RunAs, RunningServer, Server, ServerError, SocketDir, TemplateSpec,
+    check_settings, fresh_copy, pick_port, reap_leftovers, registry_dir,
+};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+fn pg_bin() -> Option<PathBuf> {
+    let bin = PathBuf::from(
+        std::env::var("PGBISECT_TEST_PG_BIN")
+            .unwrap_or_else(|_| "/usr/lib/postgresql/15/bin".to_string()),
+    );
+    if bin.join("postgres").is_file() {
+        Some(bin)
+    } else {
+        eprintln!("skipped: no PostgreSQL binaries in {}", bin.display());
+        None
+    }
+}
+
+/// A work directory the server's user can walk into.
+fn work_dir() -> tempfile::TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix("pgbisect-test-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+fn small_workload() -> PgbenchOptions {
+    PgbenchOptions {
+        scale: 1,
+        builtin: Some(Builtin::SelectOnly),
+        mode: QueryMode::Prepared,
+        ..Default::default()
+    }
+}
+
+fn template(bin: &Path, work: &Path, run_as: &RunAs) -> (DataTemplate, bool) {
+    let spec = TemplateSpec {
+        bin: bin.to_path_buf(),
+        pgbench: bin.join("pgbench"),
+        dir: work.join("templates/pg15-s1"),
+        options: small_workload(),
+        run_as: run_as.clone(),
+        registry_dir: Some(registry_dir(work)),
+    };
+    DataTemplate::ensure(&spec).unwrap()
+}
+
+/// A server description on a fresh copy of a new template in `work`.
+fn server_on_copy(
+    bin: &Path,
+    work: &Path,
+    sockets: &SocketDir,
+    settings: &[(&str, &str)],
+) -> Server {
+    let run_as = RunAs::resolve(None).unwrap();
+    let (template, _) = template(bin, work, &run_as);
+    let data_dir = work.join("run/data");
+    fresh_copy(&template, &data_dir).unwrap();
+    Server {
+        bin: bin.to_path_buf(),
+        data_dir,
+        port: pick_port(sockets.path()),
+        socket_dir: sockets.path().to_path_buf(),
+        settings: settings
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect(),
+        log: work.join("run/server.log"),
+        run_as,
+        registry_dir: Some(registry_dir(work)),
+    }
+}
+
+fn uid_of(run_as: &RunAs) -> u32 {
+    match run_as {
+        RunAs::User { uid, .. } => *uid,
+        RunAs::CurrentUser => std::fs::metadata("/proc/self").unwrap().uid(),
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    !stat.is_empty()
+        && !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+}
+
+fn wait_gone(pid: u32) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while alive(pid) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    !alive(pid)
+}
+
+fn registry_entries(work: &Path) -> usize {
+    std::fs::read_dir(registry_dir(work))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+#[test]
+fn template_is_built_once_and_copied_fresh() {
+    let Some(bin) = pg_bin() else { return };
+    let work = work_dir();
+    let run_as = RunAs::resolve(None).unwrap();
+    let (made, built) = template(&bin, work.path(), &run_as);
+    assert!(built);
+    assert!(made.data_dir().join("PG_VERSION").is_file());
+    assert_eq!(
+        registry_entries(work.path()),
+        0,
+        "the template's server was stopped and forgotten"
+    );
+
+    let started = Instant::now();
+    let (again, built) = template(&bin, work.path(), &run_as);
+    assert!(!built && again == made);
+    assert!(started.elapsed() < Duration::from_millis(100));
+
+    let dest = work.path().join("copies/one");
+    let took = fresh_copy(&made, &dest).unwrap();
+    eprintln!("fresh copy took {took:?}");
+    assert!(took < Duration::from_secs(10));
+    let owner = std::fs::metadata(dest.join("PG_VERSION")).unwrap().uid();
+    assert_eq!(
+        owner,
+        uid_of(&run_as),
+        "the copy belongs to the server's user"
+    );
+    std::fs::write(dest.join("scribble"), "left by a run").unwrap();
+    fresh_copy(&made, &dest).unwrap();
+    assert!(!dest.join("scribble").exists(), "every copy is fresh");
+    let not_data = work.path().join("copies/not-data");
+    std::fs::create_dir_all(&not_data).unwrap();
+    assert!(matches!(
+        fresh_copy(&made, &not_data),
+        Err(ServerError::BadDataDir { .. })
+    ));
+
+    // A template without its marker is half-made: redone.
+    std::fs::remove_file(made.dir().join("template-complete.json")).unwrap();
+    std::fs::write(made.data_dir().join("half-made"), "").unwrap();
+    let (_, built) = template(&bin, work.path(), &run_as);
+    assert!(built && !made.data_dir().join("half-made").exists());
+}
+
+#[test]
+fn server_applies_settings_runs_as_user_and_stops_on_drop() {
+    let Some(bin) = pg_bin() else { return };
+    let work = work_dir();
+    let sockets = SocketDir::create(&RunAs::resolve(None).unwrap()).unwrap();
+    let spec = server_on_copy(
+        &bin,
+        work.path(),
+        &sockets,
+        &[("shared_buffers", "48MB"), ("work_mem", "5 MB")],
+    );
+
+    let mut bad = spec.clone();
+    bad.settings
+        .push(("no_such_setting_here".to_string(), "1".to_string()));
+    let err = bad.start().unwrap_err();
+    let ServerError::StartFailed { log_tail, .. } = &err else {
+        panic!("{err}")
+    };
+    assert!(log_tail.contains("no_such_setting_here"), "{err}");
+
+    let server = spec.clone().start().unwrap();
+    assert_eq!(server.psql("SHOW shared_buffers").unwrap(), "48MB");
+    assert_eq!(server.psql("SHOW work_mem").unwrap(), "5MB");
+    assert_eq!(
+        server.psql("SHOW listen_addresses").unwrap(),
+        "",
+        "no TCP listener"
+    );
+    let postmaster_uid = std::fs::metadata(format!("/proc/{}", server.pid()))
+        .unwrap()
+        .uid();
+    assert_eq!(postmaster_uid, uid_of(&spec.run_as));
+    assert_eq!(registry_entries(work.path()), 1);
+
+    let pid = server.pid();
+    let socket = sockets.path().join(format!(".s.PGSQL.{}", server.port()));
+    assert!(socket.exists());
+    drop(server);
+    assert!(!alive(pid), "stopped on drop");
+    assert!(!socket.exists());
+    assert_eq!(registry_entries(work.path()), 0);
+}
+
+#[test]
+fn unknown_setting_is_named_with_the_version() {
+    let Some(bin) = pg_bin() else { return };
+    let run_as = RunAs::resolve(None).unwrap();
+    let known = [
+        ("shared_buffers".to_string(), "1GB".to_string()),
+        ("DateStyle".to_string(), "ISO".to_string()),
+    ];
+    check_settings(&bin, &run_as, &known).unwrap();
+    let mut settings = known.to_vec();
+    settings.push(("checkpoint_segments".to_string(), "64".to_string()));
+    settings.push(("pg_stat_statements.max".to_string(), "100".to_string()));
+    let err = check_settings(&bin, &run_as, &settings).unwrap_err();
+    let ServerError::UnknownSetting { name, version } = &err else {
+        panic!("{err}")
+    };
+    assert_eq!(name, "checkpoint_segments");
+    assert!(version.starts_with("15"), "{version}");
+    assert!(err.to_string().contains("checkpoint_segments"));
+}
+
+#[test]
+fn pgbench_select_only_run_is_parsed() {
+    let Some(bin) = pg_bin() else { return };
+    let work = work_dir();
+    let sockets = SocketDir::create(&RunAs::resolve(None).unwrap()).unwrap();
+    let server = server_on_copy(&bin, work.path(), &sockets, &[])
+        .start()
+        .unwrap();
+    let opts = small_workload();
+    let args = bench::run_args(&opts, 2, 2, &server.conn("postgres"));
+    let output = work.path().join("run-1.txt");
+    let report = server
+        .run_pgbench(&bin.join("pgbench"), &args, &output)
+        .unwrap();
+    assert!(report.tps > 100.0, "{report:?}");
+    assert!(report.transactions.unwrap() > 0);
+    assert_eq!(report.failed_transactions, Some(0));
+    assert!(report.latency_ms.unwrap() > 0.0);
+    let kept = std::fs::read_to_string(&output).unwrap();
+    assert!(kept.starts_with("$ ") && kept.contains("-M prepared -S") && kept.contains("tps = "));
+
+    // A run that cannot connect is an error naming the command, not a panic.
+    let mut wrong = server.conn("postgres");
+    wrong.port = wrong.port.wrapping_add(1);
+    let err = server
+        .run_pgbench(
+            &bin.join("pgbench"),
+            &bench::run_args(&opts, 1, 1, &wrong),
+            &output,
+        )
+        .unwrap_err();
+    let BenchError::Failed { command, tail, .. } = &err else {
+        panic!("{err}")
+    };
+    assert!(
+        command.contains("pgbench") && tail.contains("connect"),
+        "{err}"
+    );
+}
+
+#[test]
+fn crashed_server_gives_an_error_with_the_log_tail() {
+    let Some(bin) = pg_bin() else { return };
+    let work = work_dir();
+    let sockets = SocketDir::create(&RunAs::resolve(None).unwrap()).unwrap();
+    let server: RunningServer = server_on_copy(&bin, work.path(), &sockets, &[])
+        .start()
+        .unwrap();
+    let pid = server.pid();
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1500));
+        // SAFETY: signalling our own test server's postmaster.
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+    });
+    let args = bench::run_args(&small_workload(), 1, 5, &server.conn("postgres"));
+    let result = server.run_pgbench(&bin.join("pgbench"), &args, &work.path().join("crash.txt"));
+    killer.join().unwrap();
+    let err = result.unwrap_err();
+    let BenchError::ServerCrashed {
+        detail, log_tail, ..
+    } = &err
+    else {
+        panic!("{err}")
+    };
+    assert!(detail.contains("gone"), "{err}");
+    assert!(log_tail.contains("ready to accept connections"), "{err}");
+    assert!(!server.is_alive());
+    drop(server);
+}
+
+#[test]
+fn reap_stops_servers_a_dead_run_left_behind() {
+    let Some(bin) = pg_bin() else { return };
+    let work = work_dir();
+    let sockets = SocketDir::create(&RunAs::resolve(None).unwrap()).unwrap();
+    let server = server_on_copy(&bin, work.path(), &sockets, &[])
+        .start()
+        .unwrap();
+    let pid = server.pid();
+    std::mem::forget(server);
+    assert!(alive(pid));
+    assert_eq!(registry_entries(work.path()), 1);
+    assert_eq!(reap_leftovers(work.path()).unwrap(), 1);
+    assert!(wait_gone(pid));
+    assert_eq!(registry_entries(work.path()), 0);
+    assert_eq!(reap_leftovers(work.path()).unwrap(), 0);
+}
