@@ -311,3 +311,62 @@ fn reap_stops_servers_a_dead_run_left_behind() {
     assert_eq!(registry_entries(work.path()), 0);
     assert_eq!(reap_leftovers(work.path()).unwrap(), 0);
 }
+
+/// Set in the child process of `reap_stops_servers_of_a_killed_process`.
+const HELPER_WORK: &str = "PGBISECT_TEST_HELPER_WORK";
+
+/// Not a test of its own: run by `reap_stops_servers_of_a_killed_process`
+/// in a child process, which starts a server and waits to be killed.
+#[test]
+fn helper_starts_a_server_and_waits_to_be_killed() {
+    let Some(work) = std::env::var_os(HELPER_WORK).map(PathBuf::from) else {
+        return;
+    };
+    let Some(bin) = pg_bin() else { return };
+    let run_as = RunAs::resolve(None).unwrap();
+    let (template, _) = template(&bin, &work, &run_as);
+    let data_dir = work.join("child/data");
+    fresh_copy(&template, &data_dir).unwrap();
+    let sockets = work.join("s");
+    let server = Server {
+        bin: bin.clone(),
+        data_dir,
+        port: pick_port(&sockets),
+        socket_dir: sockets,
+        settings: Vec::new(),
+        log: work.join("child/server.log"),
+        run_as,
+        registry_dir: Some(registry_dir(&work)),
+    }
+    .start()
+    .unwrap();
+    std::fs::write(work.join("ready"), server.pid().to_string()).unwrap();
+    std::thread::sleep(Duration::from_secs(120));
+}
+
+#[test]
+fn reap_stops_servers_of_a_killed_process() {
+    let Some(_) = pg_bin() else { return };
+    let work = work_dir();
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "helper_starts_a_server_and_waits_to_be_killed",
+            "--nocapture",
+        ])
+        .env(HELPER_WORK, work.path())
+        .spawn()
+        .unwrap();
+    let ready = work.path().join("ready");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !ready.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid: u32 = std::fs::read_to_string(&ready).unwrap().parse().unwrap();
+    child.kill().unwrap(); // SIGKILL: the child's servers are not stopped
+    child.wait().unwrap();
+    assert!(alive(pid), "the killed process left its server running");
+    assert_eq!(reap_leftovers(work.path()).unwrap(), 1);
+    assert!(wait_gone(pid));
+    assert_eq!(registry_entries(work.path()), 0);
+}

@@ -481,10 +481,11 @@ impl RunningServer {
     }
 
     /// Why the server must be taken as crashed since the log was
-    /// `log_len` long, if it must: the postmaster is gone, or the log
-    /// reports a backend killed by a signal or a PANIC.
-    pub fn crash_since(&self, log_len: u64) -> Option<String> {
-        if !registry::is_alive(self.pid) {
+    /// `log_len` long, if it must: the postmaster is gone (waiting up to
+    /// `grace` for a dying one to finish exiting), or the log reports a
+    /// backend killed by a signal or a PANIC.
+    pub fn crash_since(&self, log_len: u64, grace: Duration) -> Option<String> {
+        if wait_until(grace, || !registry::is_alive(self.pid)) {
             return Some(format!("the postmaster (pid {}) is gone", self.pid));
         }
         let added = read_lossy(&self.server.log, log_len);

@@ -8,6 +8,7 @@
 use super::{Invocation, LOG_TAIL_LINES, RunAs, RunningServer, combined_output};
 use crate::bench::{ParseError, PgbenchReport, TAIL_LINES, parse_output, tail_lines};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// A pgbench run without a result.
 #[derive(Debug, thiserror::Error)]
@@ -107,7 +108,13 @@ impl RunningServer {
     ) -> Result<PgbenchReport, BenchError> {
         let log_len = self.log_len();
         let result = run_pgbench(pgbench, args, self.run_as(), output_path);
-        let Some(detail) = self.crash_since(log_len) else {
+        // Clients can see the postmaster die a moment before it is gone.
+        let grace = if result.is_err() {
+            Duration::from_secs(3)
+        } else {
+            Duration::ZERO
+        };
+        let Some(detail) = self.crash_since(log_len, grace) else {
             return result;
         };
         let bench_tail = match &result {
