@@ -58,6 +58,8 @@ pub struct PgbenchOptions {
     pub builtin: Option<Builtin>,
     /// Custom script (`-f`); excludes `builtin`.
     pub script: Option<PathBuf>,
+    /// `-M`; prepared when a profile does not say (pgbench's own default
+    /// is simple, which mostly measures parsing and planning).
     pub mode: QueryMode,
     pub clients: u32,
     /// Worker threads; the number of clients when not given (`-c N -j N`).

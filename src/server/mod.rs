@@ -580,6 +580,14 @@ mod tests {
     }
 
     #[test]
+    fn interrupts_set_the_flag() {
+        let flag = install_interrupt_handler().unwrap();
+        assert!(!flag.load(std::sync::atomic::Ordering::SeqCst));
+        signal_hook::low_level::raise(signal_hook::consts::SIGHUP).unwrap();
+        assert!(flag.load(std::sync::atomic::Ordering::SeqCst));
+    }
+
+    #[test]
     fn picked_ports_avoid_used_socket_names() {
         let dir = tempfile::tempdir().unwrap();
         let first = pick_port(dir.path());
