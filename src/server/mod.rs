@@ -525,6 +525,8 @@ impl RunningServer {
                 pid: self.pid,
             });
         }
+        // After a crash or SIGKILL the pid file and shared memory remain.
+        registry::remove_orphaned_shmem(&self.server.data_dir);
         self.stopped = true;
         if let Some(entry) = self.registered.take() {
             let _ = std::fs::remove_file(entry);

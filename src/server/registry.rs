@@ -79,6 +79,7 @@ pub fn reap_leftovers(work_dir: &Path) -> Result<usize, ServerError> {
                     pid: entry.postmaster_pid,
                 });
             }
+            remove_orphaned_shmem(&entry.data_dir);
             stopped += 1;
         }
         let _ = std::fs::remove_file(&file);
@@ -115,6 +116,31 @@ fn send(pid: u32, signal: libc::c_int) {
         // SAFETY: kill has no memory preconditions; pid is a single process.
         unsafe {
             libc::kill(pid, signal);
+        }
+    }
+}
+
+/// Removes the System V shared memory segment a dead postmaster of
+/// `data_dir` left (named on line 7 of `postmaster.pid`), if nothing is
+/// attached to it any more. A postmaster killed with SIGKILL cannot remove
+/// it, and such segments would pile up run after run.
+pub(super) fn remove_orphaned_shmem(data_dir: &Path) {
+    let Ok(text) = std::fs::read_to_string(data_dir.join("postmaster.pid")) else {
+        return;
+    };
+    let Some(shmid) = text
+        .lines()
+        .nth(6)
+        .and_then(|line| line.split_whitespace().nth(1))
+        .and_then(|id| id.parse::<libc::c_int>().ok())
+    else {
+        return;
+    };
+    // SAFETY: shmid_ds is plain data; IPC_STAT fills it, IPC_RMID ignores it.
+    unsafe {
+        let mut status: libc::shmid_ds = std::mem::zeroed();
+        if libc::shmctl(shmid, libc::IPC_STAT, &mut status) == 0 && status.shm_nattch == 0 {
+            libc::shmctl(shmid, libc::IPC_RMID, std::ptr::null_mut());
         }
     }
 }
