@@ -1,0 +1,478 @@
+//! The repository layer against real git repositories built in temp dirs.
+
+use pgbisect::lab::Commit;
+use pgbisect::repo::{Repo, RepoError, WorkTree};
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::SystemTime;
+use tempfile::TempDir;
+
+/// A throwaway git repository driven by the `git` command.
+struct TestRepo {
+    dir: TempDir,
+    commits: u32,
+}
+
+impl TestRepo {
+    fn new() -> TestRepo {
+        let repo = TestRepo {
+            dir: TempDir::new().unwrap(),
+            commits: 0,
+        };
+        repo.git(&["init", "-q", "-b", "master"]);
+        repo
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn git(&self, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(self.path())
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_NAME", "Ann Author")
+            .env("GIT_AUTHOR_EMAIL", "ann@example.org")
+            .env("GIT_COMMITTER_NAME", "Ann Author")
+            .env("GIT_COMMITTER_EMAIL", "ann@example.org")
+            .env("GIT_AUTHOR_DATE", "2016-03-01T17:24:05-05:00")
+            .env("GIT_COMMITTER_DATE", "2016-03-01T17:24:05-05:00")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    }
+
+    /// Writes (`Some`) or deletes (`None`) files, commits, returns the SHA.
+    fn commit(&mut self, subject: &str, files: &[(&str, Option<&str>)]) -> String {
+        for (path, content) in files {
+            let full = self.path().join(path);
+            match content {
+                Some(text) => {
+                    fs::create_dir_all(full.parent().unwrap()).unwrap();
+                    fs::write(&full, text).unwrap();
+                }
+                None => fs::remove_file(&full).unwrap(),
+            }
+        }
+        self.commits += 1;
+        self.git(&["add", "-A"]);
+        let message = format!("{subject}\n\nBody of commit {}.", self.commits);
+        self.git(&["commit", "-q", "--allow-empty", "-m", &message]);
+        self.git(&["rev-parse", "HEAD"])
+    }
+
+    /// A chain of `count` commits touching `log.txt`.
+    fn chain(&mut self, name: &str, count: usize) -> Vec<String> {
+        (0..count)
+            .map(|i| {
+                let text = format!("{name} {i}\n");
+                self.commit(&format!("{name} {i}"), &[("log.txt", Some(&text))])
+            })
+            .collect()
+    }
+
+    fn open(&self) -> Repo {
+        Repo::open(self.path()).unwrap()
+    }
+}
+
+fn ids(commits: &[Commit]) -> Vec<String> {
+    commits.iter().map(|c| c.id.clone()).collect()
+}
+
+fn rev_list_first_parent(repo: &TestRepo, range: &str) -> Vec<String> {
+    let out = repo.git(&["rev-list", "--first-parent", "--reverse", range]);
+    out.lines().map(str::to_string).collect()
+}
+
+#[test]
+fn resolves_tags_branches_shas_and_expressions() {
+    let mut t = TestRepo::new();
+    let c = t.chain("main", 5);
+    t.git(&["tag", "light", &c[0]]);
+    t.git(&["tag", "-a", "-m", "release", "annotated", &c[1]]);
+    t.git(&["branch", "feature", &c[2]]);
+    t.git(&["update-ref", "refs/remotes/origin/stable", &c[3]]);
+    let repo = t.open();
+    let cases = [
+        ("light", &c[0]),
+        ("annotated", &c[1]),
+        ("feature", &c[2]),
+        ("origin/stable", &c[3]),
+        (&c[3][..7], &c[3]),
+        (c[4].as_str(), &c[4]),
+        ("HEAD", &c[4]),
+        ("HEAD~2", &c[2]),
+        ("master^", &c[3]),
+    ];
+    for (rev, want) in cases {
+        assert_eq!(&repo.resolve(rev).unwrap().id, want, "resolving {rev}");
+    }
+    let commit = repo.resolve("annotated").unwrap();
+    assert_eq!(commit.subject, "main 1");
+    assert_eq!(commit.author, "Ann Author <ann@example.org>");
+    assert_eq!(commit.date, "2016-03-01T17:24:05-05:00");
+}
+
+#[test]
+fn opens_from_a_subdirectory_and_refuses_a_plain_directory() {
+    let mut t = TestRepo::new();
+    t.commit("first", &[("src/backend/main.c", Some("int main;\n"))]);
+    let repo = Repo::open(&t.path().join("src/backend")).unwrap();
+    assert_eq!(
+        repo.location().canonicalize().unwrap(),
+        t.path().canonicalize().unwrap()
+    );
+
+    let plain = TempDir::new().unwrap();
+    let err = Repo::open(plain.path()).err().unwrap();
+    assert!(matches!(err, RepoError::NotARepository { .. }));
+    let text = err.to_string();
+    assert!(text.contains("is not inside a git repository"), "{text}");
+    assert!(text.contains("--repo PATH"), "{text}");
+}
+
+#[test]
+fn unknown_revisions_name_the_revision_and_suggest_what_to_do() {
+    let mut t = TestRepo::new();
+    let c = t.chain("main", 2);
+    let untagged = t.open().resolve("REL_16_9").unwrap_err().to_string();
+    assert!(
+        untagged.contains("unknown revision 'REL_16_9'"),
+        "{untagged}"
+    );
+    assert!(untagged.contains("no tags"), "{untagged}");
+    assert!(untagged.contains("fetch --tags"), "{untagged}");
+
+    for tag in ["REL_16_0", "REL_16_1", "REL_15_3", "REL9_6_0"] {
+        t.git(&["tag", tag, &c[0]]);
+    }
+    let repo = t.open();
+    let similar = repo.resolve("REL_16_9").unwrap_err().to_string();
+    assert!(
+        similar.contains("similar names: REL_16_0, REL_16_1, REL_15_3, REL9_6_0"),
+        "{similar}"
+    );
+    let unrelated = repo.resolve("zz-top").unwrap_err().to_string();
+    assert!(unrelated.contains("fetch --tags"), "{unrelated}");
+    let sha = repo.resolve("deadbeefdead").unwrap_err().to_string();
+    assert!(sha.contains("unknown revision 'deadbeefdead'"), "{sha}");
+    assert!(sha.contains("fetch"), "{sha}");
+    let too_far = repo.resolve("HEAD~10").unwrap_err().to_string();
+    assert!(too_far.contains("unknown revision 'HEAD~10'"), "{too_far}");
+
+    let tree = repo.resolve("HEAD^{tree}").unwrap_err();
+    assert!(matches!(tree, RepoError::NotACommit { .. }), "{tree}");
+}
+
+#[test]
+fn candidates_follow_first_parents_oldest_first() {
+    let mut t = TestRepo::new();
+    let base = t.chain("main", 2);
+    t.git(&["checkout", "-q", "-b", "side"]);
+    let side = t.chain("side", 2);
+    t.git(&["checkout", "-q", "master"]);
+    let before_merge = t.commit("main 2", &[("other.txt", Some("x\n"))]);
+    t.git(&["merge", "-q", "--no-ff", "-m", "merge side", "side"]);
+    let merge = t.git(&["rev-parse", "HEAD"]);
+    let tip = t.chain("after", 2);
+    let repo = t.open();
+
+    let good = repo.resolve(&base[0]).unwrap();
+    let bad = repo.resolve("master").unwrap();
+    let candidates = repo.candidates(&good, &bad).unwrap();
+    let want = vec![
+        base[1].clone(),
+        before_merge,
+        merge,
+        tip[0].clone(),
+        tip[1].clone(),
+    ];
+    assert_eq!(ids(&candidates), want);
+    assert_eq!(
+        want,
+        rev_list_first_parent(&t, &format!("{}..master", base[0]))
+    );
+    assert_eq!(candidates.last().unwrap(), &bad);
+    assert_eq!(candidates[2].subject, "merge side");
+
+    // A good commit on the merged branch: same list as git gives.
+    let good = repo.resolve(&side[0]).unwrap();
+    let candidates = repo.candidates(&good, &bad).unwrap();
+    assert_eq!(
+        ids(&candidates),
+        rev_list_first_parent(&t, &format!("{}..master", side[0]))
+    );
+}
+
+#[test]
+fn candidates_refuse_a_good_commit_that_is_not_an_ancestor() {
+    let mut t = TestRepo::new();
+    let base = t.chain("main", 2);
+    t.git(&["checkout", "-q", "-b", "side", &base[0]]);
+    let side = t.chain("side", 1);
+    let repo = t.open();
+    let (root, tip, other) = (
+        repo.resolve(&base[0]).unwrap(),
+        repo.resolve(&base[1]).unwrap(),
+        repo.resolve(&side[0]).unwrap(),
+    );
+
+    let reversed = repo.candidates(&tip, &root).unwrap_err();
+    assert!(matches!(reversed, RepoError::NotAncestor { .. }));
+    let text = reversed.to_string();
+    assert!(text.contains("is not an ancestor"), "{text}");
+    assert!(text.contains("swap --good and --bad"), "{text}");
+    assert!(text.contains("--bad is the older"), "{text}");
+
+    let diverged = repo.candidates(&other, &tip).unwrap_err().to_string();
+    assert!(
+        diverged.contains(&format!("merge-base {}", base[0])),
+        "{diverged}"
+    );
+    assert!(
+        diverged.contains("different lines of history"),
+        "{diverged}"
+    );
+
+    let same = repo.candidates(&tip, &tip).unwrap_err();
+    assert!(matches!(same, RepoError::SameCommit { .. }), "{same}");
+
+    assert_eq!(
+        ids(&repo.candidates(&root, &tip).unwrap()),
+        vec![base[1].clone()]
+    );
+}
+
+#[test]
+fn reads_files_and_changed_paths_without_a_checkout() {
+    let mut t = TestRepo::new();
+    let first = t.commit(
+        "first",
+        &[
+            (
+                "src/include/catalog/catversion.h",
+                Some("#define CATALOG_VERSION_NO 201603011\n"),
+            ),
+            ("README", Some("readme\n")),
+        ],
+    );
+    t.git(&["tag", "-a", "-m", "release", "REL_1", &first]);
+    let second = t.commit(
+        "second",
+        &[
+            (
+                "src/include/catalog/catversion.h",
+                Some("#define CATALOG_VERSION_NO 201603012\n"),
+            ),
+            ("README", None),
+            ("NEWS", Some("news\n")),
+        ],
+    );
+    let repo = t.open();
+    let header = "src/include/catalog/catversion.h";
+    assert_eq!(
+        repo.read_file("REL_1", header).unwrap().unwrap(),
+        b"#define CATALOG_VERSION_NO 201603011\n"
+    );
+    assert_eq!(
+        repo.read_file(&second, header).unwrap().unwrap(),
+        b"#define CATALOG_VERSION_NO 201603012\n"
+    );
+    assert_eq!(repo.read_file(&second, "README").unwrap(), None);
+    assert_eq!(repo.read_file(&second, "src/include").unwrap(), None);
+    assert!(repo.read_file("nope", "README").is_err());
+
+    let changed = repo.changed_paths(&first, &second).unwrap();
+    let want: Vec<PathBuf> = ["NEWS", "README", header]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+    assert_eq!(changed, want);
+    assert!(repo.changed_paths(&first, &first).unwrap().is_empty());
+}
+
+fn mtime(path: &Path) -> SystemTime {
+    fs::metadata(path).unwrap().modified().unwrap()
+}
+
+/// Everything that says what state the user's repository is in.
+fn user_state(t: &TestRepo) -> (String, String, Vec<u8>, BTreeSet<PathBuf>) {
+    let mut git_files = BTreeSet::new();
+    let mut stack = vec![t.path().join(".git")];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path.clone());
+            }
+            git_files.insert(path);
+        }
+    }
+    (
+        t.git(&["rev-parse", "HEAD"]),
+        t.git(&["status", "--porcelain", "--untracked-files=all"]),
+        fs::read(t.path().join(".git/index")).unwrap(),
+        git_files,
+    )
+}
+
+/// Two commits: B changes one file, deletes two (one alone in its
+/// directory) and adds one.
+fn two_commits(t: &mut TestRepo) -> (String, String) {
+    let a = t.commit(
+        "A",
+        &[
+            ("keep.c", Some("keep\n")),
+            ("change.c", Some("old\n")),
+            ("gone.c", Some("gone\n")),
+            ("lonely/only.h", Some("only\n")),
+            (".gitignore", Some("*.o\n")),
+        ],
+    );
+    let b = t.commit(
+        "B",
+        &[
+            ("change.c", Some("new\n")),
+            ("gone.c", None),
+            ("lonely/only.h", None),
+            ("new.c", Some("added\n")),
+        ],
+    );
+    (a, b)
+}
+
+#[test]
+fn work_tree_moves_incrementally_and_never_touches_the_user_repository() {
+    let mut t = TestRepo::new();
+    let (a, b) = two_commits(&mut t);
+    t.git(&["checkout", "-q", &a]);
+    fs::write(t.path().join("keep.c"), "user's own edit\n").unwrap();
+    let before = user_state(&t);
+
+    let repo = t.open();
+    let scratch = TempDir::new().unwrap();
+    let mut tree = WorkTree::open_or_create(&repo, &scratch.path().join("checkout")).unwrap();
+    let dir = tree.path().to_path_buf();
+    tree.checkout(&a).unwrap();
+    assert_eq!(tree.head().as_deref(), Some(a.as_str()));
+    assert_eq!(fs::read_to_string(dir.join("keep.c")).unwrap(), "keep\n");
+    fs::write(dir.join("keep.o"), "object").unwrap();
+    fs::write(dir.join("notes.txt"), "untracked").unwrap();
+    let keep = mtime(&dir.join("keep.c"));
+
+    tree.checkout(&b).unwrap();
+    assert_eq!(fs::read_to_string(dir.join("change.c")).unwrap(), "new\n");
+    assert_eq!(fs::read_to_string(dir.join("new.c")).unwrap(), "added\n");
+    assert!(!dir.join("gone.c").exists());
+    assert!(!dir.join("lonely").exists());
+    assert_eq!(
+        mtime(&dir.join("keep.c")),
+        keep,
+        "an unchanged file was rewritten"
+    );
+    assert!(dir.join("keep.o").exists() && dir.join("notes.txt").exists());
+
+    tree.checkout(&a).unwrap();
+    assert_eq!(fs::read_to_string(dir.join("change.c")).unwrap(), "old\n");
+    assert_eq!(
+        fs::read_to_string(dir.join("lonely/only.h")).unwrap(),
+        "only\n"
+    );
+    assert!(dir.join("gone.c").exists() && !dir.join("new.c").exists());
+    assert_eq!(
+        mtime(&dir.join("keep.c")),
+        keep,
+        "an unchanged file was rewritten"
+    );
+    assert!(dir.join("keep.o").exists() && dir.join("notes.txt").exists());
+
+    drop(tree);
+    assert_eq!(user_state(&t), before);
+}
+
+#[test]
+fn work_tree_repairs_local_changes_and_interrupted_checkouts() {
+    let mut t = TestRepo::new();
+    let (a, b) = two_commits(&mut t);
+    let repo = t.open();
+    let scratch = TempDir::new().unwrap();
+    let dir = scratch.path().join("checkout");
+    let mut tree = WorkTree::open_or_create(&repo, &dir).unwrap();
+    tree.checkout(&a).unwrap();
+    fs::write(dir.join("change.c"), "edited by a build\n").unwrap();
+    fs::remove_file(dir.join("keep.c")).unwrap();
+    tree.checkout(&a).unwrap();
+    assert_eq!(fs::read_to_string(dir.join("change.c")).unwrap(), "old\n");
+    assert_eq!(fs::read_to_string(dir.join("keep.c")).unwrap(), "keep\n");
+    drop(tree);
+
+    // A run killed halfway from A to B: new.c written, HEAD still A.
+    fs::write(dir.join("new.c"), "added\n").unwrap();
+    fs::write(
+        dir.join(".git/pgbisect-checkout-in-progress"),
+        format!("{b}\n"),
+    )
+    .unwrap();
+    fs::write(dir.join(".git/index.lock"), "").unwrap();
+    let mut tree = WorkTree::open_or_create(&repo, &dir).unwrap();
+    assert_eq!(tree.head().as_deref(), Some(b.as_str()));
+    assert!(!dir.join("gone.c").exists());
+    tree.checkout(&a).unwrap();
+    assert!(
+        !dir.join("new.c").exists(),
+        "a file of the interrupted checkout was left behind"
+    );
+    assert!(dir.join("gone.c").exists());
+}
+
+#[test]
+fn work_tree_is_reused_and_sees_new_commits() {
+    let mut t = TestRepo::new();
+    let (a, _) = two_commits(&mut t);
+    let scratch = TempDir::new().unwrap();
+    let dir = scratch.path().join("checkout");
+    WorkTree::open_or_create(&t.open(), &dir)
+        .unwrap()
+        .checkout(&a)
+        .unwrap();
+
+    // Well after the index was written, so git trusts its file times.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let keep = mtime(&dir.join("keep.c"));
+    let later = t.commit("C", &[("later.c", Some("later\n"))]);
+    let mut tree = WorkTree::open_or_create(&t.open(), &dir).unwrap();
+    assert_eq!(tree.head().as_deref(), Some(a.as_str()));
+    tree.checkout(&later).unwrap();
+    assert_eq!(
+        mtime(&dir.join("keep.c")),
+        keep,
+        "an unchanged file was rewritten"
+    );
+    assert_eq!(fs::read_to_string(dir.join("later.c")).unwrap(), "later\n");
+    assert!(
+        tree.checkout("0123456789012345678901234567890123456789")
+            .is_err()
+    );
+}
+
+#[test]
+fn work_tree_refuses_the_user_checkout() {
+    let mut t = TestRepo::new();
+    two_commits(&mut t);
+    let repo = t.open();
+    let err = WorkTree::open_or_create(&repo, t.path()).err().unwrap();
+    assert!(
+        matches!(err, RepoError::WorkTreeIsUserCheckout { .. }),
+        "{err}"
+    );
+}
