@@ -476,3 +476,22 @@ fn work_tree_refuses_the_user_checkout() {
         "{err}"
     );
 }
+
+#[test]
+fn a_repository_of_another_user_is_refused_with_advice() {
+    let mut t = TestRepo::new();
+    t.commit("first", &[("README", Some("readme\n"))]);
+    // Only root can give a directory away, and a machine that trusts every
+    // directory refuses nothing: then there is nothing to test.
+    let trusted = Command::new("git")
+        .args(["config", "--get-all", "safe.directory"])
+        .output()
+        .is_ok_and(|out| !out.stdout.is_empty());
+    if trusted || std::os::unix::fs::chown(t.path(), Some(65534), Some(65534)).is_err() {
+        return;
+    }
+    std::os::unix::fs::chown(t.path().join(".git"), Some(65534), Some(65534)).unwrap();
+    let err = Repo::open(t.path()).err().unwrap();
+    assert!(matches!(err, RepoError::NotOwned { .. }), "{err}");
+    assert!(err.to_string().contains("safe.directory"), "{err}");
+}
