@@ -1,0 +1,254 @@
+//! The build log of one commit, the commands run into it, and what a
+//! failed build's output says: whether the commit is broken (a skip) or the
+//! machine is (an error that stops the hunt).
+
+use super::BuildError;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// How many error lines a failure reason quotes.
+const QUOTED_ERRORS: usize = 3;
+/// How many lines of the tail a failure reason quotes when no line says `error:`.
+const QUOTED_TAIL: usize = 8;
+
+/// `<work_dir>/logs/build-<commit>.log`: configure, make and install output.
+pub(crate) struct BuildLog {
+    path: PathBuf,
+    file: File,
+}
+
+impl BuildLog {
+    /// Starts a fresh log (an earlier build of the same commit is replaced).
+    pub(crate) fn create(path: &Path) -> Result<BuildLog, BuildError> {
+        let file = File::create(path).map_err(BuildError::io("create the build log", path))?;
+        Ok(BuildLog {
+            path: path.to_path_buf(),
+            file,
+        })
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes a line of our own, marked so it stands out from make's output.
+    pub(crate) fn note(&mut self, line: &str) -> Result<(), BuildError> {
+        writeln!(self.file, "pgbisect: {line}").map_err(BuildError::io("write", &self.path))
+    }
+
+    /// Where the next output will go; pass it to [`BuildLog::text_since`].
+    pub(crate) fn position(&mut self) -> Result<u64, BuildError> {
+        self.file
+            .seek(SeekFrom::End(0))
+            .map_err(BuildError::io("seek in", &self.path))
+    }
+
+    /// The log text written since `offset` (lossy UTF-8).
+    pub(crate) fn text_since(&self, offset: u64) -> Result<String, BuildError> {
+        let mut file = File::open(&self.path).map_err(BuildError::io("read", &self.path))?;
+        file.seek(SeekFrom::Start(offset))
+            .map_err(BuildError::io("seek in", &self.path))?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)
+            .map_err(BuildError::io("read", &self.path))?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// Runs `command` with its output appended to the log. `Ok(false)` when
+    /// it failed; `Err` when it could not start, was interrupted, or its
+    /// output shows trouble with the machine rather than with the commit.
+    pub(crate) fn run(&mut self, command: &mut Command) -> Result<bool, BuildError> {
+        let line = command_line(command);
+        self.note(&format!("$ {line}"))?;
+        let start = self.position()?;
+        let out = self
+            .file
+            .try_clone()
+            .map_err(BuildError::io("reopen", &self.path))?;
+        let err = self
+            .file
+            .try_clone()
+            .map_err(BuildError::io("reopen", &self.path))?;
+        let status = command
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .status()
+            .map_err(|e| spawn_error(command, &line, e))?;
+        if status.success() {
+            return Ok(true);
+        }
+        if interrupted(&status) {
+            return Err(BuildError::Interrupted { command: line });
+        }
+        let text = self.text_since(start)?;
+        match environment_trouble(&text, &line, &self.path) {
+            Some(trouble) => Err(trouble),
+            None => {
+                self.note(&format!("command failed ({status}): {line}"))?;
+                Ok(false)
+            }
+        }
+    }
+}
+
+/// A command as a user would type it (arguments with spaces quoted).
+pub(crate) fn command_line(command: &Command) -> String {
+    let mut words = vec![command.get_program().to_string_lossy().into_owned()];
+    words.extend(command.get_args().map(|a| {
+        let a = a.to_string_lossy();
+        if a.is_empty() || a.contains([' ', '\'', '"', '$']) {
+            format!("'{}'", a.replace('\'', "'\\''"))
+        } else {
+            a.into_owned()
+        }
+    }));
+    let dir = command
+        .get_current_dir()
+        .map(|d| format!(" (in {})", d.display()))
+        .unwrap_or_default();
+    format!("{}{dir}", words.join(" "))
+}
+
+fn spawn_error(command: &Command, line: &str, e: std::io::Error) -> BuildError {
+    let tool = command.get_program().to_string_lossy().into_owned();
+    if e.kind() == std::io::ErrorKind::NotFound {
+        BuildError::MissingTool {
+            tool: tool.clone(),
+            command: line.to_string(),
+            hint: format!("install `{tool}` (scripts/setup.sh installs the build tools)"),
+        }
+    } else {
+        BuildError::Spawn {
+            command: line.to_string(),
+            source: e,
+        }
+    }
+}
+
+fn interrupted(status: &std::process::ExitStatus) -> bool {
+    use std::os::unix::process::ExitStatusExt;
+    matches!(
+        status.signal(),
+        Some(libc::SIGINT | libc::SIGTERM | libc::SIGHUP)
+    )
+}
+
+/// Output that means the machine, not the commit, is at fault.
+pub(crate) fn environment_trouble(text: &str, command: &str, log: &Path) -> Option<BuildError> {
+    let tail = || last_lines(text, QUOTED_TAIL);
+    if text.contains("No space left on device") {
+        return Some(BuildError::DiskFull {
+            path: log.to_path_buf(),
+            detail: tail(),
+        });
+    }
+    if text.contains("no acceptable C compiler found") {
+        return Some(BuildError::MissingTool {
+            tool: "a C compiler".into(),
+            command: command.to_string(),
+            hint: "install gcc (the build-essential package)".into(),
+        });
+    }
+    for tool in ["bison", "flex", "perl"] {
+        let missing = format!("'{tool}' is missing on your system");
+        let missing_old = format!("`{tool}' is missing on your system");
+        let not_found = format!("{tool}: command not found");
+        if text.contains(&missing) || text.contains(&missing_old) || text.contains(&not_found) {
+            return Some(BuildError::MissingTool {
+                tool: tool.into(),
+                command: command.to_string(),
+                hint: format!("install {tool}: building PostgreSQL from git needs it"),
+            });
+        }
+    }
+    None
+}
+
+/// Why a build failed, for a report: the first compiler or configure error
+/// lines (the first is the cause, later ones are often consequences), else
+/// the tail of the output; always naming the log.
+pub(crate) fn failure_reason(text: &str, log: &Path) -> String {
+    let errors: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("error:") || l.starts_with("ERROR:"))
+        .collect();
+    let quoted = if errors.is_empty() {
+        last_lines(text, QUOTED_TAIL)
+    } else {
+        let mut shown: Vec<&str> = Vec::new();
+        for line in &errors {
+            if !shown.contains(line) && shown.len() < QUOTED_ERRORS {
+                shown.push(line);
+            }
+        }
+        let more = errors.len().saturating_sub(shown.len());
+        let mut quoted = shown.join("\n");
+        if more > 0 {
+            quoted.push_str(&format!("\n({more} more error lines)"));
+        }
+        quoted
+    };
+    format!("build failed (log: {}):\n{quoted}", log.display())
+}
+
+fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reason_quotes_first_errors_and_names_the_log() {
+        let text = "cc -c a.c\n\
+                    a.c:3:1: error: expected ';' before '}' token\n\
+                    a.c:9:1: error: unknown type name 'foo'\n\
+                    a.c:9:1: error: unknown type name 'foo'\n\
+                    make: *** [a.o] Error 1\n\
+                    b.c:1:1: error: x\n\
+                    b.c:2:1: error: y\n";
+        let reason = failure_reason(text, Path::new("/w/logs/build-abc.log"));
+        assert!(reason.contains("/w/logs/build-abc.log"), "{reason}");
+        assert!(reason.contains("a.c:3:1: error: expected ';'"), "{reason}");
+        assert!(reason.contains("b.c:1:1: error: x"), "{reason}");
+        assert!(!reason.contains("b.c:2:1"), "{reason}");
+        assert!(reason.contains("(2 more error lines)"), "{reason}");
+    }
+
+    #[test]
+    fn reason_falls_back_to_the_tail() {
+        let text = (1..=20).map(|i| format!("line {i}\n")).collect::<String>();
+        let reason = failure_reason(&text, Path::new("l"));
+        assert!(reason.contains("line 20") && reason.contains("line 13"));
+        assert!(!reason.contains("line 12\n"), "{reason}");
+    }
+
+    #[test]
+    fn machine_trouble_is_told_apart() {
+        let log = Path::new("l");
+        let full = environment_trouble("x.o: No space left on device\n", "make", log);
+        assert!(matches!(full, Some(BuildError::DiskFull { .. })));
+        let bison = environment_trouble(
+            "ERROR: `bison' is missing on your system. It is needed to create",
+            "make",
+            log,
+        );
+        assert!(matches!(bison, Some(BuildError::MissingTool { tool, .. }) if tool == "bison"));
+        assert!(environment_trouble("a.c:1: error: oops", "make", log).is_none());
+    }
+
+    #[test]
+    fn command_lines_quote_what_a_shell_would_split() {
+        let mut c = Command::new("configure");
+        c.arg("CC=ccache gcc").arg("--enable-depend");
+        assert_eq!(
+            command_line(&c),
+            "configure 'CC=ccache gcc' --enable-depend"
+        );
+    }
+}
