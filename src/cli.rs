@@ -1,9 +1,148 @@
-//! Command-line definitions and dispatch (being written).
-use std::process::ExitCode;
+//! Command-line definitions: raw arguments only, no behaviour.
+//!
+//! The bare form `pgbisect --good A --bad B` is a hunt; other work is a
+//! subcommand. Everything a hunt needs can also come from a profile; flags
+//! given here override it.
 
-/// Exit code for an error in the environment or a failed process.
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// Exit code: a hunt found at least one culprit (or a command succeeded).
+pub const EXIT_CULPRIT_FOUND: u8 = 0;
+/// Exit code: the bad commit is not slower than the good one by the threshold.
+pub const EXIT_NO_REGRESSION: u8 = 1;
+/// Exit code: bad flags or arguments (also clap's own usage errors).
+pub const EXIT_USAGE: u8 = 2;
+/// Exit code: the measurements did not support a verdict.
+pub const EXIT_INCONCLUSIVE: u8 = 3;
+/// Exit code: an error in the environment or a failed process.
 pub const EXIT_RUNTIME_ERROR: u8 = 4;
 
-pub fn run() -> anyhow::Result<ExitCode> {
-    Ok(ExitCode::SUCCESS)
+const AFTER_HELP: &str = "\
+Examples:
+  Hunt a drop at 128 clients from a release to master, in a PostgreSQL clone:
+    pgbisect --good REL9_5_0 --bad master --clients 128
+
+  Hunt with a custom build and benchmark (any git repository):
+    pgbisect --repo ~/src/app --good v1.0 --bad main --profile bench.toml --json out.json
+
+  Check how well the method does on simulated noisy histories:
+    pgbisect simulate --trials 200
+
+Exit codes:
+  0  culprit found (or the command succeeded)
+  1  no regression: bad is not slower than good by the threshold
+  2  usage error
+  3  inconclusive: the measurements did not support a verdict
+  4  runtime error (a failed build of an endpoint, a crashed tool, a full disk...)";
+
+/// Hunts PostgreSQL performance regressions: builds commits, runs pgbench
+/// on each again and again, and names the commits that caused a drop.
+#[derive(Debug, Parser)]
+#[command(name = "pgbisect", version, after_help = AFTER_HELP, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Hunt the commits that made BAD slower than GOOD (the default).
+    Run(RunArgs),
+    /// Evaluate the method on simulated histories with known culprits.
+    Simulate(SimulateArgs),
+}
+
+/// Where and what to hunt.
+#[derive(Debug, Args, Clone, Default)]
+pub struct RunArgs {
+    /// A commit, tag or branch that is fast.
+    #[arg(long, value_name = "REV")]
+    pub good: Option<String>,
+    /// A later commit, tag or branch that is slower.
+    #[arg(long, value_name = "REV")]
+    pub bad: Option<String>,
+    /// The git repository (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
+    /// Where checkouts, builds, logs and results go
+    /// (default: $XDG_CACHE_HOME/pgbisect/<repository>).
+    #[arg(long, value_name = "DIR")]
+    pub work_dir: Option<PathBuf>,
+    /// Workload profile: a bundled name or a .toml file.
+    #[arg(long, value_name = "NAME|FILE")]
+    pub profile: Option<String>,
+    /// pgbench clients for the hunt.
+    #[arg(long, value_name = "N")]
+    pub clients: Option<u32>,
+    /// Smallest drop worth hunting, in percent.
+    #[arg(long, value_name = "PCT")]
+    pub threshold: Option<f64>,
+    /// Most runs of one commit before it is judged unsure.
+    #[arg(long, value_name = "N")]
+    pub max_runs: Option<usize>,
+    /// Stop after the first culprit instead of finding every step.
+    #[arg(long)]
+    pub first_only: bool,
+    /// Write the result as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Unprivileged user that runs PostgreSQL when pgbisect runs as root
+    /// (default: postgres).
+    #[arg(long, value_name = "USER")]
+    pub run_as: Option<String>,
+    /// Which pgbench drives the load: good (the good endpoint's, default),
+    /// candidate (each commit's own) or fixed:PATH.
+    #[arg(long, value_name = "WHICH")]
+    pub pgbench: Option<String>,
+    /// PostgreSQL installs kept in the build cache (least recently used
+    /// go first).
+    #[arg(long, value_name = "N", default_value_t = 200)]
+    pub cache_size: usize,
+}
+
+/// `pgbisect simulate`.
+#[derive(Debug, Args, Clone)]
+pub struct SimulateArgs {
+    /// Hunts per scenario.
+    #[arg(long, default_value_t = 200)]
+    pub trials: usize,
+    /// Seed of the random histories and noise.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Run only the scenarios whose name contains this text.
+    #[arg(long)]
+    pub scenario: Option<String>,
+    /// Commits per simulated history.
+    #[arg(long)]
+    pub commits: Option<usize>,
+    /// Smallest drop worth hunting, in percent.
+    #[arg(long, default_value_t = 5.0)]
+    pub threshold: f64,
+    /// Write the results as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn definitions_are_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn bare_form_is_a_hunt() {
+        let cli =
+            Cli::try_parse_from(["pgbisect", "--good", "A", "--bad", "B", "--clients", "128"])
+                .unwrap();
+        assert!(cli.command.is_none());
+        assert_eq!(cli.run.good.as_deref(), Some("A"));
+        assert_eq!(cli.run.clients, Some(128));
+    }
 }

@@ -1,1 +1,193 @@
-//! (being written)
+//! A lab driven by shell commands from a profile.
+//!
+//! Not every hunt is over PostgreSQL's own build: an extension, a patched
+//! tree, or a benchmark that is not pgbench can be measured by giving the
+//! build and benchmark commands in the profile. The commands run in a
+//! private checkout of each commit and get its coordinates in the
+//! environment; the benchmark's output is read like pgbench's.
+
+use crate::bench;
+use crate::lab::{Commit, Lab, LabTotals, Measurement, Prepared, RunOutcome, RunSpec};
+use crate::repo::WorkTree;
+use anyhow::Context;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// The commands of a custom-command profile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Commands {
+    /// Builds the checkout (cwd) and installs into `$PGBISECT_PREFIX`.
+    pub build: Option<String>,
+    /// Prints pgbench-style output with a `tps = N` line.
+    pub benchmark: String,
+}
+
+/// Lines of output kept in an error.
+const TAIL_LINES: usize = 20;
+
+/// Runs the profile's commands on private checkouts.
+pub struct CommandLab {
+    commands: Commands,
+    worktree: WorkTree,
+    checked_out: Option<String>,
+    work_dir: PathBuf,
+    prepared: HashMap<String, Prepared>,
+    totals: LabTotals,
+}
+
+impl CommandLab {
+    /// `worktree` is the private checkout the commands run in; logs, run
+    /// outputs and install prefixes go under `work_dir`.
+    pub fn new(commands: Commands, worktree: WorkTree, work_dir: &Path) -> anyhow::Result<Self> {
+        for sub in ["logs", "runs", "installs"] {
+            let dir = work_dir.join(sub);
+            std::fs::create_dir_all(&dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        Ok(CommandLab {
+            commands,
+            worktree,
+            checked_out: None,
+            work_dir: work_dir.to_path_buf(),
+            prepared: HashMap::new(),
+            totals: LabTotals::default(),
+        })
+    }
+
+    fn prefix(&self, commit: &Commit) -> PathBuf {
+        self.work_dir.join("installs").join(&commit.id)
+    }
+
+    fn checkout(&mut self, commit: &Commit) -> anyhow::Result<()> {
+        if self.checked_out.as_deref() != Some(commit.id.as_str()) {
+            self.worktree
+                .checkout(&commit.id)
+                .with_context(|| format!("cannot check out {}", commit.id))?;
+            self.checked_out = Some(commit.id.clone());
+        }
+        Ok(())
+    }
+
+    fn shell(&self, script: &str, commit: &Commit, spec: Option<RunSpec>) -> duct::Expression {
+        let mut expr = duct::cmd!("sh", "-c", script)
+            .dir(self.worktree.path())
+            .env("PGBISECT_COMMIT", &commit.id)
+            .env("PGBISECT_SRC", self.worktree.path())
+            .env("PGBISECT_PREFIX", self.prefix(commit));
+        if let Some(spec) = spec {
+            expr = expr
+                .env("PGBISECT_CLIENTS", spec.clients.to_string())
+                .env("PGBISECT_RUN", spec.run.to_string());
+        }
+        expr.stderr_to_stdout().stdout_capture().unchecked()
+    }
+
+    fn build(&mut self, commit: &Commit, script: &str) -> anyhow::Result<Prepared> {
+        let prefix = self.prefix(commit);
+        let marker = prefix.join(".pgbisect-built");
+        if marker.exists() {
+            return Ok(Prepared::Ready { cached: true });
+        }
+        std::fs::create_dir_all(&prefix)
+            .with_context(|| format!("cannot create {}", prefix.display()))?;
+        let log = self
+            .work_dir
+            .join("logs")
+            .join(format!("build-{}.log", commit.id));
+        let started = Instant::now();
+        let output = self
+            .shell(script, commit, None)
+            .run()
+            .with_context(|| format!("cannot start the build command `{script}`"))?;
+        self.totals.builds += 1;
+        self.totals.build_seconds += started.elapsed().as_secs_f64();
+        std::fs::write(&log, &output.stdout)
+            .with_context(|| format!("cannot write the build log {}", log.display()))?;
+        if !output.status.success() {
+            return Ok(Prepared::Unbuildable {
+                reason: format!(
+                    "build command `{script}` failed ({}); last lines:\n{}",
+                    output.status,
+                    tail(&output.stdout)
+                ),
+                log: Some(log),
+            });
+        }
+        std::fs::write(&marker, &commit.id)
+            .with_context(|| format!("cannot write {}", marker.display()))?;
+        Ok(Prepared::Ready { cached: false })
+    }
+}
+
+/// The last lines of a command's output, for error messages.
+pub fn tail(output: &[u8]) -> String {
+    let text = String::from_utf8_lossy(output);
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(TAIL_LINES)..].join("\n")
+}
+
+impl Lab for CommandLab {
+    fn prepare(&mut self, commit: &Commit) -> anyhow::Result<Prepared> {
+        if let Some(p) = self.prepared.get(&commit.id) {
+            return Ok(p.clone());
+        }
+        self.checkout(commit)?;
+        let prepared = match self.commands.build.clone() {
+            Some(script) => self.build(commit, &script)?,
+            None => Prepared::Ready { cached: true },
+        };
+        self.prepared.insert(commit.id.clone(), prepared.clone());
+        Ok(prepared)
+    }
+
+    fn run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
+        self.checkout(commit)?;
+        let script = self.commands.benchmark.clone();
+        let started = Instant::now();
+        let output = self
+            .shell(&script, commit, Some(spec))
+            .run()
+            .with_context(|| format!("cannot start the benchmark command `{script}`"))?;
+        self.totals.runs += 1;
+        self.totals.bench_seconds += started.elapsed().as_secs_f64();
+        let path =
+            self.work_dir
+                .join("runs")
+                .join(format!("run-{:05}-{}.txt", spec.run, commit.short()));
+        std::fs::write(&path, &output.stdout)
+            .with_context(|| format!("cannot keep the benchmark output in {}", path.display()))?;
+        if !output.status.success() {
+            return Ok(RunOutcome::Failed {
+                reason: format!(
+                    "benchmark command `{script}` failed ({}); last lines:\n{}",
+                    output.status,
+                    tail(&output.stdout)
+                ),
+            });
+        }
+        let text = String::from_utf8_lossy(&output.stdout);
+        Ok(match bench::parse_output(&text) {
+            Ok(report) => RunOutcome::Measured(Measurement {
+                tps: report.tps,
+                latency_ms: report.latency_ms,
+                failed_transactions: report.failed_transactions,
+                output: Some(path),
+            }),
+            Err(e) => RunOutcome::Failed {
+                reason: format!("benchmark command `{script}` printed no result: {e}"),
+            },
+        })
+    }
+
+    fn totals(&self) -> LabTotals {
+        self.totals
+    }
+
+    fn describe(&self) -> String {
+        match &self.commands.build {
+            Some(b) => format!("build: {b}; benchmark: {}", self.commands.benchmark),
+            None => format!("benchmark: {}", self.commands.benchmark),
+        }
+    }
+}

@@ -1,1 +1,398 @@
-//! (being written)
+//! Sequential decisions built on [`crate::stats`].
+//!
+//! Two questions are asked again and again during a hunt, and each is
+//! answered with as few benchmark runs as the noise allows:
+//!
+//! * **Is B slower than A by at least the threshold?** ([`compare`]) Asked of
+//!   the endpoints, of a culprit and its parent side by side, and of a
+//!   culprit and the bad end to see whether the whole drop is explained.
+//!   The answer has three names, as in criterion's comparisons: regressed,
+//!   unchanged (any drop is surely smaller than the threshold), or not yet
+//!   clear. A caller that has hit its run cap reports the unclear case as
+//!   inconclusive rather than forcing a verdict.
+//! * **Is this candidate still at the good level?** ([`classify`]) A
+//!   sequential probability ratio test of "at the reference level" against
+//!   "at least the threshold below it", on log throughput, stopping as soon
+//!   as the evidence is clear.
+//!
+//! Noise in pgbench results is not always normal (outliers from a busy
+//! machine, two modes at high client counts). [`compare`] checks the
+//! samples for outliers and falls back from Welch's t-test to rank-based
+//! methods (Mann-Whitney U and the Hodges-Lehmann shift) when they are not
+//! clean; [`classify`] clips every run's contribution so one wild run
+//! cannot decide on its own. Every confident answer is checked again side
+//! by side before a culprit is reported.
+
+use crate::stats::{self, Alternative};
+use serde::{Deserialize, Serialize};
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+/// Knobs of the decisions; defaults are what a hunt uses.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct DecisionConfig {
+    /// Smallest drop worth reporting, as a fraction (0.05 = 5%).
+    pub threshold: f64,
+    /// One-sided error rate of a comparison.
+    pub alpha: f64,
+    /// Error rate of a classification step (both directions).
+    pub step_error: f64,
+    /// Fewest runs per side before a comparison may decide.
+    pub min_runs: usize,
+    /// Most runs per side (and per classified commit) before giving up.
+    pub max_runs: usize,
+}
+
+impl Default for DecisionConfig {
+    fn default() -> Self {
+        DecisionConfig {
+            threshold: 0.05,
+            alpha: 0.01,
+            step_error: 0.01,
+            min_runs: 4,
+            max_runs: 20,
+        }
+    }
+}
+
+impl DecisionConfig {
+    /// The threshold as a drop in log throughput (positive).
+    pub fn log_threshold(&self) -> f64 {
+        -(1.0 - self.threshold).ln()
+    }
+}
+
+/// What a comparison of two samples says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// The new sample is slower by at least the threshold, with confidence.
+    Regressed,
+    /// Any drop is, with confidence, smaller than the threshold.
+    Unchanged,
+    /// Neither yet: more runs may settle it.
+    Unclear,
+}
+
+/// Which test produced a comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Method {
+    /// Welch's t-test on log throughput (samples had no outliers).
+    WelchT,
+    /// Mann-Whitney U with the Hodges-Lehmann shift (outliers or odd shapes).
+    MannWhitney,
+}
+
+/// The change from a base sample to a new one, in percent of the base.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    /// Point estimate; negative means slower.
+    pub pct: f64,
+    /// Lower end of the confidence interval.
+    pub low_pct: f64,
+    /// Upper end of the confidence interval.
+    pub high_pct: f64,
+    /// Two-sided confidence level of the interval actually achieved.
+    pub confidence: f64,
+}
+
+/// A comparison's full answer.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub verdict: Verdict,
+    pub change: Change,
+    /// One-sided p-value for "new is slower than base".
+    pub p_value: f64,
+    pub method: Method,
+    pub n_base: usize,
+    pub n_new: usize,
+}
+
+/// Compares `new` against `base` (throughput samples, higher is better).
+///
+/// Regressed needs a one-sided p-value at most `alpha` and an estimated
+/// drop of at least `threshold`; unchanged needs the whole one-sided
+/// `1 - alpha` interval above `-threshold`. Fewer than `min_runs` a side is
+/// always unclear.
+pub fn compare(base: &[f64], new: &[f64], cfg: &DecisionConfig, threshold: f64) -> Comparison {
+    let (change, p_value, method) = estimate_change(base, new, cfg.alpha);
+    let enough = base.len() >= cfg.min_runs && new.len() >= cfg.min_runs;
+    let limit = -threshold * 100.0;
+    let verdict = if !enough {
+        Verdict::Unclear
+    } else if p_value <= cfg.alpha && change.pct <= limit {
+        Verdict::Regressed
+    } else if change.low_pct > limit {
+        Verdict::Unchanged
+    } else {
+        Verdict::Unclear
+    };
+    Comparison {
+        verdict,
+        change,
+        p_value,
+        method,
+        n_base: base.len(),
+        n_new: new.len(),
+    }
+}
+
+/// Estimates the change with the method the samples allow: Welch's t on
+/// logs when both samples look clean, rank-based otherwise. The interval
+/// is two-sided at `1 - 2 alpha`, so each side is a one-sided `1 - alpha`
+/// bound.
+pub fn estimate_change(base: &[f64], new: &[f64], alpha: f64) -> (Change, f64, Method) {
+    let clean = base.len() >= 3 && new.len() >= 3 && !has_outliers(base) && !has_outliers(new);
+    if clean {
+        if let Some(result) = welch_log(base, new, alpha) {
+            return result;
+        }
+    }
+    rank_based(base, new, alpha)
+}
+
+fn rank_based(base: &[f64], new: &[f64], alpha: f64) -> (Change, f64, Method) {
+    let p = stats::mann_whitney_u(new, base, Alternative::Less).p_value;
+    let change = match stats::relative_shift(base, new, 1.0 - 2.0 * alpha) {
+        Ok(shift) => Change {
+            pct: shift.estimate_pct,
+            low_pct: shift.low_pct,
+            high_pct: shift.high_pct,
+            confidence: shift.achieved_confidence,
+        },
+        Err(_) => Change {
+            pct: 0.0,
+            low_pct: f64::NEG_INFINITY,
+            high_pct: f64::INFINITY,
+            confidence: 0.0,
+        },
+    };
+    (change, p, Method::MannWhitney)
+}
+
+/// Welch's t-test on log throughput. `None` when both samples have no spread.
+fn welch_log(base: &[f64], new: &[f64], alpha: f64) -> Option<(Change, f64, Method)> {
+    let (ma, va, na) = log_mean_var(base);
+    let (mb, vb, nb) = log_mean_var(new);
+    let (sa, sb) = (va / na, vb / nb);
+    let se2 = sa + sb;
+    if se2 <= 0.0 || !se2.is_finite() {
+        return None;
+    }
+    let se = se2.sqrt();
+    let df = se2 * se2 / (sa * sa / (na - 1.0) + sb * sb / (nb - 1.0));
+    let t_dist = StudentsT::new(0.0, 1.0, df.max(1.0)).ok()?;
+    let d = mb - ma;
+    let p = t_dist.cdf(d / se);
+    let q = t_dist.inverse_cdf(1.0 - alpha);
+    let pct = |x: f64| (x.exp() - 1.0) * 100.0;
+    let change = Change {
+        pct: pct(d),
+        low_pct: pct(d - q * se),
+        high_pct: pct(d + q * se),
+        confidence: 1.0 - 2.0 * alpha,
+    };
+    Some((change, p, Method::WelchT))
+}
+
+fn log_mean_var(values: &[f64]) -> (f64, f64, f64) {
+    let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
+    let n = logs.len() as f64;
+    let mean = logs.iter().sum::<f64>() / n;
+    let var = logs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+    (mean, var, n)
+}
+
+/// True when some value lies more than 3.5 robust standard deviations from
+/// the median (MAD-based), or when a gap splits the sample into two modes.
+pub fn has_outliers(values: &[f64]) -> bool {
+    if values.len() < 3 {
+        return false;
+    }
+    let mut logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
+    logs.sort_by(f64::total_cmp);
+    let median = sorted_median(&logs);
+    let mut dev: Vec<f64> = logs.iter().map(|x| (x - median).abs()).collect();
+    dev.sort_by(f64::total_cmp);
+    let mad = sorted_median(&dev) * 1.4826;
+    if mad <= 0.0 {
+        // Half or more of the values are identical: anything else stands out.
+        return dev.last().is_some_and(|d| *d > 0.0);
+    }
+    dev.last().is_some_and(|d| d / mad > 3.5)
+}
+
+fn sorted_median(sorted: &[f64]) -> f64 {
+    let n = sorted.len();
+    if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    }
+}
+
+/// Where a candidate stands against the reference level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Class {
+    /// At the reference (good) level.
+    GoodLike,
+    /// At least the threshold below the reference level.
+    BadLike,
+    /// Not yet clear.
+    Unclear,
+}
+
+/// The reference level a candidate is judged against.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Reference {
+    /// Location of log throughput at the good level, measured recently.
+    pub log_level: f64,
+    /// How many runs that location rests on.
+    pub runs: usize,
+    /// Run-to-run spread of log throughput (a standard deviation).
+    pub log_sigma: f64,
+}
+
+/// The state of a classification.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Classification {
+    pub class: Class,
+    /// Log-likelihood ratio of "bad-like" over "good-like".
+    pub llr: f64,
+}
+
+/// Sequential test of a candidate (`runs`, throughput) against `reference`.
+///
+/// The statistic is the log-likelihood ratio of the candidate's mean log
+/// throughput being `log_threshold` below the reference against it being at
+/// the reference, with the reference's own uncertainty in the variance. Each
+/// run's deviation is clipped so a single outlier moves the ratio by a
+/// bounded amount; at least two runs are needed for any decision.
+pub fn classify(runs: &[f64], reference: &Reference, cfg: &DecisionConfig) -> Classification {
+    let n = runs.len();
+    if n == 0 {
+        return Classification {
+            class: Class::Unclear,
+            llr: 0.0,
+        };
+    }
+    let s = cfg.log_threshold();
+    let sigma = reference.log_sigma.max(1e-4);
+    let (lo, hi) = (-s - 2.5 * sigma, 2.5 * sigma);
+    let mean_dev = runs
+        .iter()
+        .map(|v| (v.ln() - reference.log_level).clamp(lo, hi))
+        .sum::<f64>()
+        / n as f64;
+    let var = sigma * sigma * (1.0 / n as f64 + 1.0 / reference.runs.max(1) as f64);
+    let llr = (s / var) * (-mean_dev - s / 2.0);
+    let upper = ((1.0 - cfg.step_error) / cfg.step_error).ln();
+    let class = if n < 2 {
+        Class::Unclear
+    } else if llr >= upper {
+        Class::BadLike
+    } else if llr <= -upper {
+        Class::GoodLike
+    } else {
+        Class::Unclear
+    };
+    Classification { class, llr }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> DecisionConfig {
+        DecisionConfig::default()
+    }
+
+    #[test]
+    fn clear_regression_is_regressed() {
+        let base = [100.0, 101.0, 99.0, 100.5, 99.5];
+        let new = [90.0, 91.0, 89.5, 90.2, 90.8];
+        let c = compare(&base, &new, &cfg(), 0.05);
+        assert_eq!(c.verdict, Verdict::Regressed);
+        assert_eq!(c.method, Method::WelchT);
+        assert!((c.change.pct + 9.6).abs() < 0.5, "{:?}", c.change);
+        assert!(c.change.low_pct < c.change.pct && c.change.pct < c.change.high_pct);
+    }
+
+    #[test]
+    fn same_level_is_unchanged() {
+        let base = [100.0, 101.0, 99.0, 100.5, 99.5];
+        let new = [100.2, 99.1, 100.9, 99.8, 100.1];
+        assert_eq!(
+            compare(&base, &new, &cfg(), 0.05).verdict,
+            Verdict::Unchanged
+        );
+    }
+
+    #[test]
+    fn improvement_is_unchanged_not_regressed() {
+        let base = [100.0, 101.0, 99.0, 100.5, 99.5];
+        let new = [120.0, 121.0, 119.0, 120.5, 119.5];
+        assert_eq!(
+            compare(&base, &new, &cfg(), 0.05).verdict,
+            Verdict::Unchanged
+        );
+    }
+
+    #[test]
+    fn too_few_runs_is_unclear() {
+        let c = compare(&[100.0, 100.0], &[50.0, 50.0], &cfg(), 0.05);
+        assert_eq!(c.verdict, Verdict::Unclear);
+    }
+
+    #[test]
+    fn small_significant_drop_below_threshold_is_unchanged() {
+        let base = [100.0, 100.2, 99.8, 100.1, 99.9, 100.0];
+        let new = [98.0, 98.2, 97.8, 98.1, 97.9, 98.0];
+        assert_eq!(
+            compare(&base, &new, &cfg(), 0.05).verdict,
+            Verdict::Unchanged
+        );
+    }
+
+    #[test]
+    fn outlier_switches_to_rank_based() {
+        let base = [100.0, 101.0, 99.0, 100.5, 99.5, 40.0];
+        let new = [90.0, 91.0, 89.5, 90.2, 90.8, 90.1];
+        let c = compare(&base, &new, &cfg(), 0.05);
+        assert_eq!(c.method, Method::MannWhitney);
+        assert!(has_outliers(&base));
+        assert!(!has_outliers(&new));
+    }
+
+    fn reference() -> Reference {
+        Reference {
+            log_level: 100f64.ln(),
+            runs: 10,
+            log_sigma: 0.03,
+        }
+    }
+
+    #[test]
+    fn classify_good_and_bad() {
+        let r = reference();
+        let good = classify(&[100.5, 99.0, 101.0, 100.0, 99.5], &r, &cfg());
+        assert_eq!(good.class, Class::GoodLike, "{good:?}");
+        let bad = classify(&[90.0, 89.0, 91.0], &r, &cfg());
+        assert_eq!(bad.class, Class::BadLike, "{bad:?}");
+    }
+
+    #[test]
+    fn one_run_never_decides() {
+        let r = reference();
+        assert_eq!(classify(&[10.0], &r, &cfg()).class, Class::Unclear);
+        assert_eq!(classify(&[100.0], &r, &cfg()).class, Class::Unclear);
+    }
+
+    #[test]
+    fn one_wild_run_does_not_flip_a_good_commit() {
+        let r = reference();
+        let c = classify(&[100.0, 30.0], &r, &cfg());
+        assert_ne!(c.class, Class::BadLike, "{c:?}");
+    }
+}

@@ -1,1 +1,749 @@
-//! (being written)
+//! The one driver loop of a hunt.
+//!
+//! It asks [`crate::bisect`] which commit to look at, asks [`crate::decide`]
+//! whether the runs so far settle it, makes one more run through the
+//! [`Lab`] when they do not, and journals every result at once. The order of
+//! work is deterministic given the results, so a journal replays a hunt.
+//!
+//! The plan, in order:
+//! 1. Good and bad endpoints, interleaved, until the drop is confirmed or
+//!    ruled out (never blame a commit for a drop that does not reproduce).
+//! 2. Bisection of the range: each candidate is judged against the good
+//!    level measured close to it in time (reference runs are interleaved).
+//! 3. Each culprit is measured side by side with its parent (and with the
+//!    bad end, to see whether the whole drop is explained); a failed check
+//!    sends the search back instead of reporting.
+//! 4. What the culprit does not explain is hunted again, until every step
+//!    of a multi-step drop is found (unless `first_only`).
+
+use crate::bisect::{Bisection, Conclusion, Outcome, Step};
+use crate::decide::{self, Class, Comparison, DecisionConfig, Reference, Verdict};
+use crate::findings::{
+    Culprit, HuntOutcome, HuntReport, Judgement, RunSample, TestedCommit, Totals, UnresolvedRange,
+};
+use crate::journal::{Event, Journal};
+use crate::lab::{Commit, Lab, Prepared, RunOutcome, RunSpec};
+use crate::progress::{Progress, ProgressEvent};
+use crate::stats;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// How a hunt is run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HuntConfig {
+    pub decision: DecisionConfig,
+    pub clients: u32,
+    /// Stop after the first confirmed culprit.
+    pub first_only: bool,
+    /// A reference run is made when the last one is this many runs old.
+    pub reference_every: u64,
+    /// How many recent good-level runs the reference level rests on.
+    pub reference_window: usize,
+    /// Failed culprit checks in one range before giving up on it.
+    pub max_verify_failures: u32,
+    /// Failed runs of one commit before it is skipped.
+    pub max_run_failures: u32,
+}
+
+impl Default for HuntConfig {
+    fn default() -> Self {
+        HuntConfig {
+            decision: DecisionConfig::default(),
+            clients: 1,
+            first_only: false,
+            reference_every: 6,
+            reference_window: 12,
+            max_verify_failures: 3,
+            max_run_failures: 2,
+        }
+    }
+}
+
+/// Errors that stop a hunt (environment trouble is `anyhow` from the lab).
+#[derive(Debug, thiserror::Error)]
+pub enum HuntError {
+    #[error(
+        "the {which} endpoint {commit} cannot be measured: {reason}\n\
+         hint: pick a nearby commit that builds and runs as --{which}"
+    )]
+    EndpointUnmeasurable {
+        which: &'static str,
+        commit: String,
+        reason: String,
+    },
+    #[error(
+        "interrupted; everything measured so far is in the journal: rerun the same command to resume"
+    )]
+    Interrupted,
+}
+
+#[derive(Debug, Default)]
+struct CommitState {
+    prepared: Option<Prepared>,
+    runs: Vec<RunSample>,
+    failures: u32,
+    last_failure: Option<String>,
+    judgement: Option<Judgement>,
+}
+
+enum Measured {
+    Ok,
+    Failed,
+    Unmeasurable(String),
+}
+
+/// A part of the history still to be searched: the first drop after `lo`
+/// (the good-level reference) up to `hi` (known bad-like).
+#[derive(Debug, Clone, Copy)]
+struct Range {
+    lo: usize,
+    hi: usize,
+}
+
+/// A running hunt. Build it with [`Hunt::new`], then call [`Hunt::run`].
+pub struct Hunt<'a> {
+    cfg: HuntConfig,
+    lab: &'a mut dyn Lab,
+    journal: Option<&'a mut Journal>,
+    progress: &'a mut dyn Progress,
+    interrupt: Option<Arc<AtomicBool>>,
+    /// Position 0 is the good endpoint, the last position the bad one.
+    commits: Vec<Commit>,
+    state: Vec<CommitState>,
+    seq: u64,
+    culprits: Vec<Culprit>,
+    unresolved: Vec<UnresolvedRange>,
+    notes: Vec<String>,
+}
+
+impl<'a> Hunt<'a> {
+    /// `commits[0]` is the good endpoint; the rest are the candidates,
+    /// oldest first, with the bad endpoint last.
+    pub fn new(
+        cfg: HuntConfig,
+        commits: Vec<Commit>,
+        lab: &'a mut dyn Lab,
+        progress: &'a mut dyn Progress,
+    ) -> Self {
+        let state = commits.iter().map(|_| CommitState::default()).collect();
+        Hunt {
+            cfg,
+            lab,
+            journal: None,
+            progress,
+            interrupt: None,
+            commits,
+            state,
+            seq: 0,
+            culprits: Vec::new(),
+            unresolved: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// Journal every result to `journal`.
+    pub fn with_journal(mut self, journal: &'a mut Journal) -> Self {
+        self.journal = Some(journal);
+        self
+    }
+
+    /// Stop cleanly between runs when `flag` is set (Ctrl-C, SIGTERM).
+    pub fn with_interrupt(mut self, flag: Arc<AtomicBool>) -> Self {
+        self.interrupt = Some(flag);
+        self
+    }
+
+    fn bad(&self) -> usize {
+        self.commits.len() - 1
+    }
+
+    /// Runs the whole hunt and returns what it found.
+    pub fn run(mut self) -> anyhow::Result<HuntReport> {
+        let started = std::time::Instant::now();
+        anyhow::ensure!(
+            self.commits.len() >= 2,
+            "a hunt needs a good and a bad commit"
+        );
+        self.phase("measuring the endpoints, interleaved");
+        let endpoints = self.endpoints()?;
+        let outcome = match endpoints.verdict {
+            Verdict::Unchanged => HuntOutcome::NoRegression,
+            Verdict::Unclear => HuntOutcome::Inconclusive,
+            Verdict::Regressed => {
+                self.search_all()?;
+                if self.culprits.is_empty() {
+                    HuntOutcome::Inconclusive
+                } else {
+                    HuntOutcome::CulpritFound
+                }
+            }
+        };
+        self.journal_event(&Event::Finish {
+            outcome: outcome.as_str().to_string(),
+            at: now_rfc3339(),
+        })?;
+        Ok(self.report(outcome, endpoints, started.elapsed().as_secs_f64()))
+    }
+
+    fn endpoints(&mut self) -> anyhow::Result<Comparison> {
+        let bad = self.bad();
+        loop {
+            for (pos, which) in [(0, "good"), (bad, "bad")] {
+                if let Measured::Unmeasurable(reason) = self.measure(pos)? {
+                    return Err(HuntError::EndpointUnmeasurable {
+                        which,
+                        commit: self.commits[pos].id.clone(),
+                        reason,
+                    }
+                    .into());
+                }
+            }
+            let cmp = self.compare_positions(0, bad, 0, self.cfg.decision.threshold);
+            let runs = self.state[0].runs.len().min(self.state[bad].runs.len());
+            if cmp.verdict != Verdict::Unclear || runs >= self.cfg.decision.max_runs {
+                self.note_endpoints(&cmp);
+                return Ok(cmp);
+            }
+        }
+    }
+
+    fn note_endpoints(&mut self, cmp: &Comparison) {
+        self.state[0].judgement = Some(Judgement::GoodEndpoint);
+        let bad = self.bad();
+        self.state[bad].judgement = Some(Judgement::BadEndpoint);
+        let text = format!(
+            "endpoints: {:+.1}% [{:+.1}%, {:+.1}%] ({})",
+            cmp.change.pct,
+            cmp.change.low_pct,
+            cmp.change.high_pct,
+            match cmp.verdict {
+                Verdict::Regressed => "regression confirmed",
+                Verdict::Unchanged => "no regression of the threshold's size",
+                Verdict::Unclear => "unclear at the run cap",
+            }
+        );
+        self.progress.event(&ProgressEvent::Note(text));
+    }
+
+    fn search_all(&mut self) -> anyhow::Result<()> {
+        let mut queue = VecDeque::from([Range {
+            lo: 0,
+            hi: self.bad(),
+        }]);
+        while let Some(range) = queue.pop_front() {
+            if let Some(rest) = self.search_range(range)? {
+                if self.cfg.first_only {
+                    break;
+                }
+                queue.push_back(rest);
+            }
+        }
+        self.culprits.sort_by_key(|c| {
+            self.commits
+                .iter()
+                .position(|x| x.id == c.commit)
+                .unwrap_or(usize::MAX)
+        });
+        Ok(())
+    }
+
+    /// Bisects one range; returns the part left to hunt, if any.
+    fn search_range(&mut self, range: Range) -> anyhow::Result<Option<Range>> {
+        self.phase(&format!(
+            "searching {} commits after {}",
+            range.hi - range.lo,
+            self.commits[range.lo].short()
+        ));
+        let mut bisection = Bisection::new(range.hi - range.lo)?;
+        let mut failures = 0;
+        loop {
+            self.progress.event(&ProgressEvent::Search {
+                remaining: bisection.remaining(),
+                steps_left: bisection.estimated_steps_left(),
+            });
+            match bisection.next_step() {
+                Step::Measure(p) => {
+                    let outcome = self.judge(range.lo + p, range)?;
+                    bisection.record(p, outcome)?;
+                }
+                Step::Done(conclusion) => {
+                    let (last_good, first_bad) = match conclusion {
+                        Conclusion::FirstBad(b) => (range.lo + b - 1, range.lo + b),
+                        Conclusion::Range {
+                            last_good,
+                            first_bad,
+                        } => (range.lo + last_good, range.lo + first_bad),
+                    };
+                    let check = self.verify(last_good, first_bad, range)?;
+                    match check.side_by_side.verdict {
+                        Verdict::Regressed => {
+                            return Ok(self.confirmed(last_good, first_bad, range, check));
+                        }
+                        _ => {
+                            failures += 1;
+                            self.note(format!(
+                                "{} was not confirmed side by side with {} ({:+.1}%); searching again",
+                                self.commits[first_bad].short(),
+                                self.commits[last_good].short(),
+                                check.side_by_side.change.pct
+                            ));
+                            if failures >= self.cfg.max_verify_failures {
+                                self.give_up(range, last_good, first_bad, check.side_by_side);
+                                return Ok(None);
+                            }
+                            for pos in [last_good, first_bad] {
+                                if pos > range.lo && pos < range.hi {
+                                    bisection.forget(pos - range.lo);
+                                    self.state[pos].judgement = None;
+                                }
+                            }
+                            if last_good == range.lo && first_bad == range.hi {
+                                self.give_up(range, last_good, first_bad, check.side_by_side);
+                                return Ok(None);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn give_up(&mut self, range: Range, last_good: usize, first_bad: usize, cmp: Comparison) {
+        let suspects = self.commits[last_good + 1..=first_bad]
+            .iter()
+            .map(|c| c.id.clone())
+            .collect();
+        self.unresolved.push(UnresolvedRange {
+            last_good: self.commits[last_good].clone(),
+            first_bad: self.commits[first_bad].clone(),
+            suspects,
+            reason: format!(
+                "the drop after {} could not be pinned to one commit: side-by-side checks kept disagreeing with the search",
+                self.commits[range.lo].short()
+            ),
+            comparison: Some(cmp),
+        });
+    }
+
+    /// Records a confirmed culprit (or culprit range) and returns the part
+    /// of the drop it leaves unexplained.
+    fn confirmed(
+        &mut self,
+        last_good: usize,
+        first_bad: usize,
+        range: Range,
+        check: Check,
+    ) -> Option<Range> {
+        let cmp = check.side_by_side;
+        if first_bad == last_good + 1 {
+            let before = median(&self.runs_since(last_good, check.since));
+            let after = median(&self.runs_since(first_bad, check.since));
+            let c = &self.commits[first_bad];
+            self.culprits.push(Culprit {
+                commit: c.id.clone(),
+                subject: c.subject.clone(),
+                author: c.author.clone(),
+                date: c.date.clone(),
+                parent: self.commits[last_good].id.clone(),
+                before_tps: before,
+                after_tps: after,
+                change: cmp.change,
+                p_value: cmp.p_value,
+                method: cmp.method,
+                runs_before: cmp.n_base,
+                runs_after: cmp.n_new,
+            });
+            self.note(format!(
+                "first bad commit: {} {:+.1}% [{:+.1}%, {:+.1}%]",
+                self.commits[first_bad].short(),
+                cmp.change.pct,
+                cmp.change.low_pct,
+                cmp.change.high_pct
+            ));
+        } else {
+            self.unresolved.push(UnresolvedRange {
+                last_good: self.commits[last_good].clone(),
+                first_bad: self.commits[first_bad].clone(),
+                suspects: self.commits[last_good + 1..=first_bad]
+                    .iter()
+                    .map(|c| c.id.clone())
+                    .collect(),
+                reason: "the commits in between could not be built or judged".into(),
+                comparison: Some(cmp),
+            });
+        }
+        let rest = check.rest?;
+        match rest.verdict {
+            Verdict::Regressed => Some(Range {
+                lo: first_bad,
+                hi: range.hi,
+            }),
+            Verdict::Unchanged => None,
+            Verdict::Unclear => {
+                self.note(format!(
+                    "{} to {}: a further {:+.1}% [{:+.1}%, {:+.1}%] could not be confirmed or ruled out",
+                    self.commits[first_bad].short(),
+                    self.commits[range.hi].short(),
+                    rest.change.pct,
+                    rest.change.low_pct,
+                    rest.change.high_pct
+                ));
+                None
+            }
+        }
+    }
+
+    /// Judges one candidate against the range's good level.
+    fn judge(&mut self, pos: usize, range: Range) -> anyhow::Result<Outcome> {
+        let commit = self.commits[pos].short().to_string();
+        loop {
+            let reference = self.reference(range);
+            let verdict = decide::classify(&self.tps(pos), &reference, &self.cfg.decision);
+            let (outcome, judgement) = match verdict.class {
+                Class::GoodLike => (Some(Outcome::Good), Judgement::GoodLike),
+                Class::BadLike => (Some(Outcome::Bad), Judgement::BadLike),
+                Class::Unclear if self.state[pos].runs.len() >= self.cfg.decision.max_runs => {
+                    (Some(Outcome::Skip), Judgement::Unsure)
+                }
+                Class::Unclear => (None, Judgement::Unsure),
+            };
+            if let Some(outcome) = outcome {
+                self.set_judgement(pos, judgement, &commit);
+                return Ok(outcome);
+            }
+            self.refresh_reference(range)?;
+            match self.measure(pos)? {
+                Measured::Ok | Measured::Failed => {}
+                Measured::Unmeasurable(_) => {
+                    let j =
+                        if matches!(self.state[pos].prepared, Some(Prepared::Unbuildable { .. })) {
+                            Judgement::Unbuildable
+                        } else {
+                            Judgement::RunsFailed
+                        };
+                    self.set_judgement(pos, j, &commit);
+                    return Ok(Outcome::Skip);
+                }
+            }
+        }
+    }
+
+    fn set_judgement(&mut self, pos: usize, judgement: Judgement, commit: &str) {
+        self.state[pos].judgement = Some(judgement);
+        let text = serde_json::to_value(judgement)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        self.progress.event(&ProgressEvent::Judged {
+            commit: commit.to_string(),
+            judgement: text,
+        });
+    }
+
+    /// Makes a reference run of the range's good end when the last one is old.
+    fn refresh_reference(&mut self, range: Range) -> anyhow::Result<()> {
+        let last = self.state[range.lo].runs.last().map_or(0, |r| r.run);
+        if self.seq.saturating_sub(last) >= self.cfg.reference_every {
+            if let Measured::Unmeasurable(reason) = self.measure(range.lo)? {
+                anyhow::bail!(
+                    "the reference commit {} can no longer be measured: {reason}",
+                    self.commits[range.lo].id
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The good level near the current time: the most recent runs of the
+    /// range's good end and of commits in the range judged good-like.
+    fn reference(&self, range: Range) -> Reference {
+        let mut recent: Vec<RunSample> = (range.lo..range.hi)
+            .filter(|&p| p == range.lo || self.state[p].judgement == Some(Judgement::GoodLike))
+            .flat_map(|p| self.state[p].runs.iter().copied())
+            .collect();
+        recent.sort_by(|a, b| b.run.cmp(&a.run));
+        recent.truncate(self.cfg.reference_window);
+        let mut logs: Vec<f64> = recent.iter().map(|r| r.tps.ln()).collect();
+        logs.sort_by(f64::total_cmp);
+        if logs.len() >= 5 {
+            logs = logs[1..logs.len() - 1].to_vec();
+        }
+        let log_level = logs.iter().sum::<f64>() / logs.len().max(1) as f64;
+        Reference {
+            log_level,
+            runs: recent.len(),
+            log_sigma: self.noise_sigma(),
+        }
+    }
+
+    /// Run-to-run spread of log throughput, pooled over every commit.
+    fn noise_sigma(&self) -> f64 {
+        let groups: Vec<Vec<f64>> = self
+            .state
+            .iter()
+            .filter(|s| s.runs.len() >= 2)
+            .map(|s| s.runs.iter().map(|r| r.tps).collect())
+            .collect();
+        let refs: Vec<&[f64]> = groups.iter().map(Vec::as_slice).collect();
+        stats::robust_log_sigma(&refs).unwrap_or(0.05).max(0.002)
+    }
+
+    /// Side-by-side check of `good` and `bad`, with the range's bad end
+    /// too when the rest of the drop is to be checked.
+    fn verify(&mut self, good: usize, bad: usize, range: Range) -> anyhow::Result<Check> {
+        self.phase(&format!(
+            "checking {} against {} side by side",
+            self.commits[bad].short(),
+            self.commits[good].short()
+        ));
+        let since = self.seq + 1;
+        let rest_end = (!self.cfg.first_only && bad != range.hi).then_some(range.hi);
+        let mut order = vec![good, bad];
+        order.extend(rest_end);
+        let d = self.cfg.decision;
+        loop {
+            for &pos in &order {
+                if let Measured::Unmeasurable(_) = self.measure(pos)? {
+                    let cmp = self.compare_positions(good, bad, since, d.threshold / 2.0);
+                    return Ok(Check {
+                        side_by_side: Comparison {
+                            verdict: Verdict::Unclear,
+                            ..cmp
+                        },
+                        rest: None,
+                        since,
+                    });
+                }
+            }
+            let side_by_side = self.compare_positions(good, bad, since, d.threshold / 2.0);
+            let rest = rest_end.map(|end| self.compare_positions(bad, end, since, d.threshold));
+            let n = self.runs_since(bad, since).len();
+            let at_cap = n >= d.max_runs;
+            let settled = side_by_side.verdict == Verdict::Unchanged
+                || (side_by_side.verdict == Verdict::Regressed
+                    && rest.is_none_or(|r| r.verdict != Verdict::Unclear));
+            if settled || at_cap {
+                return Ok(Check {
+                    side_by_side,
+                    rest,
+                    since,
+                });
+            }
+        }
+    }
+
+    fn compare_positions(&self, base: usize, new: usize, since: u64, threshold: f64) -> Comparison {
+        decide::compare(
+            &self.runs_since(base, since),
+            &self.runs_since(new, since),
+            &self.cfg.decision,
+            threshold,
+        )
+    }
+
+    fn runs_since(&self, pos: usize, since: u64) -> Vec<f64> {
+        self.state[pos]
+            .runs
+            .iter()
+            .filter(|r| r.run >= since)
+            .map(|r| r.tps)
+            .collect()
+    }
+
+    fn tps(&self, pos: usize) -> Vec<f64> {
+        self.runs_since(pos, 0)
+    }
+
+    /// Prepares (once) and runs `pos` once, journaling both.
+    fn measure(&mut self, pos: usize) -> anyhow::Result<Measured> {
+        if self
+            .interrupt
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::SeqCst))
+        {
+            return Err(HuntError::Interrupted.into());
+        }
+        let commit = self.commits[pos].clone();
+        if self.state[pos].prepared.is_none() {
+            self.progress.event(&ProgressEvent::Preparing {
+                commit: commit.short().to_string(),
+            });
+            let prepared = self.lab.prepare(&commit)?;
+            self.journal_event(&Event::Prepared {
+                commit: commit.id.clone(),
+                prepared: prepared.clone(),
+            })?;
+            self.state[pos].prepared = Some(prepared);
+        }
+        if let Some(Prepared::Unbuildable { reason, .. }) = &self.state[pos].prepared {
+            return Ok(Measured::Unmeasurable(reason.clone()));
+        }
+        if self.state[pos].failures >= self.cfg.max_run_failures {
+            let reason = self.state[pos].last_failure.clone().unwrap_or_default();
+            return Ok(Measured::Unmeasurable(reason));
+        }
+        self.seq += 1;
+        let spec = RunSpec {
+            clients: self.cfg.clients,
+            run: self.seq,
+        };
+        let outcome = self.lab.run(&commit, spec)?;
+        if self.interrupted() {
+            // The run in flight was cut short: it is not a result.
+            return Err(HuntError::Interrupted.into());
+        }
+        self.journal_event(&Event::Run {
+            run: self.seq,
+            commit: commit.id.clone(),
+            clients: self.cfg.clients,
+            outcome: outcome.clone(),
+        })?;
+        let (result, tps) = match outcome {
+            RunOutcome::Measured(m) => {
+                self.state[pos].runs.push(RunSample {
+                    run: self.seq,
+                    tps: m.tps,
+                });
+                (Measured::Ok, Some(m.tps))
+            }
+            RunOutcome::Failed { reason } => {
+                self.state[pos].failures += 1;
+                self.note(format!(
+                    "run {} of {} failed: {reason}",
+                    self.seq,
+                    commit.short()
+                ));
+                self.state[pos].last_failure = Some(reason);
+                (Measured::Failed, None)
+            }
+        };
+        self.progress.event(&ProgressEvent::Run {
+            run: self.seq,
+            commit: commit.short().to_string(),
+            tps,
+        });
+        Ok(result)
+    }
+
+    fn interrupted(&self) -> bool {
+        self.interrupt
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::SeqCst))
+    }
+
+    fn journal_event(&mut self, event: &Event) -> anyhow::Result<()> {
+        match self.journal.as_mut() {
+            Some(j) => j.append(event),
+            None => Ok(()),
+        }
+    }
+
+    fn phase(&mut self, text: &str) {
+        self.progress.event(&ProgressEvent::Phase(text.to_string()));
+    }
+
+    fn note(&mut self, text: String) {
+        self.progress.event(&ProgressEvent::Note(text.clone()));
+        self.notes.push(text);
+    }
+
+    fn report(self, outcome: HuntOutcome, endpoints: Comparison, wall: f64) -> HuntReport {
+        let tested = self
+            .state
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.prepared.is_some())
+            .map(|(pos, s)| TestedCommit {
+                commit: self.commits[pos].clone(),
+                position: pos,
+                judgement: s.judgement.unwrap_or(Judgement::Unsure),
+                samples: s.runs.clone(),
+                summary: stats::Sample::new(s.runs.iter().map(|r| r.tps).collect())
+                    .ok()
+                    .map(|x| x.summary()),
+                note: match &s.prepared {
+                    Some(Prepared::Unbuildable { reason, .. }) => Some(reason.clone()),
+                    _ => s.last_failure.clone(),
+                },
+            })
+            .collect();
+        let measured: u64 = self.state.iter().map(|s| s.runs.len() as u64).sum();
+        HuntReport {
+            outcome,
+            good: self.commits[0].clone(),
+            bad: self.commits[self.commits.len() - 1].clone(),
+            candidates: self.commits.len() - 1,
+            threshold: self.cfg.decision.threshold,
+            clients: self.cfg.clients,
+            measurement: self.lab.describe(),
+            endpoints,
+            culprits: self.culprits,
+            unresolved: self.unresolved,
+            notes: self.notes,
+            tested,
+            totals: Totals::from_lab(self.lab.totals(), measured, wall),
+        }
+    }
+}
+
+/// The result of a side-by-side check.
+struct Check {
+    side_by_side: Comparison,
+    /// The culprit against the range's bad end, when checked.
+    rest: Option<Comparison>,
+    /// First run number of the check.
+    since: u64,
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// The current time as RFC 3339 (UTC), without a date crate.
+pub fn now_rfc3339() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    rfc3339_from_unix(secs as i64)
+}
+
+/// Formats seconds since the epoch as `YYYY-MM-DDTHH:MM:SSZ`.
+pub fn rfc3339_from_unix(secs: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_known_dates() {
+        assert_eq!(rfc3339_from_unix(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339_from_unix(1_461_728_000), "2016-04-27T03:33:20Z");
+        assert_eq!(rfc3339_from_unix(951_782_400), "2000-02-29T00:00:00Z");
+    }
+}

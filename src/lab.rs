@@ -44,7 +44,10 @@ pub enum Prepared {
     /// Ready to run; `cached` is true when nothing had to be built.
     Ready { cached: bool },
     /// The commit cannot be measured (like `git bisect skip`).
-    Unbuildable { reason: String, log: Option<PathBuf> },
+    Unbuildable {
+        reason: String,
+        log: Option<PathBuf>,
+    },
 }
 
 /// Which run of which workload to make.
@@ -75,7 +78,9 @@ pub enum RunOutcome {
     Measured(Measurement),
     /// The run produced no metric (crash, no `tps =` line); `reason` carries
     /// the tail of the output.
-    Failed { reason: String },
+    Failed {
+        reason: String,
+    },
 }
 
 /// Work the lab has really done, for the report's totals.

@@ -11,6 +11,7 @@
 //! | `repo`    | git: revisions, candidates, private work tree |
 //! | `lab`     | the measuring boundary: build a commit, run the benchmark once |
 //! | `command_lab` | a lab driven by shell commands from a profile |
+//! | `pg_lab`  | the real PostgreSQL lab: build, server, pgbench |
 //! | `build`   | PostgreSQL builds with an install cache |
 //! | `server`  | private PostgreSQL servers and data templates |
 //! | `bench`   | pgbench command lines and output parsing |
@@ -19,21 +20,29 @@
 //! | `bisect`  | the search as a step/record state machine |
 //! | `hunt`    | the driver loop that measures and journals |
 //! | `journal` | results on disk after every run |
+//! | `findings`| what a hunt found, as data for every report |
+//! | `progress`| telling the user what the hunt is doing |
 //! | `simulate`| the engine against simulated histories |
 //! | `report`  | renderers for results |
 
+pub mod app;
 pub mod bench;
 pub mod bisect;
 pub mod build;
 pub mod cli;
 pub mod command_lab;
 pub mod decide;
+pub mod findings;
 pub mod hunt;
 pub mod journal;
 pub mod lab;
+pub mod pg_lab;
 pub mod profile;
+pub mod progress;
+pub mod replay;
 pub mod repo;
 pub mod report;
 pub mod server;
 pub mod simulate;
 pub mod stats;
+pub mod workdir;

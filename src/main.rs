@@ -1,11 +1,11 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    match pgbisect::cli::run() {
+    match pgbisect::app::run() {
         Ok(code) => code,
         Err(err) => {
             eprintln!("pgbisect: error: {err:#}");
-            ExitCode::from(pgbisect::cli::EXIT_RUNTIME_ERROR)
+            ExitCode::from(pgbisect::app::exit_code_for(&err))
         }
     }
 }

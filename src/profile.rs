@@ -1,1 +1,388 @@
-//! (being written)
+//! Workload profiles: what to build, how to benchmark, how to decide.
+//!
+//! A profile is a TOML file (`bisect-profiles/*.toml` ship with pgbisect)
+//! describing one workload as the mailing-list threads ran it: server
+//! settings, pgbench options, build flags. Unknown keys are errors that name
+//! the key and the file, because a typo in a setting silently benchmarks the
+//! wrong thing. Flags on the command line override the profile.
+
+use crate::bench::{Builtin, PgbenchOptions, QueryMode};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Errors reading a profile.
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    #[error("cannot read the profile {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "in the profile {path}: {message}\nhint: `pgbisect profiles` lists the bundled profiles; the README lists every key"
+    )]
+    Parse { path: PathBuf, message: String },
+    #[error("in the profile {path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+    #[error(
+        "no profile named `{name}`; bundled profiles: {known}\nhint: pass a path to a .toml file, or one of these names"
+    )]
+    Unknown { name: String, known: String },
+}
+
+/// A whole profile file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Profile {
+    /// One line for `pgbisect profiles`.
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub build: BuildSection,
+    #[serde(default)]
+    pub benchmark: BenchmarkSection,
+    #[serde(default)]
+    pub server: ServerSection,
+    #[serde(default)]
+    pub hunt: HuntSection,
+}
+
+/// `[build]`: either a custom `command`, or PostgreSQL build settings.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct BuildSection {
+    /// Shell command run in the checkout; installs into `$PGBISECT_PREFIX`.
+    pub command: Option<String>,
+    /// `auto`, `autoconf` or `meson`.
+    pub system: Option<String>,
+    /// Arguments for `configure` (replacing the minimal defaults).
+    pub configure: Option<Vec<String>>,
+    pub cflags: Option<String>,
+    /// Arguments for `meson setup`.
+    pub meson: Option<Vec<String>>,
+    /// Parallel build jobs (default: the number of cores).
+    pub jobs: Option<u32>,
+    /// Patches applied before building some commits (tool-chain breakage).
+    #[serde(default)]
+    pub fixups: Vec<FixupEntry>,
+}
+
+/// `[[build.fixups]]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct FixupEntry {
+    /// Patch file, relative to the profile's directory.
+    pub patch: PathBuf,
+    /// Commits it applies to.
+    #[serde(default)]
+    pub commits: Vec<String>,
+    /// Or a range `A..B` (B included, A not) it applies to.
+    pub range: Option<String>,
+}
+
+/// Client counts: one number or a list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Clients {
+    One(u32),
+    Many(Vec<u32>),
+}
+
+impl Clients {
+    pub fn to_vec(&self) -> Vec<u32> {
+        match self {
+            Clients::One(c) => vec![*c],
+            Clients::Many(v) => v.clone(),
+        }
+    }
+}
+
+/// `[benchmark]`: either a custom `command`, or pgbench options.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct BenchmarkSection {
+    /// Shell command run in the checkout; its output has a `tps = N` line.
+    pub command: Option<String>,
+    /// `tpcb-like`, `select-only` or `simple-update`.
+    pub builtin: Option<Builtin>,
+    /// A pgbench script file (`-f`), relative to the profile's directory.
+    pub script: Option<PathBuf>,
+    /// `simple`, `extended` or `prepared` (`-M`).
+    pub mode: Option<QueryMode>,
+    pub clients: Option<Clients>,
+    /// `-j`; default: as many threads as clients, like the threads.
+    pub threads: Option<u32>,
+    /// Seconds per run (`-T`).
+    pub duration: Option<u32>,
+    /// `pgbench -i -s`.
+    pub scale: Option<u32>,
+    /// Runs discarded before each measurement.
+    pub warmup_runs: Option<u32>,
+    /// Seconds per warm-up run.
+    pub warmup_duration: Option<u32>,
+    #[serde(default)]
+    pub extra_args: Vec<String>,
+    /// `candidate` (each commit's own pgbench) or `fixed:PATH`.
+    pub pgbench: Option<String>,
+}
+
+/// `[server]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ServerSection {
+    /// Settings passed with `-c name=value`.
+    #[serde(default)]
+    pub settings: BTreeMap<String, toml::Value>,
+    /// Unprivileged user to run PostgreSQL as when pgbisect runs as root.
+    pub run_as: Option<String>,
+}
+
+/// `[hunt]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct HuntSection {
+    /// Smallest drop worth hunting, in percent.
+    pub threshold: Option<f64>,
+    /// Most runs per commit.
+    pub max_runs: Option<usize>,
+    pub first_only: Option<bool>,
+}
+
+impl BenchmarkSection {
+    /// pgbench options for `clients`, the profile's values over pgbench's
+    /// defaults.
+    pub fn pgbench_options(&self, clients: u32) -> PgbenchOptions {
+        let d = PgbenchOptions::default();
+        PgbenchOptions {
+            builtin: self.builtin.or(if self.script.is_none() {
+                Some(Builtin::SelectOnly)
+            } else {
+                None
+            }),
+            script: self.script.clone(),
+            mode: self.mode.unwrap_or(d.mode),
+            clients,
+            threads: self.threads,
+            duration_secs: self.duration.unwrap_or(d.duration_secs),
+            scale: self.scale.unwrap_or(d.scale),
+            warmup_runs: self.warmup_runs.unwrap_or(d.warmup_runs),
+            warmup_secs: self.warmup_duration,
+            extra_args: self.extra_args.clone(),
+        }
+    }
+}
+
+impl ServerSection {
+    /// Settings as `name=value` strings, in name order.
+    pub fn settings_strings(&self) -> Vec<(String, String)> {
+        self.settings
+            .iter()
+            .map(|(k, v)| {
+                let value = match v {
+                    toml::Value::String(s) => s.clone(),
+                    toml::Value::Boolean(b) => if *b { "on" } else { "off" }.to_string(),
+                    other => other.to_string(),
+                };
+                (k.clone(), value)
+            })
+            .collect()
+    }
+}
+
+/// Profiles that ship with pgbisect, by name.
+pub const BUNDLED: &[(&str, &str)] = &[
+    ("smoke", include_str!("../bisect-profiles/smoke.toml")),
+    (
+        "select-only",
+        include_str!("../bisect-profiles/select-only.toml"),
+    ),
+    (
+        "rw-exceeds-buffers",
+        include_str!("../bisect-profiles/rw-exceeds-buffers.toml"),
+    ),
+    (
+        "rw-fits-buffers",
+        include_str!("../bisect-profiles/rw-fits-buffers.toml"),
+    ),
+    (
+        "checkpoint-stress",
+        include_str!("../bisect-profiles/checkpoint-stress.toml"),
+    ),
+    (
+        "read-only-scaling",
+        include_str!("../bisect-profiles/read-only-scaling.toml"),
+    ),
+];
+
+impl Profile {
+    /// Parses profile text; `path` names it in errors and anchors relative paths.
+    pub fn parse(text: &str, path: &Path) -> Result<Profile, ProfileError> {
+        let profile: Profile = toml::from_str(text).map_err(|e| ProfileError::Parse {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        profile.validate(path)?;
+        Ok(profile)
+    }
+
+    /// Loads a profile from a file path, or a bundled profile by name.
+    pub fn load(name_or_path: &str) -> Result<Profile, ProfileError> {
+        let path = Path::new(name_or_path);
+        if path.exists() || name_or_path.ends_with(".toml") || name_or_path.contains('/') {
+            let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Read {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            let mut profile = Profile::parse(&text, path)?;
+            profile.anchor(path.parent().unwrap_or(Path::new(".")));
+            return Ok(profile);
+        }
+        match BUNDLED.iter().find(|(n, _)| *n == name_or_path) {
+            Some((n, text)) => {
+                Profile::parse(text, Path::new(&format!("bisect-profiles/{n}.toml")))
+            }
+            None => Err(ProfileError::Unknown {
+                name: name_or_path.to_string(),
+                known: BUNDLED
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }),
+        }
+    }
+
+    /// Makes relative file paths relative to the profile's directory.
+    fn anchor(&mut self, dir: &Path) {
+        for f in &mut self.build.fixups {
+            if f.patch.is_relative() {
+                f.patch = dir.join(&f.patch);
+            }
+        }
+        if let Some(s) = &mut self.benchmark.script {
+            if s.is_relative() {
+                *s = dir.join(&*s);
+            }
+        }
+    }
+
+    fn validate(&self, path: &Path) -> Result<(), ProfileError> {
+        let invalid = |message: String| ProfileError::Invalid {
+            path: path.to_path_buf(),
+            message,
+        };
+        let b = &self.benchmark;
+        if b.command.is_some() && (b.builtin.is_some() || b.script.is_some()) {
+            return Err(invalid(
+                "[benchmark] has `command` and pgbench options: keep one of them".into(),
+            ));
+        }
+        if b.builtin.is_some() && b.script.is_some() {
+            return Err(invalid(
+                "[benchmark] has both `builtin` and `script`: keep one".into(),
+            ));
+        }
+        if let Some(t) = self.hunt.threshold {
+            if !(t > 0.0 && t < 100.0) {
+                return Err(invalid(format!(
+                    "[hunt] threshold = {t}: give a percentage between 0 and 100, e.g. 5"
+                )));
+            }
+        }
+        if let Some(Clients::Many(v)) = &b.clients {
+            if v.is_empty() || v.contains(&0) {
+                return Err(invalid(
+                    "[benchmark] clients: give one or more counts >= 1".into(),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// True when the profile measures with its own shell commands.
+    pub fn is_custom(&self) -> bool {
+        self.benchmark.command.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn custom_commands_parse() {
+        let p = Profile::parse(
+            "[build]\ncommand = \"make\"\n[benchmark]\ncommand = \"./bench\"\n",
+            Path::new("x.toml"),
+        )
+        .unwrap();
+        assert!(p.is_custom());
+        assert_eq!(p.build.command.as_deref(), Some("make"));
+    }
+
+    #[test]
+    fn unknown_key_names_key_and_file() {
+        let err = Profile::parse("[benchmark]\nclinets = 4\n", Path::new("my.toml")).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("clinets"), "{text}");
+        assert!(text.contains("my.toml"), "{text}");
+    }
+
+    #[test]
+    fn settings_render_as_strings() {
+        let p = Profile::parse(
+            "[server.settings]\nshared_buffers = \"8GB\"\nmax_connections = 200\nfsync = false\n",
+            Path::new("x.toml"),
+        )
+        .unwrap();
+        assert_eq!(
+            p.server.settings_strings(),
+            vec![
+                ("fsync".to_string(), "off".to_string()),
+                ("max_connections".to_string(), "200".to_string()),
+                ("shared_buffers".to_string(), "8GB".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn every_bundled_profile_parses() {
+        for (name, _) in BUNDLED {
+            let p = Profile::load(name).unwrap();
+            assert!(!p.description.is_empty(), "{name} has no description");
+        }
+        let seed = Profile::load("rw-exceeds-buffers").unwrap();
+        assert!(
+            seed.server
+                .settings_strings()
+                .contains(&("shared_buffers".into(), "8GB".into()))
+        );
+    }
+
+    #[test]
+    fn unknown_bundled_name_lists_the_known_ones() {
+        let err = Profile::load("smokey").unwrap_err().to_string();
+        assert!(
+            err.contains("smoke") && err.contains("select-only"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn bad_builtin_value_names_the_choices() {
+        let err = Profile::parse(
+            "[benchmark]\nbuiltin = \"select_only\"\n",
+            Path::new("x.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("select-only"), "{err}");
+    }
+
+    #[test]
+    fn bad_threshold_is_rejected() {
+        let err = Profile::parse("[hunt]\nthreshold = 0\n", Path::new("x.toml")).unwrap_err();
+        assert!(err.to_string().contains("threshold"));
+    }
+}

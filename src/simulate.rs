@@ -1,1 +1,488 @@
-//! (being written)
+//! The hunt against simulated histories.
+//!
+//! A bisection method can only be trusted when it has been seen to be right
+//! on many histories whose truth is known. [`SimLab`] is a [`Lab`] whose
+//! commits have known throughput levels (one or more steps down at known
+//! positions) and whose runs carry noise drawn from a chosen model: normal,
+//! with outliers, bimodal, heavy-tailed, drifting with time. [`evaluate`]
+//! runs the real hunt many times on fresh random histories and counts how
+//! often it names exactly the true culprits, beside the way people do it by
+//! hand (median of 3 runs against a threshold halfway between the
+//! endpoints).
+
+use crate::findings::HuntOutcome;
+use crate::hunt::{Hunt, HuntConfig};
+use crate::lab::{Commit, Lab, LabTotals, Measurement, Prepared, RunOutcome, RunSpec};
+use crate::progress::Silent;
+use rand::distr::Distribution;
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use serde::{Deserialize, Serialize};
+use statrs::distribution::{Normal, StudentsT};
+use std::collections::{BTreeSet, HashMap};
+
+/// How run-to-run noise behaves.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "model", rename_all = "kebab-case")]
+pub enum NoiseModel {
+    /// Normal noise with this coefficient of variation.
+    Gaussian { cv: f64 },
+    /// Normal noise, and with probability `p` a run slowed to between
+    /// `low` and `high` times its level (a busy neighbour).
+    Outliers {
+        cv: f64,
+        p: f64,
+        low: f64,
+        high: f64,
+    },
+    /// Two modes: with probability `p` a run lands at `factor` times the
+    /// level (seen at high client counts).
+    Bimodal { cv: f64, p: f64, factor: f64 },
+    /// Student's t noise with `df` degrees of freedom, scaled to `cv`.
+    HeavyTail { cv: f64, df: f64 },
+    /// Normal noise on a machine whose speed wanders slowly: a random walk
+    /// of `step` per run, kept within `bound` of the start.
+    Drift { cv: f64, step: f64, bound: f64 },
+}
+
+/// A history with known truth.
+#[derive(Debug, Clone, PartialEq)]
+pub struct History {
+    /// Candidates after the good endpoint (bad is position `len`).
+    pub len: usize,
+    /// (position, factor): from this position on, throughput is multiplied
+    /// by `factor` (0.9 = a 10% drop).
+    pub steps: Vec<(usize, f64)>,
+    /// Positions that do not build.
+    pub unbuildable: BTreeSet<usize>,
+    /// Throughput of the good endpoint.
+    pub base_tps: f64,
+}
+
+impl History {
+    /// Throughput level of a position.
+    pub fn level(&self, pos: usize) -> f64 {
+        self.steps
+            .iter()
+            .filter(|(p, _)| *p <= pos)
+            .fold(self.base_tps, |acc, (_, f)| acc * f)
+    }
+
+    /// The commits of this history, good endpoint first.
+    pub fn commits(&self) -> Vec<Commit> {
+        (0..=self.len).map(|p| Commit::bare(sim_id(p))).collect()
+    }
+}
+
+fn sim_id(pos: usize) -> String {
+    format!("{pos:040x}")
+}
+
+/// A lab whose commits follow a [`History`] and whose runs carry noise.
+pub struct SimLab {
+    history: History,
+    noise: NoiseModel,
+    rng: StdRng,
+    positions: HashMap<String, usize>,
+    drift: f64,
+    totals: LabTotals,
+}
+
+impl SimLab {
+    pub fn new(history: History, noise: NoiseModel, seed: u64) -> Self {
+        let positions = (0..=history.len).map(|p| (sim_id(p), p)).collect();
+        SimLab {
+            history,
+            noise,
+            rng: StdRng::seed_from_u64(seed),
+            positions,
+            drift: 0.0,
+            totals: LabTotals::default(),
+        }
+    }
+
+    fn position(&self, commit: &Commit) -> anyhow::Result<usize> {
+        self.positions
+            .get(&commit.id)
+            .copied()
+            .ok_or_else(|| anyhow::anyhow!("commit {} is not in the simulated history", commit.id))
+    }
+
+    /// One noisy observation of `level`.
+    pub fn draw(&mut self, level: f64) -> f64 {
+        let normal =
+            |rng: &mut StdRng, cv: f64| Normal::new(0.0, cv).map_or(0.0, |n| n.sample(rng));
+        let factor = match self.noise {
+            NoiseModel::Gaussian { cv } => 1.0 + normal(&mut self.rng, cv),
+            NoiseModel::Outliers { cv, p, low, high } => {
+                let base = 1.0 + normal(&mut self.rng, cv);
+                if self.rng.random_bool(p) {
+                    base * self.rng.random_range(low..high)
+                } else {
+                    base
+                }
+            }
+            NoiseModel::Bimodal { cv, p, factor } => {
+                let base = 1.0 + normal(&mut self.rng, cv);
+                if self.rng.random_bool(p) {
+                    base * factor
+                } else {
+                    base
+                }
+            }
+            NoiseModel::HeavyTail { cv, df } => {
+                let t = StudentsT::new(0.0, 1.0, df).map_or(0.0, |d| d.sample(&mut self.rng));
+                let scale = cv / (df / (df - 2.0)).sqrt();
+                1.0 + scale * t
+            }
+            NoiseModel::Drift { cv, step, bound } => {
+                self.drift = (self.drift + normal(&mut self.rng, step)).clamp(-bound, bound);
+                (1.0 + self.drift) * (1.0 + normal(&mut self.rng, cv))
+            }
+        };
+        (level * factor).max(level * 0.01)
+    }
+}
+
+impl Lab for SimLab {
+    fn prepare(&mut self, commit: &Commit) -> anyhow::Result<Prepared> {
+        let pos = self.position(commit)?;
+        if self.history.unbuildable.contains(&pos) {
+            return Ok(Prepared::Unbuildable {
+                reason: "simulated build failure".into(),
+                log: None,
+            });
+        }
+        self.totals.builds += 1;
+        Ok(Prepared::Ready { cached: false })
+    }
+
+    fn run(&mut self, commit: &Commit, _spec: RunSpec) -> anyhow::Result<RunOutcome> {
+        let pos = self.position(commit)?;
+        let level = self.history.level(pos);
+        let tps = self.draw(level);
+        self.totals.runs += 1;
+        Ok(RunOutcome::Measured(Measurement {
+            tps,
+            latency_ms: None,
+            failed_transactions: None,
+            output: None,
+        }))
+    }
+
+    fn totals(&self) -> LabTotals {
+        self.totals
+    }
+
+    fn describe(&self) -> String {
+        format!("simulated history of {} commits", self.history.len)
+    }
+}
+
+/// A family of random histories to evaluate on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Scenario {
+    pub name: String,
+    pub commits: usize,
+    /// Factors of the steps; their positions are drawn per trial.
+    pub steps: Vec<f64>,
+    pub noise: NoiseModel,
+    /// Fraction of commits that do not build.
+    pub unbuildable: f64,
+}
+
+/// The scenarios `pgbisect simulate` runs by default.
+pub fn standard_scenarios() -> Vec<Scenario> {
+    let s = |name: &str, steps: Vec<f64>, noise| Scenario {
+        name: name.into(),
+        commits: 400,
+        steps,
+        noise,
+        unbuildable: 0.0,
+    };
+    let gauss = NoiseModel::Gaussian { cv: 0.03 };
+    vec![
+        s("one-step-gaussian", vec![0.90], gauss),
+        s("no-regression", vec![], gauss),
+        s("two-steps", vec![0.90, 0.90], gauss),
+        s(
+            "outliers",
+            vec![0.90],
+            NoiseModel::Outliers {
+                cv: 0.03,
+                p: 0.05,
+                low: 0.5,
+                high: 0.85,
+            },
+        ),
+        s(
+            "heavy-tail",
+            vec![0.90],
+            NoiseModel::HeavyTail { cv: 0.03, df: 3.0 },
+        ),
+        s(
+            "bimodal",
+            vec![0.90],
+            NoiseModel::Bimodal {
+                cv: 0.02,
+                p: 0.25,
+                factor: 0.85,
+            },
+        ),
+        s(
+            "drift",
+            vec![0.90],
+            NoiseModel::Drift {
+                cv: 0.02,
+                step: 0.005,
+                bound: 0.06,
+            },
+        ),
+        Scenario {
+            unbuildable: 0.1,
+            ..s("unbuildable-10pct", vec![0.90], gauss)
+        },
+    ]
+}
+
+/// How one hunt's answer compares with the truth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Grade {
+    /// Exactly the true culprits (or no-regression when there is none).
+    Correct,
+    /// Named a commit that is not a true culprit, or said no-regression
+    /// when there was one, or blamed a commit when there was none.
+    Wrong,
+    /// Named no wrong commit but missed some, or gave no verdict.
+    Inconclusive,
+}
+
+/// Results of many trials of one scenario.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioResult {
+    pub scenario: Scenario,
+    pub trials: usize,
+    pub correct: usize,
+    pub wrong: usize,
+    pub inconclusive: usize,
+    pub mean_runs: f64,
+    pub mean_builds: f64,
+    /// The by-hand method on the same histories and noise.
+    pub naive_correct: usize,
+    pub naive_mean_runs: f64,
+}
+
+/// Draws one history of a scenario.
+pub fn draw_history(scenario: &Scenario, rng: &mut StdRng) -> History {
+    let mut positions = BTreeSet::new();
+    while positions.len() < scenario.steps.len() {
+        positions.insert(rng.random_range(1..=scenario.commits));
+    }
+    let steps = positions
+        .iter()
+        .copied()
+        .zip(scenario.steps.iter().copied())
+        .collect();
+    let unbuildable = (1..scenario.commits)
+        .filter(|p| !positions.contains(p) && rng.random_bool(scenario.unbuildable))
+        .collect();
+    History {
+        len: scenario.commits,
+        steps,
+        unbuildable,
+        base_tps: 20_000.0,
+    }
+}
+
+/// Grades a hunt's culprits against the truth.
+pub fn grade(history: &History, outcome: HuntOutcome, culprits: &[usize]) -> Grade {
+    let truth: BTreeSet<usize> = history.steps.iter().map(|(p, _)| *p).collect();
+    let found: BTreeSet<usize> = culprits.iter().copied().collect();
+    if !found.is_subset(&truth) {
+        return Grade::Wrong;
+    }
+    match outcome {
+        HuntOutcome::NoRegression if truth.is_empty() => Grade::Correct,
+        HuntOutcome::NoRegression => Grade::Wrong,
+        _ if !truth.is_empty() && found == truth => Grade::Correct,
+        _ => Grade::Inconclusive,
+    }
+}
+
+/// Runs `trials` hunts of `scenario` and the naive method on each history.
+pub fn evaluate(
+    scenario: &Scenario,
+    trials: usize,
+    seed: u64,
+    config: &HuntConfig,
+) -> anyhow::Result<ScenarioResult> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut result = ScenarioResult {
+        scenario: scenario.clone(),
+        trials,
+        correct: 0,
+        wrong: 0,
+        inconclusive: 0,
+        mean_runs: 0.0,
+        mean_builds: 0.0,
+        naive_correct: 0,
+        naive_mean_runs: 0.0,
+    };
+    for trial in 0..trials {
+        let history = draw_history(scenario, &mut rng);
+        let trial_seed = seed.wrapping_mul(1_000_003).wrapping_add(trial as u64);
+        let mut lab = SimLab::new(history.clone(), scenario.noise, trial_seed);
+        let mut silent = Silent;
+        let report = Hunt::new(*config, history.commits(), &mut lab, &mut silent).run()?;
+        let culprits: Vec<usize> = report
+            .culprits
+            .iter()
+            .filter_map(|c| usize::from_str_radix(&c.commit, 16).ok())
+            .collect();
+        match grade(&history, report.outcome, &culprits) {
+            Grade::Correct => result.correct += 1,
+            Grade::Wrong => result.wrong += 1,
+            Grade::Inconclusive => result.inconclusive += 1,
+        }
+        result.mean_runs += report.totals.runs as f64;
+        result.mean_builds += report.totals.builds as f64;
+
+        let mut naive_lab = SimLab::new(history.clone(), scenario.noise, trial_seed ^ 0x5eed);
+        let (naive_first_bad, naive_runs) = naive_bisect(&history, &mut naive_lab);
+        let naive_truth = history.steps.first().map(|(p, _)| *p);
+        if naive_first_bad == naive_truth && history.steps.len() <= 1 {
+            result.naive_correct += 1;
+        }
+        result.naive_mean_runs += naive_runs as f64;
+    }
+    let n = trials.max(1) as f64;
+    result.mean_runs /= n;
+    result.mean_builds /= n;
+    result.naive_mean_runs /= n;
+    Ok(result)
+}
+
+/// The way it is done by hand: median of 3 runs of each endpoint, a
+/// threshold halfway between them, then `git bisect` with the median of 3
+/// runs per commit (unbuildable commits skipped by moving to a neighbour).
+/// Returns the first bad position (None for "no regression") and the runs.
+pub fn naive_bisect(history: &History, lab: &mut SimLab) -> (Option<usize>, usize) {
+    let mut runs = 0;
+    let mut median3 = |pos: usize, lab: &mut SimLab| {
+        let mut v: Vec<f64> = (0..3).map(|_| lab.draw(history.level(pos))).collect();
+        runs += 3;
+        v.sort_by(f64::total_cmp);
+        v[1]
+    };
+    let good = median3(0, lab);
+    let bad = median3(history.len, lab);
+    if bad >= good {
+        return (None, runs);
+    }
+    let threshold = (good + bad) / 2.0;
+    let (mut lo, mut hi) = (0, history.len);
+    while hi - lo > 1 {
+        let mid = (lo + hi) / 2;
+        let probe = (mid..hi)
+            .chain((lo + 1..mid).rev())
+            .find(|p| !history.unbuildable.contains(p));
+        let Some(p) = probe else { break };
+        if median3(p, lab) > threshold {
+            lo = p;
+        } else {
+            hi = p;
+        }
+    }
+    (Some(hi), runs)
+}
+
+/// Column titles for [`table_row`].
+pub fn table_header() -> String {
+    format!(
+        "{:<20} {:>6} {:>8} {:>6} {:>8} {:>9} {:>9} {:>9} {:>10}",
+        "scenario",
+        "trials",
+        "correct",
+        "wrong",
+        "inconcl",
+        "runs/hunt",
+        "builds",
+        "naive ok",
+        "naive runs"
+    )
+}
+
+/// One line of the evaluation table.
+pub fn table_row(r: &ScenarioResult) -> String {
+    let pct = |n: usize| 100.0 * n as f64 / r.trials.max(1) as f64;
+    let naive = if r.scenario.steps.len() == 1 {
+        format!("{:.1}%", pct(r.naive_correct))
+    } else {
+        "-".to_string()
+    };
+    format!(
+        "{:<20} {:>6} {:>7.1}% {:>5.1}% {:>7.1}% {:>9.1} {:>9.1} {:>9} {:>10.1}",
+        r.scenario.name,
+        r.trials,
+        pct(r.correct),
+        pct(r.wrong),
+        pct(r.inconclusive),
+        r.mean_runs,
+        r.mean_builds,
+        naive,
+        r.naive_mean_runs
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levels_follow_steps() {
+        let h = History {
+            len: 10,
+            steps: vec![(3, 0.9), (7, 0.5)],
+            unbuildable: BTreeSet::new(),
+            base_tps: 100.0,
+        };
+        assert_eq!(h.level(2), 100.0);
+        assert!((h.level(3) - 90.0).abs() < 1e-9);
+        assert!((h.level(10) - 45.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn grading() {
+        let h = History {
+            len: 10,
+            steps: vec![(3, 0.9)],
+            unbuildable: BTreeSet::new(),
+            base_tps: 100.0,
+        };
+        assert_eq!(grade(&h, HuntOutcome::CulpritFound, &[3]), Grade::Correct);
+        assert_eq!(grade(&h, HuntOutcome::CulpritFound, &[4]), Grade::Wrong);
+        assert_eq!(grade(&h, HuntOutcome::NoRegression, &[]), Grade::Wrong);
+        assert_eq!(
+            grade(&h, HuntOutcome::Inconclusive, &[]),
+            Grade::Inconclusive
+        );
+    }
+
+    #[test]
+    fn noiseless_hunt_finds_the_step() {
+        let h = History {
+            len: 50,
+            steps: vec![(17, 0.9)],
+            unbuildable: BTreeSet::new(),
+            base_tps: 100.0,
+        };
+        let mut lab = SimLab::new(h.clone(), NoiseModel::Gaussian { cv: 0.005 }, 1);
+        let report = Hunt::new(HuntConfig::default(), h.commits(), &mut lab, &mut Silent)
+            .run()
+            .unwrap();
+        assert_eq!(report.outcome, HuntOutcome::CulpritFound);
+        assert_eq!(report.culprits.len(), 1);
+        assert_eq!(report.culprits[0].commit, sim_id(17));
+    }
+}

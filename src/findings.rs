@@ -1,0 +1,160 @@
+//! What a hunt found, as data.
+//!
+//! One serializable structure is the single source for every report: the
+//! JSON written with `--json`, the text for the mailing list and the charts
+//! all render it, so they can never disagree.
+
+use crate::decide::{Change, Comparison, Method};
+use crate::lab::{Commit, LabTotals};
+use serde::{Deserialize, Serialize};
+
+/// How a hunt ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HuntOutcome {
+    /// At least one commit was confirmed to cause a drop.
+    CulpritFound,
+    /// The bad endpoint is not slower than the good one by the threshold.
+    NoRegression,
+    /// The data did not support a verdict.
+    Inconclusive,
+}
+
+impl HuntOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HuntOutcome::CulpritFound => "culprit-found",
+            HuntOutcome::NoRegression => "no-regression",
+            HuntOutcome::Inconclusive => "inconclusive",
+        }
+    }
+}
+
+/// A commit confirmed, side by side with its parent, to cause a drop.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Culprit {
+    /// Full SHA.
+    pub commit: String,
+    pub subject: String,
+    pub author: String,
+    pub date: String,
+    /// Full SHA of the last good-like commit before it (its first parent).
+    pub parent: String,
+    /// Median throughput of the parent in the side-by-side runs.
+    pub before_tps: f64,
+    /// Median throughput of the culprit in the side-by-side runs.
+    pub after_tps: f64,
+    /// Change from parent to culprit with its confidence interval.
+    pub change: Change,
+    pub p_value: f64,
+    pub method: Method,
+    /// Side-by-side runs of the parent and of the culprit.
+    pub runs_before: usize,
+    pub runs_after: usize,
+}
+
+/// A drop pinned to a range of commits but not to one commit, because the
+/// commits inside could not be measured or judged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnresolvedRange {
+    /// Last commit judged good-like.
+    pub last_good: Commit,
+    /// First commit judged bad-like.
+    pub first_bad: Commit,
+    /// Every commit that may be the culprit, oldest first.
+    pub suspects: Vec<String>,
+    pub reason: String,
+    /// Side-by-side comparison of the two ends, when made.
+    pub comparison: Option<Comparison>,
+}
+
+/// How a tested commit was judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Judgement {
+    /// One of the hunt's endpoints.
+    GoodEndpoint,
+    BadEndpoint,
+    GoodLike,
+    BadLike,
+    /// Measured, but the runs allowed no decision within the cap.
+    Unsure,
+    /// Could not be built.
+    Unbuildable,
+    /// Built, but its runs failed.
+    RunsFailed,
+}
+
+/// One benchmark run of a commit.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RunSample {
+    /// Run number within the hunt (its position in time).
+    pub run: u64,
+    pub tps: f64,
+}
+
+/// Every commit the hunt touched, with all its samples.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestedCommit {
+    pub commit: Commit,
+    /// Position in the candidate list: 0 is the good endpoint.
+    pub position: usize,
+    pub judgement: Judgement,
+    pub samples: Vec<RunSample>,
+    pub summary: Option<crate::stats::Summary>,
+    /// Why it was skipped, when it was.
+    pub note: Option<String>,
+}
+
+/// Counts for the report.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Totals {
+    /// Builds really made (cache hits not counted).
+    pub builds: u64,
+    /// Benchmark runs really made, warm-ups included.
+    pub runs: u64,
+    pub warmup_runs: u64,
+    /// Runs whose result the decisions used.
+    pub measured_runs: u64,
+    pub build_seconds: f64,
+    pub bench_seconds: f64,
+    pub wall_seconds: f64,
+}
+
+impl Totals {
+    pub fn from_lab(lab: LabTotals, measured_runs: u64, wall_seconds: f64) -> Totals {
+        Totals {
+            builds: lab.builds,
+            runs: lab.runs,
+            warmup_runs: lab.warmup_runs,
+            measured_runs,
+            build_seconds: lab.build_seconds,
+            bench_seconds: lab.bench_seconds,
+            wall_seconds,
+        }
+    }
+}
+
+/// The whole result of a hunt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HuntReport {
+    pub outcome: HuntOutcome,
+    pub good: Commit,
+    pub bad: Commit,
+    /// Commits in the range, good excluded, bad included.
+    pub candidates: usize,
+    /// Smallest drop reported, as a fraction.
+    pub threshold: f64,
+    pub clients: u32,
+    /// What measured: the pgbench command line or the profile's commands.
+    pub measurement: String,
+    /// Good endpoint against bad endpoint, interleaved.
+    pub endpoints: Comparison,
+    pub culprits: Vec<Culprit>,
+    pub unresolved: Vec<UnresolvedRange>,
+    /// Plain-language remarks: unexplained parts of the drop, skips.
+    pub notes: Vec<String>,
+    /// History order (oldest first).
+    pub tested: Vec<TestedCommit>,
+    pub totals: Totals,
+}

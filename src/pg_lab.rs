@@ -1,0 +1,366 @@
+//! The real PostgreSQL lab: build a commit, start a private server on a
+//! fresh copy of a data template, warm up, run pgbench once.
+//!
+//! Each measurement starts from the same data (a copy of a template made
+//! once per data-directory format), so bloat from earlier runs never leaks
+//! into later ones, and every server is stopped when its run ends, also on
+//! error and interrupt.
+
+use crate::bench::{self, PgbenchOptions};
+use crate::build::{BuildOutcome, BuildSettings, Builder};
+use crate::lab::{Commit, Lab, LabTotals, Measurement, Prepared, RunOutcome, RunSpec};
+use crate::repo::{Repo, WorkTree};
+use crate::server::{self, DataTemplate, RunAs, Server, ServerError, SocketDir, TemplateSpec};
+use anyhow::Context;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Which pgbench drives the load.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PgbenchChoice {
+    /// The pgbench built from the good endpoint, for every commit: one
+    /// load generator for the whole hunt, old enough to talk to every
+    /// server in the range (newer pgbench cannot reach old servers).
+    Good,
+    /// Each commit's own pgbench (client-side changes are measured too).
+    Candidate,
+    /// A pgbench binary given by path.
+    Fixed(PathBuf),
+}
+
+impl PgbenchChoice {
+    /// Parses `good`, `candidate` or `fixed:PATH`.
+    pub fn parse(text: &str) -> Result<PgbenchChoice, String> {
+        match text {
+            "good" => Ok(PgbenchChoice::Good),
+            "candidate" => Ok(PgbenchChoice::Candidate),
+            _ => match text.strip_prefix("fixed:") {
+                Some(p) if !p.is_empty() => Ok(PgbenchChoice::Fixed(PathBuf::from(p))),
+                _ => Err(format!(
+                    "pgbench = `{text}`: use `good`, `candidate` or `fixed:/path/to/pgbench`"
+                )),
+            },
+        }
+    }
+}
+
+/// Everything the lab needs besides the repository.
+#[derive(Debug, Clone)]
+pub struct PgLabConfig {
+    pub work_dir: PathBuf,
+    pub options: PgbenchOptions,
+    pub settings: Vec<(String, String)>,
+    pub run_as: RunAs,
+    pub pgbench: PgbenchChoice,
+    pub build: BuildSettings,
+    /// Installs kept in the cache.
+    pub cache_size: usize,
+    /// The good endpoint (its pgbench may drive every run).
+    pub good: String,
+}
+
+/// Builds and benchmarks real PostgreSQL commits.
+pub struct PgLab {
+    cfg: PgLabConfig,
+    repo: Repo,
+    worktree: WorkTree,
+    builder: Builder,
+    installs: HashMap<String, PathBuf>,
+    template_keys: HashMap<String, String>,
+    templates: HashMap<String, DataTemplate>,
+    sockets: SocketDir,
+    totals: LabTotals,
+}
+
+impl PgLab {
+    pub fn new(cfg: PgLabConfig, repo: Repo) -> anyhow::Result<PgLab> {
+        for sub in ["runs", "logs", "templates", "data"] {
+            let dir = cfg.work_dir.join(sub);
+            std::fs::create_dir_all(&dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        let reaped = server::reap_leftovers(&cfg.work_dir)?;
+        if reaped > 0 {
+            eprintln!("pgbisect: stopped {reaped} server(s) an earlier run left behind");
+        }
+        let worktree = WorkTree::open_or_create(&repo, &cfg.work_dir.join("checkout"))?;
+        let builder = Builder::new(&cfg.work_dir, cfg.build.clone(), cfg.cache_size)?;
+        let sockets = SocketDir::create(&cfg.run_as)?;
+        Ok(PgLab {
+            cfg,
+            repo,
+            worktree,
+            builder,
+            installs: HashMap::new(),
+            template_keys: HashMap::new(),
+            templates: HashMap::new(),
+            sockets,
+            totals: LabTotals::default(),
+        })
+    }
+
+    /// Data-directory format of a commit: major version, catalog and
+    /// control-file versions, read from its headers.
+    fn template_key(&self, commit: &str) -> anyhow::Result<String> {
+        let read = |path: &str, name: &str| -> anyhow::Result<String> {
+            let text = self
+                .repo
+                .read_file(commit, path)?
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_default();
+            Ok(define_value(&text, name).unwrap_or_else(|| "unknown".into()))
+        };
+        let catalog = read("src/include/catalog/catversion.h", "CATALOG_VERSION_NO")?;
+        let control = read("src/include/catalog/pg_control.h", "PG_CONTROL_VERSION")?;
+        Ok(format!(
+            "cat{catalog}-ctl{control}-s{}",
+            self.cfg.options.scale
+        ))
+    }
+
+    fn pgbench_for(&self, commit: &str) -> anyhow::Result<PathBuf> {
+        Ok(match &self.cfg.pgbench {
+            PgbenchChoice::Candidate => self.prefix(commit)?.join("bin/pgbench"),
+            PgbenchChoice::Good => self.prefix(&self.cfg.good)?.join("bin/pgbench"),
+            PgbenchChoice::Fixed(p) => p.clone(),
+        })
+    }
+
+    fn prefix(&self, commit: &str) -> anyhow::Result<&PathBuf> {
+        self.installs
+            .get(commit)
+            .ok_or_else(|| anyhow::anyhow!("commit {commit} was not built before use"))
+    }
+
+    fn template_for(&mut self, commit: &str) -> anyhow::Result<DataTemplate> {
+        let key = match self.template_keys.get(commit) {
+            Some(k) => k.clone(),
+            None => {
+                let k = self.template_key(commit)?;
+                self.template_keys.insert(commit.to_string(), k.clone());
+                k
+            }
+        };
+        if let Some(t) = self.templates.get(&key) {
+            return Ok(t.clone());
+        }
+        let spec = TemplateSpec {
+            bin: self.prefix(commit)?.join("bin"),
+            pgbench: self.pgbench_for(commit)?,
+            dir: self.cfg.work_dir.join("templates").join(&key),
+            options: self.cfg.options.clone(),
+            run_as: self.cfg.run_as.clone(),
+            registry_dir: Some(server::registry_dir(&self.cfg.work_dir)),
+        };
+        let (template, _built) = DataTemplate::ensure(&spec)?;
+        self.templates.insert(key, template.clone());
+        Ok(template)
+    }
+
+    /// One server start on a fresh copy, warm-ups, one measured run.
+    fn measure(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
+        let template = match self.template_for(&commit.id) {
+            Ok(t) => t,
+            Err(e) => return Ok(failed(&e)),
+        };
+        let data = self.cfg.work_dir.join("data").join("current");
+        server::fresh_copy(&template, &data)?;
+        let bin = self.prefix(&commit.id)?.join("bin");
+        let pgbench = self.pgbench_for(&commit.id)?;
+        let server = Server {
+            bin,
+            data_dir: data,
+            port: server::pick_port(self.sockets.path()),
+            socket_dir: self.sockets.path().to_path_buf(),
+            settings: self.cfg.settings.clone(),
+            log: self
+                .cfg
+                .work_dir
+                .join("logs")
+                .join(format!("server-{:05}.log", spec.run)),
+            run_as: self.cfg.run_as.clone(),
+            registry_dir: Some(server::registry_dir(&self.cfg.work_dir)),
+        };
+        let running = match server.start() {
+            Ok(r) => r,
+            Err(e @ ServerError::Io { .. }) => return Err(e.into()),
+            Err(e) => return Ok(failed(&e.into())),
+        };
+        let conn = running.conn("postgres");
+        let opts = &self.cfg.options;
+        let started = Instant::now();
+        for w in 0..opts.warmup_runs {
+            let args = bench::run_args(opts, spec.clients, opts.warmup_duration(), &conn);
+            let out = self.run_file(spec.run, commit, &format!("warmup{}", w + 1));
+            self.totals.runs += 1;
+            self.totals.warmup_runs += 1;
+            if let Err(e) = running.run_pgbench(&pgbench, &args, &out) {
+                self.totals.bench_seconds += started.elapsed().as_secs_f64();
+                return Ok(failed(&e.into()));
+            }
+        }
+        let args = bench::run_args(opts, spec.clients, opts.duration_secs, &conn);
+        let out = self.run_file(spec.run, commit, "run");
+        let result = running.run_pgbench(&pgbench, &args, &out);
+        self.totals.runs += 1;
+        self.totals.bench_seconds += started.elapsed().as_secs_f64();
+        running.stop()?;
+        Ok(match result {
+            Ok(report) => RunOutcome::Measured(Measurement {
+                tps: report.tps,
+                latency_ms: report.latency_ms,
+                failed_transactions: report.failed_transactions,
+                output: Some(out),
+            }),
+            Err(e) => failed(&e.into()),
+        })
+    }
+
+    fn run_file(&self, run: u64, commit: &Commit, what: &str) -> PathBuf {
+        self.cfg
+            .work_dir
+            .join("runs")
+            .join(format!("run-{run:05}-{}-{what}.txt", commit.short()))
+    }
+}
+
+fn failed(err: &anyhow::Error) -> RunOutcome {
+    RunOutcome::Failed {
+        reason: format!("{err:#}"),
+    }
+}
+
+/// The value of `#define NAME value` in C header text.
+pub fn define_value(text: &str, name: &str) -> Option<String> {
+    text.lines().find_map(|line| {
+        let mut words = line.split_whitespace();
+        match (words.next(), words.next(), words.next()) {
+            (Some("#define"), Some(n), Some(v)) if n == name => Some(v.to_string()),
+            _ => None,
+        }
+    })
+}
+
+impl Lab for PgLab {
+    fn prepare(&mut self, commit: &Commit) -> anyhow::Result<Prepared> {
+        self.worktree
+            .checkout(&commit.id)
+            .with_context(|| format!("cannot check out {}", commit.id))?;
+        let outcome = self.builder.ensure(&commit.id, self.worktree.path())?;
+        let (prefix, cached) = match outcome {
+            BuildOutcome::Installed { prefix, cached, .. } => (prefix, cached),
+            BuildOutcome::Failed { reason, log } => {
+                return Ok(Prepared::Unbuildable {
+                    reason,
+                    log: Some(log),
+                });
+            }
+        };
+        if let Err(e) =
+            server::check_settings(&prefix.join("bin"), &self.cfg.run_as, &self.cfg.settings)
+        {
+            return match e {
+                ServerError::UnknownSetting { .. } => Ok(Prepared::Unbuildable {
+                    reason: e.to_string(),
+                    log: None,
+                }),
+                other => Err(other.into()),
+            };
+        }
+        self.installs.insert(commit.id.clone(), prefix);
+        let (builds, seconds) = self.builder.totals();
+        self.totals.builds = builds;
+        self.totals.build_seconds = seconds;
+        Ok(Prepared::Ready { cached })
+    }
+
+    fn run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
+        if !self.installs.contains_key(&commit.id) {
+            if let Prepared::Unbuildable { reason, .. } = self.prepare(commit)? {
+                return Ok(RunOutcome::Failed { reason });
+            }
+        }
+        if matches!(self.cfg.pgbench, PgbenchChoice::Good)
+            && !self.installs.contains_key(&self.cfg.good)
+        {
+            let good = Commit::bare(self.cfg.good.clone());
+            if let Prepared::Unbuildable { reason, .. } = self.prepare(&good)? {
+                anyhow::bail!(
+                    "the good endpoint's pgbench is needed to drive the load, but it does not build: {reason}"
+                );
+            }
+        }
+        self.measure(commit, spec)
+    }
+
+    fn totals(&self) -> LabTotals {
+        self.totals
+    }
+
+    fn describe(&self) -> String {
+        let conn = bench::Conn {
+            socket_dir: PathBuf::from("SOCKETDIR"),
+            port: 5432,
+            dbname: "postgres".into(),
+        };
+        let args = bench::run_args(
+            &self.cfg.options,
+            self.cfg.options.clients,
+            self.cfg.options.duration_secs,
+            &conn,
+        );
+        let settings: Vec<String> = self
+            .cfg
+            .settings
+            .iter()
+            .map(|(k, v)| format!("-c {k}={v}"))
+            .collect();
+        format!(
+            "pgbench {} ({} pgbench); server {}",
+            args.join(" "),
+            match &self.cfg.pgbench {
+                PgbenchChoice::Good => "the good endpoint's".to_string(),
+                PgbenchChoice::Candidate => "each commit's own".to_string(),
+                PgbenchChoice::Fixed(p) => p.display().to_string(),
+            },
+            if settings.is_empty() {
+                "defaults".to_string()
+            } else {
+                settings.join(" ")
+            }
+        )
+    }
+}
+
+/// Work dirs must be reachable by the unprivileged user that runs the server.
+pub fn check_work_dir(run_as: &RunAs, work_dir: &Path) -> anyhow::Result<()> {
+    run_as.check_reachable(work_dir)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_defines() {
+        let h = "/* x */\n#define CATALOG_VERSION_NO\t201608131\n";
+        assert_eq!(
+            define_value(h, "CATALOG_VERSION_NO").as_deref(),
+            Some("201608131")
+        );
+        assert_eq!(define_value(h, "OTHER"), None);
+    }
+
+    #[test]
+    fn pgbench_choice_parses() {
+        assert_eq!(PgbenchChoice::parse("good"), Ok(PgbenchChoice::Good));
+        assert_eq!(
+            PgbenchChoice::parse("fixed:/usr/bin/pgbench"),
+            Ok(PgbenchChoice::Fixed("/usr/bin/pgbench".into()))
+        );
+        assert!(PgbenchChoice::parse("fixed:").is_err());
+        assert!(PgbenchChoice::parse("newest").is_err());
+    }
+}

@@ -1,0 +1,114 @@
+//! Resuming a hunt from its journal.
+//!
+//! The hunt's choices depend only on the results it has seen, so feeding it
+//! the journaled results in the same order brings it back to where it was
+//! stopped, without building or running anything again. [`ReplayLab`] sits
+//! in front of the real lab: it answers from the journal while it can and
+//! hands over to the real lab for everything new.
+
+use crate::journal::Event;
+use crate::lab::{Commit, Lab, LabTotals, Prepared, RunOutcome, RunSpec};
+use std::collections::{HashMap, HashSet};
+
+/// A lab that replays journaled results before measuring anew.
+pub struct ReplayLab<'a> {
+    inner: &'a mut dyn Lab,
+    runs: HashMap<u64, (String, RunOutcome)>,
+    prepared: HashMap<String, Prepared>,
+    really_prepared: HashSet<String>,
+    replayed: LabTotals,
+}
+
+impl<'a> ReplayLab<'a> {
+    /// Wraps `inner`, answering first from `events`.
+    pub fn new(inner: &'a mut dyn Lab, events: &[Event]) -> Self {
+        let mut runs = HashMap::new();
+        let mut prepared = HashMap::new();
+        let mut replayed = LabTotals::default();
+        for event in events {
+            match event {
+                Event::Run {
+                    run,
+                    commit,
+                    outcome,
+                    ..
+                } => {
+                    runs.insert(*run, (commit.clone(), outcome.clone()));
+                    replayed.runs += 1;
+                }
+                Event::Prepared {
+                    commit,
+                    prepared: p,
+                } => {
+                    if matches!(p, Prepared::Ready { cached: false }) {
+                        replayed.builds += 1;
+                    }
+                    prepared.insert(commit.clone(), p.clone());
+                }
+                _ => {}
+            }
+        }
+        ReplayLab {
+            inner,
+            runs,
+            prepared,
+            really_prepared: HashSet::new(),
+            replayed,
+        }
+    }
+
+    /// Runs answered from the journal so far.
+    pub fn replayable_runs(&self) -> usize {
+        self.runs.len()
+    }
+}
+
+impl Lab for ReplayLab<'_> {
+    fn prepare(&mut self, commit: &Commit) -> anyhow::Result<Prepared> {
+        if let Some(p) = self.prepared.get(&commit.id) {
+            return Ok(p.clone());
+        }
+        let p = self.inner.prepare(commit)?;
+        self.really_prepared.insert(commit.id.clone());
+        Ok(p)
+    }
+
+    fn run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
+        if let Some((c, outcome)) = self.runs.get(&spec.run) {
+            anyhow::ensure!(
+                *c == commit.id,
+                "the journal's run {} was of {}, but the hunt now asks for {}: the journal belongs \
+                 to another plan; move it away or use another --work-dir",
+                spec.run,
+                c,
+                commit.id
+            );
+            return Ok(outcome.clone());
+        }
+        if !self.really_prepared.contains(&commit.id) {
+            let p = self.inner.prepare(commit)?;
+            self.really_prepared.insert(commit.id.clone());
+            if let Prepared::Unbuildable { reason, .. } = p {
+                return Ok(RunOutcome::Failed {
+                    reason: format!("it no longer builds: {reason}"),
+                });
+            }
+        }
+        self.inner.run(commit, spec)
+    }
+
+    fn totals(&self) -> LabTotals {
+        let t = self.inner.totals();
+        LabTotals {
+            builds: t.builds + self.replayed.builds,
+            build_seconds: t.build_seconds,
+            runs: t.runs + self.replayed.runs,
+            warmup_runs: t.warmup_runs,
+            bench_seconds: t.bench_seconds,
+        }
+    }
+
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+}

@@ -1,0 +1,114 @@
+//! The work directory: one lock per work dir, one folder per hunt.
+//!
+//! The private checkout and the build tree in a work dir serve one hunt at
+//! a time, so a second pgbisect on the same work dir is refused with the
+//! holder's pid; a lock left by a process that no longer exists (a crash,
+//! `kill -9`, a reboot) is taken over.
+
+use anyhow::Context;
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Another live pgbisect holds the work dir.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "another pgbisect (pid {pid}) is using the work dir {dir}\n\
+     hint: wait for it to finish, or pass another --work-dir"
+)]
+pub struct Busy {
+    pub pid: u32,
+    pub dir: PathBuf,
+}
+
+/// Held while a command works in a work dir; released on drop.
+#[derive(Debug)]
+pub struct Lock {
+    path: PathBuf,
+}
+
+impl Lock {
+    /// Takes the lock of `dir`, taking over a stale one.
+    pub fn acquire(dir: &Path) -> anyhow::Result<Lock> {
+        let path = dir.join("lock");
+        for _ in 0..3 {
+            match OpenOptions::new().write(true).create_new(true).open(&path) {
+                Ok(mut f) => {
+                    write!(f, "{}", std::process::id())
+                        .with_context(|| format!("cannot write {}", path.display()))?;
+                    return Ok(Lock { path });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let holder = std::fs::read_to_string(&path).unwrap_or_default();
+                    match holder.trim().parse::<u32>() {
+                        Ok(pid) if pid_alive(pid) && pid != std::process::id() => {
+                            return Err(Busy {
+                                pid,
+                                dir: dir.to_path_buf(),
+                            }
+                            .into());
+                        }
+                        _ => {
+                            // Stale (dead holder) or half-written: take it over.
+                            let _ = std::fs::remove_file(&path);
+                        }
+                    }
+                }
+                Err(e) => {
+                    return Err(e)
+                        .with_context(|| format!("cannot create the lock {}", path.display()));
+                }
+            }
+        }
+        anyhow::bail!(
+            "cannot take the lock {}: it keeps reappearing",
+            path.display()
+        )
+    }
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn pid_alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// A short stable hash (FNV-1a, 64 bits) for naming folders after a plan.
+pub fn fingerprint(text: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn second_lock_is_refused_and_stale_taken_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = Lock::acquire(dir.path()).unwrap();
+        // Our own pid counts as a re-entry, so fake a live holder: pid 1.
+        std::fs::write(dir.path().join("lock"), "1").unwrap();
+        let err = Lock::acquire(dir.path()).unwrap_err();
+        assert!(err.to_string().contains("pid 1"), "{err}");
+        std::fs::write(dir.path().join("lock"), "999999999").unwrap();
+        let again = Lock::acquire(dir.path()).unwrap();
+        drop(again);
+        assert!(!dir.path().join("lock").exists());
+        drop(lock);
+    }
+
+    #[test]
+    fn fingerprint_is_stable() {
+        assert_eq!(fingerprint(""), "cbf29ce484222325");
+        assert_ne!(fingerprint("a"), fingerprint("b"));
+    }
+}

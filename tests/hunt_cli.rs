@@ -1,0 +1,287 @@
+//! The `pgbisect` binary end to end on real git repositories made in temp
+//! dirs, measured through shell-command profiles.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "Test Author")
+        .env("GIT_AUTHOR_EMAIL", "author@example.org")
+        .env("GIT_COMMITTER_NAME", "Test Author")
+        .env("GIT_COMMITTER_EMAIL", "author@example.org")
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A repository whose file `level` holds the throughput of each commit:
+/// `levels[i]` is commit i's level (commit 0 is tagged `good`, the last
+/// `bad`). A commit listed in `broken` has a `broken` file that makes the
+/// build command fail. Returns the repo dir and the SHAs.
+fn history(levels: &[u32], broken: &[usize]) -> (tempfile::TempDir, Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    git(root, &["init", "-q", "-b", "main"]);
+    let mut shas = Vec::new();
+    for (i, level) in levels.iter().enumerate() {
+        std::fs::write(root.join("level"), format!("{level}\n")).unwrap();
+        std::fs::write(root.join("source.c"), format!("/* change {i} */\n")).unwrap();
+        if broken.contains(&i) {
+            std::fs::write(root.join("broken"), "x").unwrap();
+        } else {
+            let _ = std::fs::remove_file(root.join("broken"));
+        }
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", &format!("commit number {i}")]);
+        shas.push(git(root, &["rev-parse", "HEAD"]));
+    }
+    git(root, &["tag", "good", &shas[0]]);
+    git(root, &["tag", "bad", &shas[shas.len() - 1]]);
+    (dir, shas)
+}
+
+/// A profile whose benchmark prints pgbench-style output with 2% noise
+/// around the checkout's level.
+fn profile(dir: &Path) -> PathBuf {
+    let path = dir.join("profile.toml");
+    std::fs::write(
+        &path,
+        r#"description = "test profile"
+[build]
+command = "test ! -e broken && mkdir -p \"$PGBISECT_PREFIX\" && cp level \"$PGBISECT_PREFIX/level\""
+[benchmark]
+command = "awk -v seed=\"$PGBISECT_RUN\" -v level=\"$(cat \"$PGBISECT_PREFIX/level\")\" 'BEGIN { srand(seed); printf \"number of clients: %s\\ntps = %.3f (without initial connection time)\\n\", ENVIRON[\"PGBISECT_CLIENTS\"], level * (1 + 0.04 * (rand() - 0.5)) }'"
+"#,
+    )
+    .unwrap();
+    path
+}
+
+fn pgbisect(repo: &Path, work: &Path, extra: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pgbisect"))
+        .arg("--repo")
+        .arg(repo)
+        .arg("--work-dir")
+        .arg(work)
+        .args(extra)
+        .output()
+        .expect("pgbisect runs")
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn levels_with_drop_at(n: usize, at: usize) -> Vec<u32> {
+    (0..n).map(|i| if i >= at { 800 } else { 1000 }).collect()
+}
+
+#[test]
+fn finds_the_culprit_and_writes_json() {
+    let (repo, shas) = history(&levels_with_drop_at(30, 17), &[]);
+    let work = tempfile::tempdir().unwrap();
+    let out_json = work.path().join("out.json");
+    let before_head = git(repo.path(), &["rev-parse", "HEAD"]);
+    let out = pgbisect(
+        repo.path(),
+        &work.path().join("w"),
+        &[
+            "--good",
+            "good",
+            "--bad",
+            "bad",
+            "--profile",
+            profile(work.path()).to_str().unwrap(),
+            "--json",
+            out_json.to_str().unwrap(),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "stderr: {stderr}");
+    let v = json(&out_json);
+    assert_eq!(v["outcome"], "culprit-found");
+    let culprits = v["culprits"].as_array().unwrap();
+    assert_eq!(culprits.len(), 1, "{v:#}");
+    assert_eq!(culprits[0]["commit"], shas[17].as_str());
+    assert_eq!(culprits[0]["subject"], "commit number 17");
+    assert!(
+        culprits[0]["author"]
+            .as_str()
+            .unwrap()
+            .contains("Test Author")
+    );
+    let change = culprits[0]["change"]["pct"].as_f64().unwrap();
+    assert!((change + 20.0).abs() < 3.0, "change {change}");
+    assert!(v["totals"]["runs"].as_u64().unwrap() > 0);
+    assert!(v["totals"]["builds"].as_u64().unwrap() > 0);
+    assert!(!v["tested"].as_array().unwrap().is_empty());
+    // The user's checkout is untouched.
+    assert_eq!(git(repo.path(), &["rev-parse", "HEAD"]), before_head);
+    assert_eq!(git(repo.path(), &["status", "--porcelain"]), "");
+    // Every run is journaled.
+    let journal = std::fs::read_to_string(
+        std::fs::read_dir(work.path().join("w/hunts"))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path()
+            .join("journal.jsonl"),
+    )
+    .unwrap();
+    let runs = journal
+        .lines()
+        .filter(|l| l.contains("\"event\":\"run\""))
+        .count() as u64;
+    assert_eq!(runs, v["totals"]["runs"].as_u64().unwrap());
+}
+
+#[test]
+fn no_regression_blames_nobody() {
+    let (repo, _) = history(&[1000; 12], &[]);
+    let work = tempfile::tempdir().unwrap();
+    let out_json = work.path().join("out.json");
+    let out = pgbisect(
+        repo.path(),
+        &work.path().join("w"),
+        &[
+            "--good",
+            "good",
+            "--bad",
+            "bad",
+            "--profile",
+            profile(work.path()).to_str().unwrap(),
+            "--json",
+            out_json.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out_json);
+    assert_eq!(v["outcome"], "no-regression");
+    assert!(v["culprits"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn unbuildable_commits_are_skipped() {
+    let (repo, shas) = history(&levels_with_drop_at(20, 9), &[5, 8, 10, 11]);
+    let work = tempfile::tempdir().unwrap();
+    let out_json = work.path().join("out.json");
+    let out = pgbisect(
+        repo.path(),
+        &work.path().join("w"),
+        &[
+            "--good",
+            "good",
+            "--bad",
+            "bad",
+            "--profile",
+            profile(work.path()).to_str().unwrap(),
+            "--json",
+            out_json.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out_json);
+    assert_eq!(v["culprits"][0]["commit"], shas[9].as_str(), "{v:#}");
+}
+
+#[test]
+fn bad_revision_is_a_usage_error() {
+    let (repo, _) = history(&[1000, 900], &[]);
+    let work = tempfile::tempdir().unwrap();
+    let out = pgbisect(
+        repo.path(),
+        &work.path().join("w"),
+        &[
+            "--good",
+            "no-such-tag",
+            "--bad",
+            "bad",
+            "--profile",
+            profile(work.path()).to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-tag"));
+}
+
+#[test]
+fn good_must_be_an_ancestor_of_bad() {
+    let (repo, _) = history(&[1000, 900, 800], &[]);
+    let work = tempfile::tempdir().unwrap();
+    let out = pgbisect(
+        repo.path(),
+        &work.path().join("w"),
+        &[
+            "--good",
+            "bad",
+            "--bad",
+            "good",
+            "--profile",
+            profile(work.path()).to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("ancestor"), "{stderr}");
+}
+
+#[test]
+fn profile_with_unknown_key_names_it() {
+    let (repo, _) = history(&[1000, 900], &[]);
+    let work = tempfile::tempdir().unwrap();
+    let bad_profile = work.path().join("typo.toml");
+    std::fs::write(
+        &bad_profile,
+        "[benchmark]\ncommand = \"true\"\nduratoin = 5\n",
+    )
+    .unwrap();
+    let out = pgbisect(
+        repo.path(),
+        &work.path().join("w"),
+        &[
+            "--good",
+            "good",
+            "--bad",
+            "bad",
+            "--profile",
+            bad_profile.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("duratoin") && stderr.contains("typo.toml"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn missing_endpoints_are_a_usage_error() {
+    let work = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_pgbisect"))
+        .arg("--work-dir")
+        .arg(work.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--good"));
+}
