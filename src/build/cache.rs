@@ -123,7 +123,7 @@ impl InstallCache {
             }
         }
         // Newest first; `keep` already takes one place.
-        finished.sort_by(|a, b| b.0.cmp(&a.0));
+        finished.sort_by_key(|entry| std::cmp::Reverse(entry.0));
         for (_, path) in finished.into_iter().skip(self.limit - 1) {
             remove_dir_if_present(&path)?;
             removed.push(path);

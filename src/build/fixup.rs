@@ -200,6 +200,12 @@ fn write_note(
 
 fn git_apply(src: &Path, patch: &Path, reverse: bool) -> Command {
     let mut command = Command::new("git");
+    // Outside a checkout of its own, `src` must not be taken for a
+    // subdirectory of some enclosing repository (paths would then be read
+    // relative to that repository's root).
+    if let Some(parent) = src.parent() {
+        command.env("GIT_CEILING_DIRECTORIES", parent);
+    }
     command
         .current_dir(src)
         .arg("apply")
@@ -232,6 +238,37 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let got = applicable(&fixups, "72a98a639c4bd7ef", tmp.path()).unwrap();
         assert_eq!(got, vec![PathBuf::from("a.patch")]);
+    }
+
+    #[test]
+    fn patches_go_in_and_out_again() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("src");
+        fs::create_dir_all(&src).unwrap();
+        fs::write(src.join("a.c"), "one\n").unwrap();
+        let patch = tmp.path().join("fix.patch");
+        fs::write(&patch, "--- a/a.c\n+++ b/a.c\n@@ -1 +1 @@\n-one\n+two\n").unwrap();
+        let note = tmp.path().join("note.json");
+        let mut log = BuildLog::create(&tmp.path().join("log")).unwrap();
+        let patches = vec![patch.clone()];
+
+        assert_eq!(apply(&patches, &src, &note, &mut log).unwrap(), None);
+        assert_eq!(fs::read_to_string(src.join("a.c")).unwrap(), "two\n");
+        assert!(note.is_file());
+        revert(&patches, &src, &note, &mut log).unwrap();
+        assert_eq!(fs::read_to_string(src.join("a.c")).unwrap(), "one\n");
+        assert!(!note.exists());
+
+        // Left in by an interrupted run: taken out before the next build.
+        apply(&patches, &src, &note, &mut log).unwrap();
+        recover(&note, &mut log).unwrap();
+        assert_eq!(fs::read_to_string(src.join("a.c")).unwrap(), "one\n");
+        assert!(!note.exists());
+
+        fs::write(src.join("a.c"), "other\n").unwrap();
+        let reason = apply(&patches, &src, &note, &mut log).unwrap().unwrap();
+        assert!(reason.contains("does not apply"), "{reason}");
+        assert_eq!(fs::read_to_string(src.join("a.c")).unwrap(), "other\n");
     }
 
     #[test]

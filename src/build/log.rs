@@ -171,9 +171,12 @@ pub(crate) fn environment_trouble(text: &str, command: &str, log: &Path) -> Opti
 /// lines (the first is the cause, later ones are often consequences), else
 /// the tail of the output; always naming the log.
 pub(crate) fn failure_reason(text: &str, log: &Path) -> String {
+    // Paths relative to the build tree (ccache's base directory makes them
+    // so) read better without their leading `../`s.
     let errors: Vec<&str> = text
         .lines()
         .filter(|l| l.contains("error:") || l.starts_with("ERROR:"))
+        .map(|l| l.trim_start_matches("../"))
         .collect();
     let quoted = if errors.is_empty() {
         last_lines(text, QUOTED_TAIL)
@@ -184,10 +187,14 @@ pub(crate) fn failure_reason(text: &str, log: &Path) -> String {
                 shown.push(line);
             }
         }
-        let more = errors.len().saturating_sub(shown.len());
+        let mut distinct = errors.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let more = distinct.len().saturating_sub(shown.len());
         let mut quoted = shown.join("\n");
         if more > 0 {
-            quoted.push_str(&format!("\n({more} more error lines)"));
+            let lines = if more == 1 { "line" } else { "lines" };
+            quoted.push_str(&format!("\n({more} more error {lines})"));
         }
         quoted
     };
@@ -208,7 +215,7 @@ mod tests {
         let text = "cc -c a.c\n\
                     a.c:3:1: error: expected ';' before '}' token\n\
                     a.c:9:1: error: unknown type name 'foo'\n\
-                    a.c:9:1: error: unknown type name 'foo'\n\
+                    ../../a.c:9:1: error: unknown type name 'foo'\n\
                     make: *** [a.o] Error 1\n\
                     b.c:1:1: error: x\n\
                     b.c:2:1: error: y\n";
@@ -217,7 +224,7 @@ mod tests {
         assert!(reason.contains("a.c:3:1: error: expected ';'"), "{reason}");
         assert!(reason.contains("b.c:1:1: error: x"), "{reason}");
         assert!(!reason.contains("b.c:2:1"), "{reason}");
-        assert!(reason.contains("(2 more error lines)"), "{reason}");
+        assert!(reason.contains("(1 more error line)"), "{reason}");
     }
 
     #[test]

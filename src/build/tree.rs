@@ -123,6 +123,9 @@ impl TreeBuild<'_> {
             System::Autoconf => self.make(strategy, log)?,
             System::Meson => self.ninja(strategy, log)?,
         };
+        if !built && strategy == Strategy::Targeted {
+            return failed(log);
+        }
         let staged = self.stage.join(PREFIX.trim_start_matches('/'));
         let missing: Vec<&str> = REQUIRED_FILES
             .iter()

@@ -1,0 +1,190 @@
+//! Real builds of PostgreSQL 15 (Debian's source package): a clean build,
+//! cache hits (also from a new builder), an incremental rebuild after a
+//! header change, and a commit that does not compile.
+//!
+//! Needs `PGBISECT_TEST_PG_SOURCE` (set by scripts/test.sh); skipped when
+//! it is unset. Every step shares one build tree, so PostgreSQL is built
+//! from scratch once (about 4 minutes on 2 cores with a cold ccache).
+
+use pgbisect::build::{BuildOutcome, BuildSettings, Builder, read_stamp};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Instant, SystemTime};
+
+fn source_dir() -> Option<PathBuf> {
+    match std::env::var_os("PGBISECT_TEST_PG_SOURCE") {
+        Some(dir) => Some(PathBuf::from(dir)),
+        None => {
+            eprintln!(
+                "build tests skipped: PGBISECT_TEST_PG_SOURCE is not set (scripts/test.sh sets it)"
+            );
+            None
+        }
+    }
+}
+
+fn installed(outcome: BuildOutcome) -> (PathBuf, bool, f64, PathBuf) {
+    match outcome {
+        BuildOutcome::Installed {
+            prefix,
+            cached,
+            seconds,
+            log,
+        } => (prefix, cached, seconds, log),
+        BuildOutcome::Failed { reason, .. } => panic!("build failed: {reason}"),
+    }
+}
+
+fn output(program: &Path, args: &[&str]) -> String {
+    let out = Command::new(program).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{} {args:?}: {out:?}",
+        program.display()
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn mtime(path: &Path) -> SystemTime {
+    fs::metadata(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .modified()
+        .unwrap()
+}
+
+/// Replaces `from` by `to` in a file of the checkout, as a new commit would.
+fn edit(path: &Path, from: &str, to: &str) {
+    let text = fs::read_to_string(path).unwrap();
+    assert!(text.contains(from), "{} lacks {from}", path.display());
+    fs::write(path, text.replacen(from, to, 1)).unwrap();
+}
+
+/// The build tree the builder made under `<work>/build/`.
+fn build_tree(work: &Path) -> PathBuf {
+    fs::read_dir(work.join("build"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("autoconf-")
+        })
+        .expect("an autoconf build tree")
+}
+
+#[test]
+fn build_cache_incremental_and_failure() {
+    let Some(source) = source_dir() else { return };
+    // Fixed names under one temp dir: ccache sees the same relative paths
+    // on every run, so a second run of this test is fast.
+    let tmp = tempfile::tempdir().unwrap();
+    let checkout = tmp.path().join("checkout");
+    let work = tmp.path().join("work");
+    let copied = Command::new("cp")
+        .arg("-a")
+        .arg(&source)
+        .arg(&checkout)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let settings = BuildSettings::default();
+
+    // 1. A clean build installs a working, relocated server.
+    let mut builder = Builder::new(&work, settings.clone(), 3).unwrap();
+    let started = Instant::now();
+    let (prefix, cached, clean_seconds, log) = installed(builder.ensure("c1", &checkout).unwrap());
+    eprintln!("clean build: {clean_seconds:.0} s");
+    assert!(!cached);
+    assert!(prefix.starts_with(work.join("installs")));
+    let version = output(&prefix.join("bin/postgres"), &["--version"]);
+    assert!(version.contains("PostgreSQL) 15"), "{version}");
+    for program in ["initdb", "pg_ctl", "psql", "pgbench"] {
+        assert!(prefix.join("bin").join(program).is_file(), "{program}");
+    }
+    let ldd = output(
+        Path::new("ldd"),
+        &[prefix.join("bin/pgbench").to_str().unwrap()],
+    );
+    let libpq = ldd
+        .lines()
+        .find(|l| l.contains("libpq"))
+        .unwrap_or_default();
+    assert!(
+        libpq.contains(prefix.to_str().unwrap()),
+        "pgbench must use its own libpq: {libpq}"
+    );
+    let stamp = read_stamp(&prefix).expect("a stamp");
+    assert_eq!(stamp.commit, "c1");
+    assert!(
+        fs::read_to_string(&log)
+            .unwrap()
+            .contains("--enable-depend")
+    );
+    assert_eq!(builder.totals().0, 1);
+    assert!(started.elapsed().as_secs_f64() >= clean_seconds - 1.0);
+
+    // 2. The same commit again is a cache hit, also for a new builder.
+    let log_written = mtime(&log);
+    let started = Instant::now();
+    let (again, cached, _, _) = installed(builder.ensure("c1", &checkout).unwrap());
+    assert!(cached && again == prefix);
+    let mut fresh = Builder::new(&work, settings.clone(), 3).unwrap();
+    let (again, cached, seconds, _) = installed(fresh.ensure("c1", &checkout).unwrap());
+    assert!(cached && again == prefix && seconds == 0.0);
+    assert!(
+        started.elapsed().as_secs_f64() < 5.0,
+        "cache hits must not build"
+    );
+    assert_eq!(fresh.totals(), (0, 0.0));
+    assert_eq!(mtime(&log), log_written, "no make ran");
+
+    // 3. A header change rebuilds the users of the header, and only them.
+    let tree = build_tree(&work);
+    let user = tree.join("src/backend/utils/adt/cash.o");
+    let bystander = tree.join("src/backend/utils/adt/int.o");
+    let (user_before, bystander_before) = (mtime(&user), mtime(&bystander));
+    let server_before = fs::read(prefix.join("bin/postgres")).unwrap();
+    edit(
+        &checkout.join("src/include/utils/cash.h"),
+        "#define CashGetDatum(X)\t\tInt64GetDatum(X)",
+        "#define CashGetDatum(X)\t\tInt64GetDatum((X) + 1)",
+    );
+    let (prefix2, cached, header_seconds, _) = installed(builder.ensure("c2", &checkout).unwrap());
+    eprintln!("rebuild after a header change: {header_seconds:.0} s");
+    assert!(!cached && prefix2 != prefix);
+    assert!(mtime(&user) > user_before, "cash.o must be rebuilt");
+    assert_eq!(mtime(&bystander), bystander_before, "int.o must be kept");
+    assert_ne!(
+        fs::read(prefix2.join("bin/postgres")).unwrap(),
+        server_before
+    );
+    assert!(
+        header_seconds < 150.0 && header_seconds < clean_seconds.max(150.0) / 2.0,
+        "incremental: {header_seconds} s after a clean build of {clean_seconds} s"
+    );
+
+    // 4. A commit that does not compile is a failed outcome quoting the error.
+    edit(
+        &checkout.join("src/backend/utils/adt/cash.c"),
+        "#include \"utils/cash.h\"",
+        "#include \"utils/cash.h\"\nint pgbisect_broken(void) { return 1 }",
+    );
+    match builder.ensure("c3", &checkout).unwrap() {
+        BuildOutcome::Failed { reason, log } => {
+            eprintln!("failure reason: {reason}");
+            assert_eq!(log, work.join("logs/build-c3.log"));
+            assert!(log.is_file());
+            assert!(reason.contains(log.to_str().unwrap()), "{reason}");
+            assert!(
+                reason.contains("cash.c") && reason.contains("error:"),
+                "{reason}"
+            );
+        }
+        other => panic!("a syntax error must fail the build: {other:?}"),
+    }
+    assert_eq!(builder.totals().0, 3);
+    let installs = fs::read_dir(work.join("installs")).unwrap().count();
+    assert!(installs <= 3, "{installs} installs kept");
+}
