@@ -10,10 +10,10 @@
 //!   unchanged (any drop is surely smaller than the threshold), or not yet
 //!   clear. A caller that has hit its run cap reports the unclear case as
 //!   inconclusive rather than forcing a verdict.
-//! * **Is this candidate still at the good level?** ([`classify`]) A
-//!   sequential probability ratio test of "at the reference level" against
-//!   "at least the threshold below it", on log throughput, stopping as soon
-//!   as the evidence is clear.
+//! * **Is this candidate nearer the good level or the bad one?**
+//!   ([`classify`]) A sequential probability ratio test between the two
+//!   levels of the range, measured close in time, on log throughput,
+//!   stopping as soon as the evidence is clear.
 //!
 //! Noise in pgbench results is not always normal (outliers from a busy
 //! machine, two modes at high client counts). [`compare`] checks the
@@ -231,25 +231,28 @@ fn sorted_median(sorted: &[f64]) -> f64 {
     }
 }
 
-/// Where a candidate stands against the reference level.
+/// Where a candidate stands between the two reference levels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Class {
-    /// At the reference (good) level.
+    /// Closer to the good level.
     GoodLike,
-    /// At least the threshold below the reference level.
+    /// Closer to the bad level.
     BadLike,
     /// Not yet clear.
     Unclear,
 }
 
-/// The reference level a candidate is judged against.
+/// The two levels a candidate is judged between, measured recently.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Reference {
-    /// Location of log throughput at the good level, measured recently.
-    pub log_level: f64,
-    /// How many runs that location rests on.
-    pub runs: usize,
+    /// Location of log throughput at the good end of the range.
+    pub good_log_level: f64,
+    /// How many runs the good level rests on.
+    pub good_runs: usize,
+    /// Location of log throughput at the bad end of the range.
+    pub bad_log_level: f64,
+    pub bad_runs: usize,
     /// Run-to-run spread of log throughput (a standard deviation).
     pub log_sigma: f64,
 }
@@ -258,41 +261,57 @@ pub struct Reference {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Classification {
     pub class: Class,
-    /// Log-likelihood ratio of "bad-like" over "good-like".
+    /// Log-likelihood ratio of "at the bad level" over "at the good level".
     pub llr: f64,
 }
 
-/// Sequential test of a candidate (`runs`, throughput) against `reference`.
+/// Sequential test of a candidate (`runs`, throughput) between the good
+/// and the bad level of its range.
 ///
 /// The statistic is the log-likelihood ratio of the candidate's mean log
-/// throughput being `log_threshold` below the reference against it being at
-/// the reference, with the reference's own uncertainty in the variance. Each
-/// run's deviation is clipped so a single outlier moves the ratio by a
-/// bounded amount; at least two runs are needed for any decision.
+/// throughput being at the bad level against it being at the good level,
+/// with the uncertainty of both levels added to the variance. A candidate
+/// between the two levels (a multi-step drop) is sent to whichever side the
+/// evidence favours; the hunt then finds the other steps by checking the
+/// culprit against both ends. Each run's deviation is clipped, so a single
+/// outlier moves the ratio by a bounded amount, and at least two runs are
+/// needed for any decision.
 pub fn classify(runs: &[f64], reference: &Reference, cfg: &DecisionConfig) -> Classification {
     let n = runs.len();
-    if n == 0 {
+    let gap = reference.good_log_level - reference.bad_log_level;
+    if n == 0 || gap <= 0.0 {
         return Classification {
             class: Class::Unclear,
             llr: 0.0,
         };
     }
-    let s = cfg.log_threshold();
     let sigma = reference.log_sigma.max(1e-4);
-    let (lo, hi) = (-s - 2.5 * sigma, 2.5 * sigma);
-    let mean_dev = runs
-        .iter()
-        .map(|v| (v.ln() - reference.log_level).clamp(lo, hi))
-        .sum::<f64>()
-        / n as f64;
-    let var = sigma * sigma * (1.0 / n as f64 + 1.0 / reference.runs.max(1) as f64);
-    let llr = (s / var) * (-mean_dev - s / 2.0);
-    let upper = ((1.0 - cfg.step_error) / cfg.step_error).ln();
+    let var_of = |ref_var: f64| sigma * sigma * (1.0 / n as f64 + ref_var);
+    let mean_dev = |center: f64, clip: f64| {
+        runs.iter()
+            .map(|v| (center - v.ln()).clamp(-clip, clip))
+            .sum::<f64>()
+            / n as f64
+    };
+    // Nearer the bad level than the good one?
+    let mid = (reference.good_log_level + reference.bad_log_level) / 2.0;
+    let ref_var_mid =
+        (1.0 / reference.good_runs.max(1) as f64 + 1.0 / reference.bad_runs.max(1) as f64) / 4.0;
+    let llr = gap * mean_dev(mid, gap / 2.0 + sigma) / var_of(ref_var_mid);
+    // Dropped from the good level at all (by the threshold, or half the
+    // gap when that is smaller)? A commit between two steps is below the
+    // good level without being near the bad one: it counts as bad-like,
+    // so the search consistently finds the first step.
+    let step = cfg.log_threshold().min(gap / 2.0);
+    let drop_center = reference.good_log_level - step / 2.0;
+    let llr_drop = step * mean_dev(drop_center, step / 2.0 + sigma)
+        / var_of(1.0 / reference.good_runs.max(1) as f64);
+    let bound = ((1.0 - cfg.step_error) / cfg.step_error).ln();
     let class = if n < 2 {
         Class::Unclear
-    } else if llr >= upper {
+    } else if llr >= bound || llr_drop >= bound {
         Class::BadLike
-    } else if llr <= -upper {
+    } else if llr <= -bound && llr_drop <= 0.0 {
         Class::GoodLike
     } else {
         Class::Unclear
@@ -367,8 +386,10 @@ mod tests {
 
     fn reference() -> Reference {
         Reference {
-            log_level: 100f64.ln(),
-            runs: 10,
+            good_log_level: 100f64.ln(),
+            good_runs: 8,
+            bad_log_level: 90f64.ln(),
+            bad_runs: 8,
             log_sigma: 0.03,
         }
     }
@@ -394,5 +415,27 @@ mod tests {
         let r = reference();
         let c = classify(&[100.0, 30.0], &r, &cfg());
         assert_ne!(c.class, Class::BadLike, "{c:?}");
+    }
+
+    #[test]
+    fn a_commit_between_two_steps_is_bad_like() {
+        let r = Reference {
+            bad_log_level: 81f64.ln(),
+            ..reference()
+        };
+        let c = classify(&[90.0, 90.5, 89.5, 90.2], &r, &cfg());
+        assert_eq!(c.class, Class::BadLike, "{c:?}");
+    }
+
+    #[test]
+    fn no_gap_is_never_decided() {
+        let r = Reference {
+            bad_log_level: 100f64.ln(),
+            ..reference()
+        };
+        assert_eq!(
+            classify(&[50.0, 50.0, 50.0], &r, &cfg()).class,
+            Class::Unclear
+        );
     }
 }

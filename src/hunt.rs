@@ -53,7 +53,7 @@ impl Default for HuntConfig {
             clients: 1,
             first_only: false,
             reference_every: 6,
-            reference_window: 12,
+            reference_window: 8,
             max_verify_failures: 3,
             max_run_failures: 2,
         }
@@ -232,12 +232,11 @@ impl<'a> Hunt<'a> {
             hi: self.bad(),
         }]);
         while let Some(range) = queue.pop_front() {
-            if let Some(rest) = self.search_range(range)? {
-                if self.cfg.first_only {
-                    break;
-                }
-                queue.push_back(rest);
+            let rest = self.search_range(range)?;
+            if self.cfg.first_only && !self.culprits.is_empty() {
+                break;
             }
+            queue.extend(rest);
         }
         self.culprits.sort_by_key(|c| {
             self.commits
@@ -248,8 +247,8 @@ impl<'a> Hunt<'a> {
         Ok(())
     }
 
-    /// Bisects one range; returns the part left to hunt, if any.
-    fn search_range(&mut self, range: Range) -> anyhow::Result<Option<Range>> {
+    /// Bisects one range; returns the parts left to hunt.
+    fn search_range(&mut self, range: Range) -> anyhow::Result<Vec<Range>> {
         self.phase(&format!(
             "searching {} commits after {}",
             range.hi - range.lo,
@@ -290,7 +289,7 @@ impl<'a> Hunt<'a> {
                             ));
                             if failures >= self.cfg.max_verify_failures {
                                 self.give_up(range, last_good, first_bad, check.side_by_side);
-                                return Ok(None);
+                                return Ok(Vec::new());
                             }
                             for pos in [last_good, first_bad] {
                                 if pos > range.lo && pos < range.hi {
@@ -300,7 +299,7 @@ impl<'a> Hunt<'a> {
                             }
                             if last_good == range.lo && first_bad == range.hi {
                                 self.give_up(range, last_good, first_bad, check.side_by_side);
-                                return Ok(None);
+                                return Ok(Vec::new());
                             }
                         }
                     }
@@ -334,7 +333,7 @@ impl<'a> Hunt<'a> {
         first_bad: usize,
         range: Range,
         check: Check,
-    ) -> Option<Range> {
+    ) -> Vec<Range> {
         let cmp = check.side_by_side;
         if first_bad == last_good + 1 {
             let before = median(&self.runs_since(last_good, check.since));
@@ -373,28 +372,31 @@ impl<'a> Hunt<'a> {
                 comparison: Some(cmp),
             });
         }
-        let rest = check.rest?;
-        match rest.verdict {
-            Verdict::Regressed => Some(Range {
-                lo: first_bad,
-                hi: range.hi,
-            }),
-            Verdict::Unchanged => None,
-            Verdict::Unclear => {
-                self.note(format!(
+        let mut rest = Vec::new();
+        let parts = [
+            (check.before, range.lo, last_good),
+            (check.after, first_bad, range.hi),
+        ];
+        for (cmp, lo, hi) in parts {
+            let Some(cmp) = cmp else { continue };
+            match cmp.verdict {
+                Verdict::Regressed => rest.push(Range { lo, hi }),
+                Verdict::Unchanged => {}
+                Verdict::Unclear if cmp.change.pct > -100.0 * self.cfg.decision.threshold / 2.0 => {}
+                Verdict::Unclear => self.note(format!(
                     "{} to {}: a further {:+.1}% [{:+.1}%, {:+.1}%] could not be confirmed or ruled out",
-                    self.commits[first_bad].short(),
-                    self.commits[range.hi].short(),
-                    rest.change.pct,
-                    rest.change.low_pct,
-                    rest.change.high_pct
-                ));
-                None
+                    self.commits[lo].short(),
+                    self.commits[hi].short(),
+                    cmp.change.pct,
+                    cmp.change.low_pct,
+                    cmp.change.high_pct
+                )),
             }
         }
+        rest
     }
 
-    /// Judges one candidate against the range's good level.
+    /// Judges one candidate between the range's two levels.
     fn judge(&mut self, pos: usize, range: Range) -> anyhow::Result<Outcome> {
         let commit = self.commits[pos].short().to_string();
         loop {
@@ -441,40 +443,55 @@ impl<'a> Hunt<'a> {
         });
     }
 
-    /// Makes a reference run of the range's good end when the last one is old.
+    /// Makes a reference run of the range's end measured longest ago, when
+    /// the ends' latest run is old.
     fn refresh_reference(&mut self, range: Range) -> anyhow::Result<()> {
-        let last = self.state[range.lo].runs.last().map_or(0, |r| r.run);
-        if self.seq.saturating_sub(last) >= self.cfg.reference_every {
-            if let Measured::Unmeasurable(reason) = self.measure(range.lo)? {
-                anyhow::bail!(
-                    "the reference commit {} can no longer be measured: {reason}",
-                    self.commits[range.lo].id
-                );
-            }
+        let last = |pos: usize| self.state[pos].runs.last().map_or(0, |r| r.run);
+        let (lo_last, hi_last) = (last(range.lo), last(range.hi));
+        if self.seq.saturating_sub(lo_last.max(hi_last)) < self.cfg.reference_every {
+            return Ok(());
+        }
+        let pos = if lo_last <= hi_last {
+            range.lo
+        } else {
+            range.hi
+        };
+        if let Measured::Unmeasurable(reason) = self.measure(pos)? {
+            anyhow::bail!(
+                "the reference commit {} can no longer be measured: {reason}",
+                self.commits[pos].id
+            );
         }
         Ok(())
     }
 
-    /// The good level near the current time: the most recent runs of the
-    /// range's good end and of commits in the range judged good-like.
+    /// The levels of the range's two ends near the current time.
     fn reference(&self, range: Range) -> Reference {
-        let mut recent: Vec<RunSample> = (range.lo..range.hi)
-            .filter(|&p| p == range.lo || self.state[p].judgement == Some(Judgement::GoodLike))
-            .flat_map(|p| self.state[p].runs.iter().copied())
-            .collect();
-        recent.sort_by(|a, b| b.run.cmp(&a.run));
-        recent.truncate(self.cfg.reference_window);
+        let (good_log_level, good_runs) = self.recent_level(range.lo);
+        let (bad_log_level, bad_runs) = self.recent_level(range.hi);
+        Reference {
+            good_log_level,
+            good_runs,
+            bad_log_level,
+            bad_runs,
+            log_sigma: self.noise_sigma(),
+        }
+    }
+
+    /// Robust location of the most recent runs of `pos` (log throughput),
+    /// and how many runs it rests on.
+    fn recent_level(&self, pos: usize) -> (f64, usize) {
+        let runs = &self.state[pos].runs;
+        let recent = &runs[runs.len().saturating_sub(self.cfg.reference_window)..];
         let mut logs: Vec<f64> = recent.iter().map(|r| r.tps.ln()).collect();
         logs.sort_by(f64::total_cmp);
         if logs.len() >= 5 {
             logs = logs[1..logs.len() - 1].to_vec();
         }
-        let log_level = logs.iter().sum::<f64>() / logs.len().max(1) as f64;
-        Reference {
-            log_level,
-            runs: recent.len(),
-            log_sigma: self.noise_sigma(),
-        }
+        (
+            logs.iter().sum::<f64>() / logs.len().max(1) as f64,
+            recent.len(),
+        )
     }
 
     /// Run-to-run spread of log throughput, pooled over every commit.
@@ -489,8 +506,8 @@ impl<'a> Hunt<'a> {
         stats::robust_log_sigma(&refs).unwrap_or(0.05).max(0.002)
     }
 
-    /// Side-by-side check of `good` and `bad`, with the range's bad end
-    /// too when the rest of the drop is to be checked.
+    /// Side-by-side check of `good` and `bad`, with the range's ends too
+    /// when the rest of the drop is to be checked on either side.
     fn verify(&mut self, good: usize, bad: usize, range: Range) -> anyhow::Result<Check> {
         self.phase(&format!(
             "checking {} against {} side by side",
@@ -498,9 +515,14 @@ impl<'a> Hunt<'a> {
             self.commits[good].short()
         ));
         let since = self.seq + 1;
-        let rest_end = (!self.cfg.first_only && bad != range.hi).then_some(range.hi);
-        let mut order = vec![good, bad];
-        order.extend(rest_end);
+        let hunt_rest = !self.cfg.first_only;
+        let before_end = (hunt_rest && good != range.lo).then_some(range.lo);
+        let after_end = (hunt_rest && bad != range.hi).then_some(range.hi);
+        let order: Vec<usize> = before_end
+            .into_iter()
+            .chain([good, bad])
+            .chain(after_end)
+            .collect();
         let d = self.cfg.decision;
         loop {
             for &pos in &order {
@@ -511,24 +533,23 @@ impl<'a> Hunt<'a> {
                             verdict: Verdict::Unclear,
                             ..cmp
                         },
-                        rest: None,
+                        before: None,
+                        after: None,
                         since,
                     });
                 }
             }
-            let side_by_side = self.compare_positions(good, bad, since, d.threshold / 2.0);
-            let rest = rest_end.map(|end| self.compare_positions(bad, end, since, d.threshold));
-            let n = self.runs_since(bad, since).len();
-            let at_cap = n >= d.max_runs;
-            let settled = side_by_side.verdict == Verdict::Unchanged
-                || (side_by_side.verdict == Verdict::Regressed
-                    && rest.is_none_or(|r| r.verdict != Verdict::Unclear));
-            if settled || at_cap {
-                return Ok(Check {
-                    side_by_side,
-                    rest,
-                    since,
-                });
+            let check = Check {
+                side_by_side: self.compare_positions(good, bad, since, d.threshold / 2.0),
+                before: before_end.map(|lo| self.compare_positions(lo, good, since, d.threshold)),
+                after: after_end.map(|hi| self.compare_positions(bad, hi, since, d.threshold)),
+                since,
+            };
+            // The rest checks ride along: what they show when the culprit is
+            // settled decides whether to hunt on; they add no runs of their own.
+            let settled = check.side_by_side.verdict != Verdict::Unclear;
+            if settled || self.runs_since(bad, since).len() >= d.max_runs {
+                return Ok(check);
             }
         }
     }
@@ -690,8 +711,10 @@ impl<'a> Hunt<'a> {
 /// The result of a side-by-side check.
 struct Check {
     side_by_side: Comparison,
-    /// The culprit against the range's bad end, when checked.
-    rest: Option<Comparison>,
+    /// The range's good end against the last good-like commit, when checked.
+    before: Option<Comparison>,
+    /// The first bad-like commit against the range's bad end, when checked.
+    after: Option<Comparison>,
     /// First run number of the check.
     since: u64,
 }

@@ -442,7 +442,7 @@ mod tests {
         );
         assert_eq!(r.u, 2.5);
         let mu: f64 = 8.0;
-        let var = 16.0 / 12.0 * (9.0 - (24.0 + 6.0) / 56.0);
+        let var: f64 = 16.0 / 12.0 * (9.0 - (24.0 + 6.0) / 56.0);
         let z = (2.5 - mu + 0.5) / var.sqrt();
         let expect = Normal::new(0.0, 1.0).unwrap().cdf(z);
         assert!(close(r.p_value, expect, 1e-12), "{} vs {expect}", r.p_value);
