@@ -176,7 +176,7 @@ fn no_regression_blames_nobody() {
 
 #[test]
 fn unbuildable_commits_are_skipped() {
-    let (repo, shas) = history(&levels_with_drop_at(20, 9), &[5, 8, 10, 11]);
+    let (repo, shas) = history(&levels_with_drop_at(20, 9), &[5, 10, 11, 14]);
     let work = tempfile::tempdir().unwrap();
     let out_json = work.path().join("out.json");
     let out = pgbisect(
@@ -201,6 +201,41 @@ fn unbuildable_commits_are_skipped() {
     );
     let v = json(&out_json);
     assert_eq!(v["culprits"][0]["commit"], shas[9].as_str(), "{v:#}");
+}
+
+#[test]
+fn unbuildable_parent_leaves_a_range_not_a_guess() {
+    let (repo, shas) = history(&levels_with_drop_at(20, 9), &[8]);
+    let work = tempfile::tempdir().unwrap();
+    let out_json = work.path().join("out.json");
+    let out = pgbisect(
+        repo.path(),
+        &work.path().join("w"),
+        &[
+            "--good",
+            "good",
+            "--bad",
+            "bad",
+            "--profile",
+            profile(work.path()).to_str().unwrap(),
+            "--json",
+            out_json.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out_json);
+    assert_eq!(v["outcome"], "inconclusive");
+    assert!(v["culprits"].as_array().unwrap().is_empty());
+    let suspects = v["unresolved"][0]["suspects"].as_array().unwrap();
+    assert_eq!(
+        suspects,
+        &vec![serde_json::json!(shas[8]), serde_json::json!(shas[9])]
+    );
 }
 
 #[test]
