@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Tries pgbisect on real PostgreSQL: a short history of Debian's PostgreSQL
+# 15 source with two injected slowdowns, hunted with the smoke profile.
+#   scripts/try-it.sh [WORK]     (default /var/tmp/pgbisect-try)
+set -euo pipefail
+here="$(cd "$(dirname "$0")/.." && pwd)"
+work=${1:-/var/tmp/pgbisect-try}
+"$here/scripts/setup.sh"
+(cd "$here" && cargo build --release -q)
+mkdir -p "$work"
+chmod 755 "$work"
+"$here/scripts/make-history.sh" "$work/postgres" 8 3 6
+set +e
+"$here/target/release/pgbisect" --repo "$work/postgres" --good good --bad bad \
+  --profile smoke --work-dir "$work/work" --json "$work/result.json"
+code=$?
+set -e
+echo "exit code $code; result in $work/result.json"
+exit "$code"
