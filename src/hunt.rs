@@ -527,7 +527,7 @@ impl<'a> Hunt<'a> {
         loop {
             for &pos in &order {
                 if let Measured::Unmeasurable(_) = self.measure(pos)? {
-                    let cmp = self.compare_positions(good, bad, since, d.threshold / 2.0);
+                    let cmp = self.compare_positions(good, bad, since, d.threshold);
                     return Ok(Check {
                         side_by_side: Comparison {
                             verdict: Verdict::Unclear,
@@ -540,7 +540,7 @@ impl<'a> Hunt<'a> {
                 }
             }
             let check = Check {
-                side_by_side: self.compare_positions(good, bad, since, d.threshold / 2.0),
+                side_by_side: self.compare_positions(good, bad, since, d.threshold),
                 before: before_end.map(|lo| self.compare_positions(lo, good, since, d.threshold)),
                 after: after_end.map(|hi| self.compare_positions(bad, hi, since, d.threshold)),
                 since,
