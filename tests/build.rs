@@ -74,39 +74,58 @@ fn build_tree(work: &Path) -> PathBuf {
         .expect("an autoconf build tree")
 }
 
+/// A checkout and a work dir under one temp dir.
+struct Setup {
+    _tmp: tempfile::TempDir,
+    checkout: PathBuf,
+    work: PathBuf,
+    settings: BuildSettings,
+}
+
 #[test]
 fn build_cache_incremental_and_failure() {
     let Some(source) = source_dir() else { return };
     // Fixed names under one temp dir: ccache sees the same relative paths
     // on every run, so a second run of this test is fast.
     let tmp = tempfile::tempdir().unwrap();
-    let checkout = tmp.path().join("checkout");
-    let work = tmp.path().join("work");
+    let setup = Setup {
+        checkout: tmp.path().join("checkout"),
+        work: tmp.path().join("work"),
+        settings: BuildSettings::default(),
+        _tmp: tmp,
+    };
     let copied = Command::new("cp")
         .arg("-a")
         .arg(&source)
-        .arg(&checkout)
+        .arg(&setup.checkout)
         .status()
         .unwrap();
     assert!(copied.success());
-    let settings = BuildSettings::default();
+    let mut builder = Builder::new(&setup.work, setup.settings.clone(), 3).unwrap();
+    let (prefix, clean_seconds) = clean_build(&setup, &mut builder);
+    cache_hits(&setup, &mut builder, &prefix);
+    header_change(&setup, &mut builder, &prefix, clean_seconds);
+    syntax_error(&setup, &mut builder);
+    assert_eq!(builder.totals().0, 3);
+    let installs = fs::read_dir(setup.work.join("installs")).unwrap().count();
+    assert!(installs <= 3, "{installs} installs kept");
+}
 
-    // 1. A clean build installs a working, relocated server.
-    let mut builder = Builder::new(&work, settings.clone(), 3).unwrap();
+/// 1. A clean build installs a working, relocated server.
+fn clean_build(setup: &Setup, builder: &mut Builder) -> (PathBuf, f64) {
     let started = Instant::now();
-    let (prefix, cached, clean_seconds, log) = installed(builder.ensure("c1", &checkout).unwrap());
+    let (prefix, cached, clean_seconds, log) =
+        installed(builder.ensure("c1", &setup.checkout).unwrap());
     eprintln!("clean build: {clean_seconds:.0} s");
     assert!(!cached);
-    assert!(prefix.starts_with(work.join("installs")));
+    assert!(prefix.starts_with(setup.work.join("installs")));
     let version = output(&prefix.join("bin/postgres"), &["--version"]);
     assert!(version.contains("PostgreSQL) 15"), "{version}");
     for program in ["initdb", "pg_ctl", "psql", "pgbench"] {
         assert!(prefix.join("bin").join(program).is_file(), "{program}");
     }
-    let ldd = output(
-        Path::new("ldd"),
-        &[prefix.join("bin/pgbench").to_str().unwrap()],
-    );
+    let pgbench = prefix.join("bin/pgbench");
+    let ldd = output(Path::new("ldd"), &[pgbench.to_str().unwrap()]);
     let libpq = ldd
         .lines()
         .find(|l| l.contains("libpq"))
@@ -117,74 +136,71 @@ fn build_cache_incremental_and_failure() {
     );
     let stamp = read_stamp(&prefix).expect("a stamp");
     assert_eq!(stamp.commit, "c1");
-    assert!(
-        fs::read_to_string(&log)
-            .unwrap()
-            .contains("--enable-depend")
-    );
+    let text = fs::read_to_string(&log).unwrap();
+    assert!(text.contains("--enable-depend"));
     assert_eq!(builder.totals().0, 1);
     assert!(started.elapsed().as_secs_f64() >= clean_seconds - 1.0);
+    (prefix, clean_seconds)
+}
 
-    // 2. The same commit again is a cache hit, also for a new builder.
+/// 2. The same commit again is a cache hit, also for a new builder.
+fn cache_hits(setup: &Setup, builder: &mut Builder, prefix: &Path) {
+    let log = setup.work.join("logs/build-c1.log");
     let log_written = mtime(&log);
     let started = Instant::now();
-    let (again, cached, _, _) = installed(builder.ensure("c1", &checkout).unwrap());
+    let (again, cached, _, _) = installed(builder.ensure("c1", &setup.checkout).unwrap());
     assert!(cached && again == prefix);
-    let mut fresh = Builder::new(&work, settings.clone(), 3).unwrap();
-    let (again, cached, seconds, _) = installed(fresh.ensure("c1", &checkout).unwrap());
+    let mut fresh = Builder::new(&setup.work, setup.settings.clone(), 3).unwrap();
+    let (again, cached, seconds, _) = installed(fresh.ensure("c1", &setup.checkout).unwrap());
     assert!(cached && again == prefix && seconds == 0.0);
-    assert!(
-        started.elapsed().as_secs_f64() < 5.0,
-        "cache hits must not build"
-    );
+    let elapsed = started.elapsed().as_secs_f64();
+    assert!(elapsed < 5.0, "cache hits must not build ({elapsed} s)");
     assert_eq!(fresh.totals(), (0, 0.0));
     assert_eq!(mtime(&log), log_written, "no make ran");
+}
 
-    // 3. A header change rebuilds the users of the header, and only them.
-    let tree = build_tree(&work);
+/// 3. A header change rebuilds the users of the header, and only them.
+fn header_change(setup: &Setup, builder: &mut Builder, prefix: &Path, clean_seconds: f64) {
+    let tree = build_tree(&setup.work);
     let user = tree.join("src/backend/utils/adt/cash.o");
     let bystander = tree.join("src/backend/utils/adt/int.o");
     let (user_before, bystander_before) = (mtime(&user), mtime(&bystander));
     let server_before = fs::read(prefix.join("bin/postgres")).unwrap();
     edit(
-        &checkout.join("src/include/utils/cash.h"),
+        &setup.checkout.join("src/include/utils/cash.h"),
         "#define CashGetDatum(X)\t\tInt64GetDatum(X)",
         "#define CashGetDatum(X)\t\tInt64GetDatum((X) + 1)",
     );
-    let (prefix2, cached, header_seconds, _) = installed(builder.ensure("c2", &checkout).unwrap());
+    let (prefix2, cached, header_seconds, _) =
+        installed(builder.ensure("c2", &setup.checkout).unwrap());
     eprintln!("rebuild after a header change: {header_seconds:.0} s");
     assert!(!cached && prefix2 != prefix);
     assert!(mtime(&user) > user_before, "cash.o must be rebuilt");
     assert_eq!(mtime(&bystander), bystander_before, "int.o must be kept");
-    assert_ne!(
-        fs::read(prefix2.join("bin/postgres")).unwrap(),
-        server_before
-    );
+    let server_after = fs::read(prefix2.join("bin/postgres")).unwrap();
+    assert_ne!(server_after, server_before);
     assert!(
         header_seconds < 150.0 && header_seconds < clean_seconds.max(150.0) / 2.0,
         "incremental: {header_seconds} s after a clean build of {clean_seconds} s"
     );
+}
 
-    // 4. A commit that does not compile is a failed outcome quoting the error.
+/// 4. A commit that does not compile is a failed outcome quoting the error.
+fn syntax_error(setup: &Setup, builder: &mut Builder) {
     edit(
-        &checkout.join("src/backend/utils/adt/cash.c"),
+        &setup.checkout.join("src/backend/utils/adt/cash.c"),
         "#include \"utils/cash.h\"",
         "#include \"utils/cash.h\"\nint pgbisect_broken(void) { return 1 }",
     );
-    match builder.ensure("c3", &checkout).unwrap() {
+    match builder.ensure("c3", &setup.checkout).unwrap() {
         BuildOutcome::Failed { reason, log } => {
             eprintln!("failure reason: {reason}");
-            assert_eq!(log, work.join("logs/build-c3.log"));
+            assert_eq!(log, setup.work.join("logs/build-c3.log"));
             assert!(log.is_file());
             assert!(reason.contains(log.to_str().unwrap()), "{reason}");
-            assert!(
-                reason.contains("cash.c") && reason.contains("error:"),
-                "{reason}"
-            );
+            let quoted = reason.contains("cash.c") && reason.contains("error:");
+            assert!(quoted, "{reason}");
         }
         other => panic!("a syntax error must fail the build: {other:?}"),
     }
-    assert_eq!(builder.totals().0, 3);
-    let installs = fs::read_dir(work.join("installs")).unwrap().count();
-    assert!(installs <= 3, "{installs} installs kept");
 }

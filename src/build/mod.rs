@@ -582,6 +582,68 @@ mod tests {
         assert!(check_commit_name("").is_err());
     }
 
+    /// A source tree whose `configure` prints a file and fails: no compiler needed.
+    fn failing_source(dir: &Path) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let src = dir.join("src");
+        std::fs::create_dir_all(&src).unwrap();
+        std::fs::write(src.join("a.txt"), "one\n").unwrap();
+        let configure = src.join("configure");
+        std::fs::write(
+            &configure,
+            "#!/bin/sh\necho \"content: $(cat \"$(dirname \"$0\")/a.txt\")\"\n\
+             echo 'configure: error: this commit cannot be configured' >&2\nexit 1\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&configure, std::fs::Permissions::from_mode(0o755)).unwrap();
+        src
+    }
+
+    #[test]
+    fn a_commit_that_does_not_configure_fails_with_fixups_taken_out() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = failing_source(tmp.path());
+        let patch = tmp.path().join("fix.patch");
+        std::fs::write(
+            &patch,
+            "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-one\n+two\n",
+        )
+        .unwrap();
+        let settings = BuildSettings {
+            fixups: vec![Fixup {
+                patch,
+                commits: vec!["abc".into()],
+                range: None,
+            }],
+            ..BuildSettings::default()
+        };
+        let work = tmp.path().join("w");
+        let mut builder = Builder::new(&work, settings, 2).unwrap();
+        let outcome = builder.ensure("abc123", &src).unwrap();
+        let BuildOutcome::Failed { reason, log } = outcome else {
+            panic!("{outcome:?}");
+        };
+        assert_eq!(log, work.join("logs/build-abc123.log"));
+        assert!(
+            reason.contains("configure: error: this commit cannot"),
+            "{reason}"
+        );
+        assert!(reason.contains(log.to_str().unwrap()), "{reason}");
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(text.contains("content: two"), "the fixup was in: {text}");
+        assert!(
+            text.contains("trying once more in a fresh build tree"),
+            "{text}"
+        );
+        assert_eq!(std::fs::read_to_string(src.join("a.txt")).unwrap(), "one\n");
+        assert_eq!(builder.totals().0, 1);
+
+        // Another commit gets no fixup.
+        builder.ensure("def456", &src).unwrap();
+        let text = std::fs::read_to_string(work.join("logs/build-def456.log")).unwrap();
+        assert!(text.contains("content: one"), "{text}");
+    }
+
     #[test]
     fn a_source_configured_in_place_is_refused() {
         let tmp = tempfile::tempdir().unwrap();
