@@ -118,9 +118,16 @@ pub fn compare(base: &[f64], new: &[f64], cfg: &DecisionConfig, threshold: f64) 
     let (change, p_value, method) = estimate_change(base, new, cfg.alpha);
     let enough = base.len() >= cfg.min_runs && new.len() >= cfg.min_runs;
     let limit = -threshold * 100.0;
+    // Welch's t can be fooled by two modes in small samples; the ranks
+    // must agree (at a looser level, as 4 against 4 runs cannot reach
+    // alpha) before a drop counts.
+    let ranks_agree = || {
+        method == Method::MannWhitney
+            || stats::mann_whitney_u(new, base, Alternative::Less).p_value <= 5.0 * cfg.alpha
+    };
     let verdict = if !enough {
         Verdict::Unclear
-    } else if p_value <= cfg.alpha && change.pct <= limit {
+    } else if p_value <= cfg.alpha && change.pct <= limit && ranks_agree() {
         Verdict::Regressed
     } else if change.low_pct > limit {
         Verdict::Unchanged

@@ -506,8 +506,9 @@ impl<'a> Hunt<'a> {
         stats::robust_log_sigma(&refs).unwrap_or(0.05).max(0.002)
     }
 
-    /// Side-by-side check of `good` and `bad`, with the range's ends too
-    /// when the rest of the drop is to be checked on either side.
+    /// Side-by-side check of `good` and `bad`; the same runs, set against
+    /// the recent runs of the range's ends, show whether the rest of the
+    /// drop lies on either side.
     fn verify(&mut self, good: usize, bad: usize, range: Range) -> anyhow::Result<Check> {
         self.phase(&format!(
             "checking {} against {} side by side",
@@ -518,11 +519,7 @@ impl<'a> Hunt<'a> {
         let hunt_rest = !self.cfg.first_only;
         let before_end = (hunt_rest && good != range.lo).then_some(range.lo);
         let after_end = (hunt_rest && bad != range.hi).then_some(range.hi);
-        let order: Vec<usize> = before_end
-            .into_iter()
-            .chain([good, bad])
-            .chain(after_end)
-            .collect();
+        let order = [good, bad];
         let d = self.cfg.decision;
         loop {
             for &pos in &order {
@@ -541,8 +538,8 @@ impl<'a> Hunt<'a> {
             }
             let check = Check {
                 side_by_side: self.compare_positions(good, bad, since, d.threshold),
-                before: before_end.map(|lo| self.compare_positions(lo, good, since, d.threshold)),
-                after: after_end.map(|hi| self.compare_positions(bad, hi, since, d.threshold)),
+                before: before_end.map(|lo| self.compare_recent(lo, good, since)),
+                after: after_end.map(|hi| self.compare_recent(bad, hi, since)),
                 since,
             };
             // The rest checks ride along: what they show when the culprit is
@@ -554,11 +551,39 @@ impl<'a> Hunt<'a> {
         }
     }
 
+    /// Compares the recent runs of a range end (the endpoint and reference
+    /// runs made during the search) with the check's fresh runs of a commit
+    /// beside it, in either order: a commit at a range end is not run again.
+    fn compare_recent(&self, base: usize, new: usize, since: u64) -> Comparison {
+        let pick = |pos: usize| {
+            let fresh = self.runs_since(pos, since);
+            if fresh.is_empty() {
+                let runs = self.tps(pos);
+                runs[runs.len().saturating_sub(self.cfg.reference_window)..].to_vec()
+            } else {
+                fresh
+            }
+        };
+        decide::compare(
+            &pick(base),
+            &pick(new),
+            &self.cfg.decision,
+            self.cfg.decision.threshold,
+        )
+    }
+
+    /// Compares the runs of two commits made since `since`. A check looks
+    /// at its data after every round, so each look uses half of the
+    /// error rate (a Pocock-like spending) to keep the whole check honest.
     fn compare_positions(&self, base: usize, new: usize, since: u64, threshold: f64) -> Comparison {
+        let per_look = DecisionConfig {
+            alpha: self.cfg.decision.alpha / 2.0,
+            ..self.cfg.decision
+        };
         decide::compare(
             &self.runs_since(base, since),
             &self.runs_since(new, since),
-            &self.cfg.decision,
+            &per_look,
             threshold,
         )
     }
