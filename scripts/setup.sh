@@ -32,7 +32,14 @@ if [ ! -f "$src_cache/postgresql-15/configure" ]; then
     apt-get update -qq
   fi
   rm -rf "$src_cache/unpack" && mkdir -p "$src_cache/unpack"
-  (cd "$src_cache/unpack" && apt-get source -qq postgresql-15 >/dev/null 2>&1)
+  chmod 755 "$src_cache"
+  # The source of the installed version first: a newer one in the package
+  # lists may not be downloadable.
+  installed=$(dpkg-query -W -f='${Version}' postgresql-15 2>/dev/null || true)
+  (cd "$src_cache/unpack" &&
+    { { [ -n "$installed" ] && apt-get source -qq "postgresql-15=$installed"; } ||
+      apt-get source -qq postgresql-15; } > "$src_cache/apt-source.log" 2>&1) ||
+    { echo "setup.sh: apt-get source postgresql-15 failed:" >&2; tail -5 "$src_cache/apt-source.log" >&2; exit 1; }
   dir=$(find "$src_cache/unpack" -maxdepth 1 -type d -name 'postgresql-15*' | head -n 1)
   [ -n "$dir" ] || { echo "setup.sh: apt-get source postgresql-15 gave no source tree" >&2; exit 1; }
   rm -rf "$src_cache/postgresql-15" && mv "$dir" "$src_cache/postgresql-15"

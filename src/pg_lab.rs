@@ -85,7 +85,11 @@ impl PgLab {
             eprintln!("pgbisect: stopped {reaped} server(s) an earlier run left behind");
         }
         let worktree = WorkTree::open_or_create(&repo, &cfg.work_dir.join("checkout"))?;
-        let builder = Builder::new(&cfg.work_dir, cfg.build.clone(), cfg.cache_size)?;
+        let mut builder = Builder::new(&cfg.work_dir, cfg.build.clone(), cfg.cache_size)?;
+        if cfg.pgbench == PgbenchChoice::Good {
+            // Its pgbench drives every run: never evict it.
+            builder.pin(&cfg.good);
+        }
         let sockets = SocketDir::create(&cfg.run_as)?;
         Ok(PgLab {
             cfg,

@@ -56,7 +56,8 @@ pub struct BuildSection {
     pub command: Option<String>,
     /// `auto`, `autoconf` or `meson`.
     pub system: Option<String>,
-    /// Arguments for `configure` (replacing the minimal defaults).
+    /// Extra arguments for `configure`, after the minimal defaults (the
+    /// last of two clashing options wins).
     pub configure: Option<Vec<String>>,
     pub cflags: Option<String>,
     /// Arguments for `meson setup`.
