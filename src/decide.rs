@@ -150,10 +150,8 @@ pub fn compare(base: &[f64], new: &[f64], cfg: &DecisionConfig, threshold: f64) 
 /// bound.
 pub fn estimate_change(base: &[f64], new: &[f64], alpha: f64) -> (Change, f64, Method) {
     let clean = base.len() >= 3 && new.len() >= 3 && !has_outliers(base) && !has_outliers(new);
-    if clean {
-        if let Some(result) = welch_log(base, new, alpha) {
-            return result;
-        }
+    if clean && let Some(result) = welch_log(base, new, alpha) {
+        return result;
     }
     rank_based(base, new, alpha)
 }

@@ -280,20 +280,19 @@ impl Lab for PgLab {
     }
 
     fn run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
-        if !self.installs.contains_key(&commit.id) {
-            if let Prepared::Unbuildable { reason, .. } = self.prepare(commit)? {
-                return Ok(RunOutcome::Failed { reason });
-            }
+        if !self.installs.contains_key(&commit.id)
+            && let Prepared::Unbuildable { reason, .. } = self.prepare(commit)?
+        {
+            return Ok(RunOutcome::Failed { reason });
         }
         if matches!(self.cfg.pgbench, PgbenchChoice::Good)
             && !self.installs.contains_key(&self.cfg.good)
+            && let Prepared::Unbuildable { reason, .. } =
+                self.prepare(&Commit::bare(self.cfg.good.clone()))?
         {
-            let good = Commit::bare(self.cfg.good.clone());
-            if let Prepared::Unbuildable { reason, .. } = self.prepare(&good)? {
-                anyhow::bail!(
-                    "the good endpoint's pgbench is needed to drive the load, but it does not build: {reason}"
-                );
-            }
+            anyhow::bail!(
+                "the good endpoint's pgbench is needed to drive the load, but it does not build: {reason}"
+            );
         }
         self.measure(commit, spec)
     }

@@ -261,10 +261,10 @@ impl Profile {
                 f.patch = dir.join(&f.patch);
             }
         }
-        if let Some(s) = &mut self.benchmark.script {
-            if s.is_relative() {
-                *s = dir.join(&*s);
-            }
+        if let Some(s) = &mut self.benchmark.script
+            && s.is_relative()
+        {
+            *s = dir.join(&*s);
         }
     }
 
@@ -284,19 +284,19 @@ impl Profile {
                 "[benchmark] has both `builtin` and `script`: keep one".into(),
             ));
         }
-        if let Some(t) = self.hunt.threshold {
-            if !(t > 0.0 && t < 100.0) {
-                return Err(invalid(format!(
-                    "[hunt] threshold = {t}: give a percentage between 0 and 100, e.g. 5"
-                )));
-            }
+        if let Some(t) = self.hunt.threshold
+            && !(t > 0.0 && t < 100.0)
+        {
+            return Err(invalid(format!(
+                "[hunt] threshold = {t}: give a percentage between 0 and 100, e.g. 5"
+            )));
         }
-        if let Some(Clients::Many(v)) = &b.clients {
-            if v.is_empty() || v.contains(&0) {
-                return Err(invalid(
-                    "[benchmark] clients: give one or more counts >= 1".into(),
-                ));
-            }
+        if let Some(Clients::Many(v)) = &b.clients
+            && (v.is_empty() || v.contains(&0))
+        {
+            return Err(invalid(
+                "[benchmark] clients: give one or more counts >= 1".into(),
+            ));
         }
         Ok(())
     }
