@@ -34,6 +34,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         None => hunt(&cli.run),
         Some(Command::Run(args)) => hunt(&args),
         Some(Command::Simulate(args)) => simulate_command(&args),
+        Some(Command::Profiles) => list_profiles(),
     }
 }
 
@@ -288,6 +289,14 @@ fn write_outputs(report: &HuntReport, hunt_dir: &Path, json: Option<&Path>) -> a
         std::fs::write(path, &body).with_context(|| format!("cannot write {}", path.display()))?;
     }
     Ok(())
+}
+
+fn list_profiles() -> anyhow::Result<ExitCode> {
+    for (name, _) in crate::profile::BUNDLED {
+        let profile = Profile::load(name)?;
+        println!("{name:<20} {}", profile.description);
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn simulate_command(args: &SimulateArgs) -> anyhow::Result<ExitCode> {

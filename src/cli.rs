@@ -53,6 +53,8 @@ pub enum Command {
     Run(RunArgs),
     /// Evaluate the method on simulated histories with known culprits.
     Simulate(SimulateArgs),
+    /// List the bundled workload profiles.
+    Profiles,
 }
 
 /// Where and what to hunt.

@@ -310,6 +310,93 @@ fn profile_with_unknown_key_names_it() {
 }
 
 #[test]
+fn rerun_resumes_from_the_journal_without_measuring_twice() {
+    let (repo, shas) = history(&levels_with_drop_at(30, 11), &[]);
+    let work = tempfile::tempdir().unwrap();
+    let calls = work.path().join("calls");
+    let profile_path = work.path().join("counting.toml");
+    let base = std::fs::read_to_string(profile(work.path())).unwrap();
+    let counting = base.replace(
+        "command = \"awk",
+        &format!("command = \"echo run >> {} && awk", calls.display()),
+    );
+    std::fs::write(&profile_path, counting).unwrap();
+    let args = [
+        "--good",
+        "good",
+        "--bad",
+        "bad",
+        "--profile",
+        profile_path.to_str().unwrap(),
+    ];
+    let wdir = work.path().join("w");
+    let first = pgbisect(repo.path(), &wdir, &args);
+    assert_eq!(
+        first.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let runs_first = std::fs::read_to_string(&calls).unwrap().lines().count();
+    let hunt_dir = std::fs::read_dir(wdir.join("hunts"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let journal = hunt_dir.join("journal.jsonl");
+    // Cut the journal as a crash would, half way through the runs.
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let run_lines: Vec<usize> = (0..lines.len())
+        .filter(|i| lines[*i].contains("\"event\":\"run\""))
+        .collect();
+    let cut = run_lines[run_lines.len() / 2];
+    std::fs::write(&journal, lines[..cut].join("\n") + "\n").unwrap();
+    let second = pgbisect(repo.path(), &wdir, &args);
+    assert_eq!(
+        second.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    let runs_total = std::fs::read_to_string(&calls).unwrap().lines().count();
+    let kept = run_lines.len() / 2;
+    assert_eq!(
+        runs_total - runs_first,
+        runs_first - kept,
+        "only the lost runs are made again"
+    );
+    let v = json(&hunt_dir.join("result.json"));
+    assert_eq!(v["culprits"][0]["commit"], shas[11].as_str());
+    // A complete journal replays everything: no run at all.
+    let third = pgbisect(repo.path(), &wdir, &args);
+    assert_eq!(third.status.code(), Some(0));
+    assert_eq!(
+        std::fs::read_to_string(&calls).unwrap().lines().count(),
+        runs_total
+    );
+}
+
+#[test]
+fn profiles_are_listed_with_descriptions() {
+    let out = Command::new(env!("CARGO_BIN_EXE_pgbisect"))
+        .arg("profiles")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for name in [
+        "smoke",
+        "rw-exceeds-buffers",
+        "select-only",
+        "checkpoint-stress",
+    ] {
+        assert!(text.contains(name), "{text}");
+    }
+}
+
+#[test]
 fn missing_endpoints_are_a_usage_error() {
     let work = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_pgbisect"))
