@@ -16,7 +16,7 @@ dest=${1:?usage: make-history.sh DEST [COMMITS] [FIRST_SLOW] [SECOND_SLOW]}
 commits=${2:-40}
 first_slow=${3:-12}
 second_slow=${4:-29}
-spin=${PGBISECT_SPIN:-6000}
+spin=${PGBISECT_SPIN:-20000}
 source=${PGBISECT_PG_SOURCE:-$here/.pgbisect-test-cache/postgresql-15}
 [ -f "$source/configure" ] || { echo "make-history.sh: no PostgreSQL source in $source; run scripts/setup.sh" >&2; exit 1; }
 
