@@ -84,29 +84,40 @@ fn levels_with_drop_at(n: usize, at: usize) -> Vec<u32> {
     (0..n).map(|i| if i >= at { 800 } else { 1000 }).collect()
 }
 
-#[test]
-fn finds_the_culprit_and_writes_json() {
-    let (repo, shas) = history(&levels_with_drop_at(30, 17), &[]);
-    let work = tempfile::tempdir().unwrap();
-    let out_json = work.path().join("out.json");
-    let before_head = git(repo.path(), &["rev-parse", "HEAD"]);
+/// Hunts good..bad of `repo` with the test profile; returns the process
+/// output and the JSON result.
+fn hunt_json(repo: &Path, work: &Path) -> (Output, serde_json::Value) {
+    let out_json = work.join("out.json");
     let out = pgbisect(
-        repo.path(),
-        &work.path().join("w"),
+        repo,
+        &work.join("w"),
         &[
             "--good",
             "good",
             "--bad",
             "bad",
             "--profile",
-            profile(work.path()).to_str().unwrap(),
+            profile(work).to_str().unwrap(),
             "--json",
             out_json.to_str().unwrap(),
         ],
     );
+    let v = if out_json.exists() {
+        json(&out_json)
+    } else {
+        serde_json::Value::Null
+    };
+    (out, v)
+}
+
+#[test]
+fn finds_the_culprit_and_writes_json() {
+    let (repo, shas) = history(&levels_with_drop_at(30, 17), &[]);
+    let work = tempfile::tempdir().unwrap();
+    let before_head = git(repo.path(), &["rev-parse", "HEAD"]);
+    let (out, v) = hunt_json(repo.path(), work.path());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "stderr: {stderr}");
-    let v = json(&out_json);
     assert_eq!(v["outcome"], "culprit-found");
     let culprits = v["culprits"].as_array().unwrap();
     assert_eq!(culprits.len(), 1, "{v:#}");
@@ -148,28 +159,13 @@ fn finds_the_culprit_and_writes_json() {
 fn no_regression_blames_nobody() {
     let (repo, _) = history(&[1000; 12], &[]);
     let work = tempfile::tempdir().unwrap();
-    let out_json = work.path().join("out.json");
-    let out = pgbisect(
-        repo.path(),
-        &work.path().join("w"),
-        &[
-            "--good",
-            "good",
-            "--bad",
-            "bad",
-            "--profile",
-            profile(work.path()).to_str().unwrap(),
-            "--json",
-            out_json.to_str().unwrap(),
-        ],
-    );
+    let (out, v) = hunt_json(repo.path(), work.path());
     assert_eq!(
         out.status.code(),
         Some(1),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v = json(&out_json);
     assert_eq!(v["outcome"], "no-regression");
     assert!(v["culprits"].as_array().unwrap().is_empty());
 }
@@ -178,28 +174,13 @@ fn no_regression_blames_nobody() {
 fn unbuildable_commits_are_skipped() {
     let (repo, shas) = history(&levels_with_drop_at(20, 9), &[5, 10, 11, 14]);
     let work = tempfile::tempdir().unwrap();
-    let out_json = work.path().join("out.json");
-    let out = pgbisect(
-        repo.path(),
-        &work.path().join("w"),
-        &[
-            "--good",
-            "good",
-            "--bad",
-            "bad",
-            "--profile",
-            profile(work.path()).to_str().unwrap(),
-            "--json",
-            out_json.to_str().unwrap(),
-        ],
-    );
+    let (out, v) = hunt_json(repo.path(), work.path());
     assert_eq!(
         out.status.code(),
         Some(0),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v = json(&out_json);
     assert_eq!(v["culprits"][0]["commit"], shas[9].as_str(), "{v:#}");
 }
 
@@ -207,28 +188,13 @@ fn unbuildable_commits_are_skipped() {
 fn unbuildable_parent_leaves_a_range_not_a_guess() {
     let (repo, shas) = history(&levels_with_drop_at(20, 9), &[8]);
     let work = tempfile::tempdir().unwrap();
-    let out_json = work.path().join("out.json");
-    let out = pgbisect(
-        repo.path(),
-        &work.path().join("w"),
-        &[
-            "--good",
-            "good",
-            "--bad",
-            "bad",
-            "--profile",
-            profile(work.path()).to_str().unwrap(),
-            "--json",
-            out_json.to_str().unwrap(),
-        ],
-    );
+    let (out, v) = hunt_json(repo.path(), work.path());
     assert_eq!(
         out.status.code(),
         Some(3),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v = json(&out_json);
     assert_eq!(v["outcome"], "inconclusive");
     assert!(v["culprits"].as_array().unwrap().is_empty());
     let suspects = v["unresolved"][0]["suspects"].as_array().unwrap();
