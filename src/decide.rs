@@ -119,11 +119,13 @@ pub fn compare(base: &[f64], new: &[f64], cfg: &DecisionConfig, threshold: f64) 
     let enough = base.len() >= cfg.min_runs && new.len() >= cfg.min_runs;
     let limit = -threshold * 100.0;
     // Welch's t can be fooled by two modes in small samples; the ranks
-    // must agree (at a looser level, as 4 against 4 runs cannot reach
-    // alpha) before a drop counts.
+    // must agree, on the size too (the Hodges-Lehmann shift), at a looser
+    // level, as 4 against 4 runs cannot reach alpha, before a drop counts.
     let ranks_agree = || {
-        method == Method::MannWhitney
-            || stats::mann_whitney_u(new, base, Alternative::Less).p_value <= 5.0 * cfg.alpha
+        method == Method::MannWhitney || {
+            let (rank_change, rank_p, _) = rank_based(base, new, cfg.alpha);
+            rank_p <= 5.0 * cfg.alpha && rank_change.pct <= limit
+        }
     };
     let verdict = if !enough {
         Verdict::Unclear
