@@ -211,31 +211,22 @@ fn log_mean_var(values: &[f64]) -> (f64, f64, f64) {
 }
 
 /// True when some value lies more than 3.5 robust standard deviations from
-/// the median (MAD-based), or when a gap splits the sample into two modes.
+/// the median (MAD-based).
 pub fn has_outliers(values: &[f64]) -> bool {
     if values.len() < 3 {
         return false;
     }
     let mut logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
     logs.sort_by(f64::total_cmp);
-    let median = sorted_median(&logs);
+    let median = stats::median(&logs);
     let mut dev: Vec<f64> = logs.iter().map(|x| (x - median).abs()).collect();
     dev.sort_by(f64::total_cmp);
-    let mad = sorted_median(&dev) * 1.4826;
+    let mad = stats::median(&dev) * 1.4826;
     if mad <= 0.0 {
         // Half or more of the values are identical: anything else stands out.
         return dev.last().is_some_and(|d| *d > 0.0);
     }
     dev.last().is_some_and(|d| d / mad > 3.5)
-}
-
-fn sorted_median(sorted: &[f64]) -> f64 {
-    let n = sorted.len();
-    if n % 2 == 1 {
-        sorted[n / 2]
-    } else {
-        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-    }
 }
 
 /// Where a candidate stands between the two reference levels.

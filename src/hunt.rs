@@ -336,8 +336,8 @@ impl<'a> Hunt<'a> {
     ) -> Vec<Range> {
         let cmp = check.side_by_side;
         if first_bad == last_good + 1 {
-            let before = median(&self.runs_since(last_good, check.since));
-            let after = median(&self.runs_since(first_bad, check.since));
+            let before = stats::median(&self.runs_since(last_good, check.since));
+            let after = stats::median(&self.runs_since(first_bad, check.since));
             let c = &self.commits[first_bad];
             self.culprits.push(Culprit {
                 commit: c.id.clone(),
@@ -742,16 +742,6 @@ struct Check {
     after: Option<Comparison>,
     /// First run number of the check.
     since: u64,
-}
-
-fn median(values: &[f64]) -> f64 {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
 }
 
 /// The current time as RFC 3339 (UTC), without a date crate.
