@@ -160,7 +160,7 @@ fn default_work_dir(repo_dir: &Path) -> anyhow::Result<PathBuf> {
     Ok(cache.join("pgbisect").join(name))
 }
 
-fn make_lab(plan: &Plan, args: &RunArgs) -> anyhow::Result<Box<dyn Lab>> {
+fn make_lab(plan: &Plan, args: &RunArgs, runs_dir: &Path) -> anyhow::Result<Box<dyn Lab>> {
     let repo = Repo::open(&plan.repo_dir)?;
     if let Some(benchmark) = &plan.profile.benchmark.command {
         let worktree = WorkTree::open_or_create(&repo, &plan.work_dir.join("checkout"))?;
@@ -172,6 +172,7 @@ fn make_lab(plan: &Plan, args: &RunArgs) -> anyhow::Result<Box<dyn Lab>> {
             commands,
             worktree,
             &plan.work_dir,
+            runs_dir,
         )?));
     }
     let profile = &plan.profile;
@@ -188,6 +189,7 @@ fn make_lab(plan: &Plan, args: &RunArgs) -> anyhow::Result<Box<dyn Lab>> {
     let run_as = RunAs::resolve(args.run_as.as_deref().or(profile.server.run_as.as_deref()))?;
     let cfg = PgLabConfig {
         work_dir: plan.work_dir.clone(),
+        runs_dir: runs_dir.to_path_buf(),
         options,
         settings: profile.server.settings_strings(),
         run_as,
@@ -248,7 +250,7 @@ fn hunt(args: &RunArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot create {}", hunt_dir.display()))?;
     let journal_path = hunt_dir.join("journal.jsonl");
     let past = Journal::load(&journal_path)?;
-    let mut real_lab = make_lab(&plan, args)?;
+    let mut real_lab = make_lab(&plan, args, &hunt_dir.join("runs"))?;
     let mut lab = ReplayLab::new(real_lab.as_mut(), &past);
     let mut progress = LogLines::new();
     if lab.replayable_runs() > 0 {

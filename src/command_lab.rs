@@ -32,16 +32,22 @@ pub struct CommandLab {
     worktree: WorkTree,
     checked_out: Option<String>,
     work_dir: PathBuf,
+    runs_dir: PathBuf,
     prepared: HashMap<String, Prepared>,
     totals: LabTotals,
 }
 
 impl CommandLab {
-    /// `worktree` is the private checkout the commands run in; logs, run
-    /// outputs and install prefixes go under `work_dir`.
-    pub fn new(commands: Commands, worktree: WorkTree, work_dir: &Path) -> anyhow::Result<Self> {
-        for sub in ["logs", "runs", "installs"] {
-            let dir = work_dir.join(sub);
+    /// `worktree` is the private checkout the commands run in; logs and
+    /// install prefixes go under `work_dir`, run outputs into `runs_dir`.
+    pub fn new(
+        commands: Commands,
+        worktree: WorkTree,
+        work_dir: &Path,
+        runs_dir: &Path,
+    ) -> anyhow::Result<Self> {
+        let dirs = ["logs", "installs"].map(|sub| work_dir.join(sub));
+        for dir in dirs.iter().chain([&runs_dir.to_path_buf()]) {
             std::fs::create_dir_all(&dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
         }
@@ -50,6 +56,7 @@ impl CommandLab {
             worktree,
             checked_out: None,
             work_dir: work_dir.to_path_buf(),
+            runs_dir: runs_dir.to_path_buf(),
             prepared: HashMap::new(),
             totals: LabTotals::default(),
         })
@@ -151,10 +158,9 @@ impl Lab for CommandLab {
             .with_context(|| format!("cannot start the benchmark command `{script}`"))?;
         self.totals.runs += 1;
         self.totals.bench_seconds += started.elapsed().as_secs_f64();
-        let path =
-            self.work_dir
-                .join("runs")
-                .join(format!("run-{:05}-{}.txt", spec.run, commit.short()));
+        let path = self
+            .runs_dir
+            .join(format!("run-{:05}-{}.txt", spec.run, commit.short()));
         std::fs::write(&path, &output.stdout)
             .with_context(|| format!("cannot keep the benchmark output in {}", path.display()))?;
         if !output.status.success() {

@@ -49,6 +49,8 @@ impl PgbenchChoice {
 #[derive(Debug, Clone)]
 pub struct PgLabConfig {
     pub work_dir: PathBuf,
+    /// Where each run's full pgbench output is kept (one folder per hunt).
+    pub runs_dir: PathBuf,
     pub options: PgbenchOptions,
     pub settings: Vec<(String, String)>,
     pub run_as: RunAs,
@@ -77,8 +79,8 @@ pub struct PgLab {
 
 impl PgLab {
     pub fn new(cfg: PgLabConfig, repo: Repo) -> anyhow::Result<PgLab> {
-        for sub in ["runs", "logs", "templates", "data"] {
-            let dir = cfg.work_dir.join(sub);
+        let dirs = ["logs", "templates", "data"].map(|sub| cfg.work_dir.join(sub));
+        for dir in dirs.iter().chain([&cfg.runs_dir]) {
             std::fs::create_dir_all(&dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
         }
@@ -242,8 +244,7 @@ impl PgLab {
 
     fn run_file(&self, run: u64, commit: &Commit, what: &str) -> PathBuf {
         self.cfg
-            .work_dir
-            .join("runs")
+            .runs_dir
             .join(format!("run-{run:05}-{}-{what}.txt", commit.short()))
     }
 }
