@@ -48,7 +48,7 @@ impl CommandLab {
     ) -> anyhow::Result<Self> {
         let dirs = ["logs", "installs"].map(|sub| work_dir.join(sub));
         for dir in dirs.iter().chain([&runs_dir.to_path_buf()]) {
-            std::fs::create_dir_all(&dir)
+            std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
         }
         Ok(CommandLab {

@@ -81,7 +81,7 @@ impl PgLab {
     pub fn new(cfg: PgLabConfig, repo: Repo) -> anyhow::Result<PgLab> {
         let dirs = ["logs", "templates", "data"].map(|sub| cfg.work_dir.join(sub));
         for dir in dirs.iter().chain([&cfg.runs_dir]) {
-            std::fs::create_dir_all(&dir)
+            std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
         }
         let reaped = server::reap_leftovers(&cfg.work_dir)?;
