@@ -23,9 +23,6 @@ pub struct Commands {
     pub benchmark: String,
 }
 
-/// Lines of output kept in an error.
-const TAIL_LINES: usize = 20;
-
 /// Runs the profile's commands on private checkouts.
 pub struct CommandLab {
     commands: Commands,
@@ -128,10 +125,8 @@ impl CommandLab {
 }
 
 /// The last lines of a command's output, for error messages.
-pub fn tail(output: &[u8]) -> String {
-    let text = String::from_utf8_lossy(output);
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(TAIL_LINES)..].join("\n")
+fn tail(output: &[u8]) -> String {
+    bench::tail_lines(&String::from_utf8_lossy(output), bench::TAIL_LINES)
 }
 
 impl Lab for CommandLab {

@@ -481,8 +481,7 @@ impl<'a> Hunt<'a> {
     /// Robust location of the most recent runs of `pos` (log throughput),
     /// and how many runs it rests on.
     fn recent_level(&self, pos: usize) -> (f64, usize) {
-        let runs = &self.state[pos].runs;
-        let recent = &runs[runs.len().saturating_sub(self.cfg.reference_window)..];
+        let recent = self.recent_runs(pos);
         let mut logs: Vec<f64> = recent.iter().map(|r| r.tps.ln()).collect();
         logs.sort_by(f64::total_cmp);
         if logs.len() >= 5 {
@@ -492,6 +491,12 @@ impl<'a> Hunt<'a> {
             logs.iter().sum::<f64>() / logs.len().max(1) as f64,
             recent.len(),
         )
+    }
+
+    /// The last `reference_window` runs of `pos`.
+    fn recent_runs(&self, pos: usize) -> &[RunSample] {
+        let runs = &self.state[pos].runs;
+        &runs[runs.len().saturating_sub(self.cfg.reference_window)..]
     }
 
     /// Run-to-run spread of log throughput, pooled over every commit.
@@ -558,8 +563,7 @@ impl<'a> Hunt<'a> {
         let pick = |pos: usize| {
             let fresh = self.runs_since(pos, since);
             if fresh.is_empty() {
-                let runs = self.tps(pos);
-                runs[runs.len().saturating_sub(self.cfg.reference_window)..].to_vec()
+                self.recent_runs(pos).iter().map(|r| r.tps).collect()
             } else {
                 fresh
             }

@@ -13,7 +13,7 @@ use crate::repo::{Repo, WorkTree};
 use crate::server::{self, DataTemplate, RunAs, Server, ServerError, SocketDir, TemplateSpec};
 use anyhow::Context;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 /// Which pgbench drives the load.
@@ -354,12 +354,6 @@ impl Lab for PgLab {
             }
         )
     }
-}
-
-/// Work dirs must be reachable by the unprivileged user that runs the server.
-pub fn check_work_dir(run_as: &RunAs, work_dir: &Path) -> anyhow::Result<()> {
-    run_as.check_reachable(work_dir)?;
-    Ok(())
 }
 
 #[cfg(test)]
