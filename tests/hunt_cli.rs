@@ -204,44 +204,34 @@ fn unbuildable_parent_leaves_a_range_not_a_guess() {
     );
 }
 
+/// Hunts `good`..`bad` of a fresh history with the test profile, expects a
+/// usage error (exit 2) and returns its standard error.
+fn usage_error(levels: &[u32], good: &str, bad: &str) -> String {
+    let (repo, _) = history(levels, &[]);
+    let work = tempfile::tempdir().unwrap();
+    let profile = profile(work.path());
+    let args = [
+        "--good",
+        good,
+        "--bad",
+        bad,
+        "--profile",
+        profile.to_str().unwrap(),
+    ];
+    let out = pgbisect(repo.path(), &work.path().join("w"), &args);
+    assert_eq!(out.status.code(), Some(2));
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 #[test]
 fn bad_revision_is_a_usage_error() {
-    let (repo, _) = history(&[1000, 900], &[]);
-    let work = tempfile::tempdir().unwrap();
-    let out = pgbisect(
-        repo.path(),
-        &work.path().join("w"),
-        &[
-            "--good",
-            "no-such-tag",
-            "--bad",
-            "bad",
-            "--profile",
-            profile(work.path()).to_str().unwrap(),
-        ],
-    );
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-tag"));
+    let stderr = usage_error(&[1000, 900], "no-such-tag", "bad");
+    assert!(stderr.contains("no-such-tag"), "{stderr}");
 }
 
 #[test]
 fn good_must_be_an_ancestor_of_bad() {
-    let (repo, _) = history(&[1000, 900, 800], &[]);
-    let work = tempfile::tempdir().unwrap();
-    let out = pgbisect(
-        repo.path(),
-        &work.path().join("w"),
-        &[
-            "--good",
-            "bad",
-            "--bad",
-            "good",
-            "--profile",
-            profile(work.path()).to_str().unwrap(),
-        ],
-    );
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = usage_error(&[1000, 900, 800], "bad", "good");
     assert!(stderr.contains("ancestor"), "{stderr}");
 }
 
