@@ -72,6 +72,18 @@ pub struct Measurement {
     pub output: Option<PathBuf>,
 }
 
+impl RunOutcome {
+    /// A run that gave only its throughput.
+    pub fn tps_only(tps: f64) -> Self {
+        RunOutcome::Measured(Measurement {
+            tps,
+            latency_ms: None,
+            failed_transactions: None,
+            output: None,
+        })
+    }
+}
+
 /// What one benchmark run gave.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum RunOutcome {

@@ -12,7 +12,7 @@
 
 use crate::findings::HuntOutcome;
 use crate::hunt::{Hunt, HuntConfig};
-use crate::lab::{Commit, Lab, LabTotals, Measurement, Prepared, RunOutcome, RunSpec};
+use crate::lab::{Commit, Lab, LabTotals, Prepared, RunOutcome, RunSpec};
 use crate::progress::Silent;
 use rand::distr::Distribution;
 use rand::rngs::StdRng;
@@ -168,12 +168,7 @@ impl Lab for SimLab {
         let level = self.history.level(pos);
         let tps = self.draw(level);
         self.totals.runs += 1;
-        Ok(RunOutcome::Measured(Measurement {
-            tps,
-            latency_ms: None,
-            failed_transactions: None,
-            output: None,
-        }))
+        Ok(RunOutcome::tps_only(tps))
     }
 
     fn totals(&self) -> LabTotals {

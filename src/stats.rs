@@ -348,28 +348,26 @@ fn normal_tail(k: usize, m: usize, n: usize) -> f64 {
 }
 
 /// Pooled run-to-run spread of log throughput over several commits'
-/// samples: MAD-based (x1.4826) per group of 3 or more, the standard
-/// deviation for smaller groups or when the MAD is 0, weighted by n - 1.
-/// `None` when no group has 2 values.
+/// samples, from the differences between successive runs of each commit
+/// (in the order given): the median absolute difference, scaled so that it
+/// estimates the standard deviation of normal noise (x1.4826 / sqrt 2).
+///
+/// Successive differences keep a slow drift of the machine out of the
+/// estimate, and the median keeps one wild run from inflating it. Per-group
+/// MADs would not do: in a group of three, one deviation from the median is
+/// always zero, and the estimate is far too small, which makes every
+/// sequential test overconfident. `None` when no group has 2 values.
 pub fn robust_log_sigma(groups: &[&[f64]]) -> Option<f64> {
-    let mut weighted = 0.0;
-    let mut weight = 0.0;
-    for g in groups.iter().filter(|g| g.len() >= 2) {
-        let logs: Vec<f64> = g.iter().filter(|v| **v > 0.0).map(|v| v.ln()).collect();
-        if logs.len() < 2 {
-            continue;
-        }
-        let robust = if logs.len() >= 3 {
-            mad(&logs) * 1.4826
-        } else {
-            0.0
-        };
-        let s = if robust > 0.0 { robust } else { std_dev(&logs) };
-        let w = (logs.len() - 1) as f64;
-        weighted += w * s * s;
-        weight += w;
-    }
-    (weight > 0.0).then(|| (weighted / weight).sqrt())
+    let diffs: Vec<f64> = groups
+        .iter()
+        .flat_map(|g| {
+            let logs: Vec<f64> = g.iter().filter(|v| **v > 0.0).map(|v| v.ln()).collect();
+            logs.windows(2)
+                .map(|w| (w[1] - w[0]).abs())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    (!diffs.is_empty()).then(|| median(&diffs) * 1.4826 / std::f64::consts::SQRT_2)
 }
 
 /// Student's t interval for the mean of a sample.
@@ -466,6 +464,26 @@ mod tests {
             close(s.achieved_confidence, 1.0 - 2.0 / 6.0, 1e-12),
             "{s:?}"
         );
+    }
+
+    #[test]
+    fn robust_sigma_is_not_small_for_small_groups() {
+        // Many commits with three runs each, spread 3%: a per-group MAD
+        // would say about half of that.
+        use rand::SeedableRng;
+        use rand::distr::Distribution;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let normal = Normal::new(0.0, 0.03).unwrap();
+        let groups: Vec<Vec<f64>> = (0..200)
+            .map(|_| {
+                (0..3)
+                    .map(|_| 1000.0 * normal.sample(&mut rng).exp())
+                    .collect()
+            })
+            .collect();
+        let refs: Vec<&[f64]> = groups.iter().map(Vec::as_slice).collect();
+        let s = robust_log_sigma(&refs).unwrap();
+        assert!((0.027..0.033).contains(&s), "{s}");
     }
 
     #[test]
