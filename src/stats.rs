@@ -347,17 +347,39 @@ fn normal_tail(k: usize, m: usize, n: usize) -> f64 {
     Normal::new(0.0, 1.0).map_or(0.0, |d| d.cdf((k as f64 - 0.5 - mu) / sd))
 }
 
+/// Run-to-run spread of log throughput, pooled over several commits.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NoiseEstimate {
+    /// Standard deviation of one run's log throughput.
+    pub sigma: f64,
+    /// How many successive differences it rests on (after trimming).
+    pub differences: usize,
+    /// Share of the differences set aside as wild: near zero for normal
+    /// noise, large for outliers or two modes.
+    pub wild_fraction: f64,
+}
+
+impl NoiseEstimate {
+    /// An upper bound of sigma (about one standard error above the
+    /// estimate): early in a hunt, when few runs exist, a sigma that is too
+    /// small would make every sequential test overconfident.
+    pub fn cautious_sigma(&self) -> f64 {
+        self.sigma * (1.0 + 0.75 / (self.differences.max(1) as f64).sqrt())
+    }
+}
+
 /// Pooled run-to-run spread of log throughput over several commits'
 /// samples, from the differences between successive runs of each commit
-/// (in the order given): the median absolute difference, scaled so that it
-/// estimates the standard deviation of normal noise (x1.4826 / sqrt 2).
+/// (in the order given).
 ///
 /// Successive differences keep a slow drift of the machine out of the
-/// estimate, and the median keeps one wild run from inflating it. Per-group
-/// MADs would not do: in a group of three, one deviation from the median is
-/// always zero, and the estimate is far too small, which makes every
-/// sequential test overconfident. `None` when no group has 2 values.
-pub fn robust_log_sigma(groups: &[&[f64]]) -> Option<f64> {
+/// estimate. A first, median-based scale (x1.4826 / sqrt 2) flags wild
+/// differences (beyond 3.5 scales); the root mean square of the others is
+/// the estimate, which wastes fewer runs than the median alone. Per-commit
+/// MADs would not do: in a group of three, one deviation from the median
+/// is always zero, and the estimate is far too small. `None` when no group
+/// has 2 values.
+pub fn robust_log_sigma(groups: &[&[f64]]) -> Option<NoiseEstimate> {
     let diffs: Vec<f64> = groups
         .iter()
         .flat_map(|g| {
@@ -367,7 +389,19 @@ pub fn robust_log_sigma(groups: &[&[f64]]) -> Option<f64> {
                 .collect::<Vec<_>>()
         })
         .collect();
-    (!diffs.is_empty()).then(|| median(&diffs) * 1.4826 / std::f64::consts::SQRT_2)
+    if diffs.is_empty() {
+        return None;
+    }
+    let scale = median(&diffs) * 1.4826 / std::f64::consts::SQRT_2;
+    let limit = 3.5 * std::f64::consts::SQRT_2 * scale;
+    let total = diffs.len();
+    let kept: Vec<f64> = diffs.into_iter().filter(|d| *d <= limit).collect();
+    let mean_square = kept.iter().map(|d| d * d).sum::<f64>() / kept.len().max(1) as f64;
+    Some(NoiseEstimate {
+        sigma: (mean_square / 2.0).sqrt(),
+        differences: kept.len(),
+        wild_fraction: 1.0 - kept.len() as f64 / total as f64,
+    })
 }
 
 /// Student's t interval for the mean of a sample.
@@ -482,14 +516,14 @@ mod tests {
             })
             .collect();
         let refs: Vec<&[f64]> = groups.iter().map(Vec::as_slice).collect();
-        let s = robust_log_sigma(&refs).unwrap();
+        let s = robust_log_sigma(&refs).unwrap().sigma;
         assert!((0.027..0.033).contains(&s), "{s}");
     }
 
     #[test]
     fn robust_sigma_ignores_one_outlier() {
         let a = [100.0, 101.0, 99.0, 100.0, 40.0];
-        let s = robust_log_sigma(&[&a]).unwrap();
+        let s = robust_log_sigma(&[&a]).unwrap().sigma;
         assert!(s < 0.03, "{s}");
         assert_eq!(robust_log_sigma(&[&[1.0]]), None);
     }

@@ -29,6 +29,10 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+mod check;
+#[cfg(test)]
+mod tests;
+
 /// How a hunt is run.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct HuntConfig {
@@ -204,7 +208,15 @@ impl<'a> Hunt<'a> {
             }
             let cmp = self.compare_positions(0, bad, 0, self.cfg.decision.threshold);
             let runs = self.state[0].runs.len().min(self.state[bad].runs.len());
-            if cmp.verdict != Verdict::Unclear || runs >= self.cfg.decision.max_runs {
+            // "No regression" ends the hunt for good: it waits for two more
+            // runs a side than a drop does, so that a good endpoint whose
+            // first runs all landed in a slow mode cannot end it.
+            let settled = match cmp.verdict {
+                Verdict::Regressed => true,
+                Verdict::Unchanged => runs >= self.cfg.decision.min_runs + 2,
+                Verdict::Unclear => false,
+            };
+            if settled || runs >= self.cfg.decision.max_runs {
                 self.note_endpoints(&cmp);
                 return Ok(cmp);
             }
@@ -301,10 +313,12 @@ impl<'a> Hunt<'a> {
                                 self.give_up(range, last_good, first_bad, check.side_by_side);
                                 return Ok(Vec::new());
                             }
-                            for pos in [last_good, first_bad] {
-                                if pos > range.lo && pos < range.hi {
-                                    bisection.forget(pos - range.lo);
-                                    self.state[pos].judgement = None;
+                            for (pos, outcome) in
+                                self.after_failed_check(last_good, first_bad, range, check.since)
+                            {
+                                match outcome {
+                                    Some(o) => bisection.record(pos - range.lo, o)?,
+                                    None => bisection.forget(pos - range.lo),
                                 }
                             }
                             if last_good == range.lo && first_bad == range.hi {
@@ -316,131 +330,6 @@ impl<'a> Hunt<'a> {
                 }
             }
         }
-    }
-
-    /// Whether the drop across `range` no longer holds in the runs of its
-    /// ends made since (reference runs keep coming): `Some` with the
-    /// comparison when it is gone. Asked before every step; also after
-    /// commits in a row came out unsure, which is what a range without a
-    /// drop looks like, so a false alarm costs a few runs, not a run cap
-    /// for every commit of the range.
-    fn range_lost(&self, range: Range, unsure_in_a_row: u32) -> Option<Comparison> {
-        let runs =
-            |pos: usize| -> Vec<f64> { self.recent_runs(pos).iter().map(|r| r.tps).collect() };
-        let cmp = decide::compare(
-            &runs(range.lo),
-            &runs(range.hi),
-            &self.cfg.decision,
-            self.cfg.decision.threshold,
-        );
-        let small = cmp.change.pct > -100.0 * self.cfg.decision.threshold / 2.0;
-        let settled = cmp.n_base.min(cmp.n_new) >= self.cfg.reference_window;
-        let lost = cmp.verdict == Verdict::Unchanged
-            || (small && settled)
-            || (unsure_in_a_row >= 3 && cmp.verdict != Verdict::Regressed);
-        lost.then_some(cmp)
-    }
-
-    fn drop_not_held(&mut self, range: Range, cmp: Comparison) {
-        self.note(format!(
-            "{} to {}: the drop did not hold up in later runs ({:+.1}% [{:+.1}%, {:+.1}%]); this part is not searched further",
-            self.commits[range.lo].short(),
-            self.commits[range.hi].short(),
-            cmp.change.pct,
-            cmp.change.low_pct,
-            cmp.change.high_pct
-        ));
-        if range.lo == 0 && range.hi == self.bad() {
-            self.endpoints_gone = Some(cmp);
-        }
-    }
-
-    fn give_up(&mut self, range: Range, last_good: usize, first_bad: usize, cmp: Comparison) {
-        let suspects = self.commits[last_good + 1..=first_bad]
-            .iter()
-            .map(|c| c.id.clone())
-            .collect();
-        self.unresolved.push(UnresolvedRange {
-            last_good: self.commits[last_good].clone(),
-            first_bad: self.commits[first_bad].clone(),
-            suspects,
-            reason: format!(
-                "the drop after {} could not be pinned to one commit: side-by-side checks kept disagreeing with the search",
-                self.commits[range.lo].short()
-            ),
-            comparison: Some(cmp),
-        });
-    }
-
-    /// Records a confirmed culprit (or culprit range) and returns the part
-    /// of the drop it leaves unexplained.
-    fn confirmed(
-        &mut self,
-        last_good: usize,
-        first_bad: usize,
-        range: Range,
-        check: Check,
-    ) -> Vec<Range> {
-        let cmp = check.side_by_side;
-        if first_bad == last_good + 1 {
-            let before = stats::median(&self.runs_since(last_good, check.since));
-            let after = stats::median(&self.runs_since(first_bad, check.since));
-            let c = &self.commits[first_bad];
-            self.culprits.push(Culprit {
-                commit: c.id.clone(),
-                subject: c.subject.clone(),
-                author: c.author.clone(),
-                date: c.date.clone(),
-                parent: self.commits[last_good].id.clone(),
-                before_tps: before,
-                after_tps: after,
-                change: cmp.change,
-                p_value: cmp.p_value,
-                method: cmp.method,
-                runs_before: cmp.n_base,
-                runs_after: cmp.n_new,
-            });
-            self.note(format!(
-                "first bad commit: {} {:+.1}% [{:+.1}%, {:+.1}%]",
-                self.commits[first_bad].short(),
-                cmp.change.pct,
-                cmp.change.low_pct,
-                cmp.change.high_pct
-            ));
-        } else {
-            self.unresolved.push(UnresolvedRange {
-                last_good: self.commits[last_good].clone(),
-                first_bad: self.commits[first_bad].clone(),
-                suspects: self.commits[last_good + 1..=first_bad]
-                    .iter()
-                    .map(|c| c.id.clone())
-                    .collect(),
-                reason: "the commits in between could not be built or judged".into(),
-                comparison: Some(cmp),
-            });
-        }
-        let mut rest = Vec::new();
-        let parts = [
-            (check.before, range.lo, last_good),
-            (check.after, first_bad, range.hi),
-        ];
-        for (cmp, lo, hi) in parts {
-            let Some(cmp) = cmp else { continue };
-            match cmp.verdict {
-                Verdict::Regressed => rest.push(Range { lo, hi }),
-                Verdict::Unchanged => {}
-                Verdict::Unclear if cmp.change.pct > -100.0 * self.cfg.decision.threshold / 2.0 => {}
-                Verdict::Unclear => self.note(format!(
-                    "{} to {}: a further {:+.1}% [{:+.1}%, {:+.1}%] could not be confirmed or ruled out",
-                    self.commits[lo].short(),
-                    self.commits[hi].short(),
-                    cmp.change.pct,
-                    cmp.change.low_pct,
-                    cmp.change.high_pct
-                )),
-            }
-        }
-        rest
     }
 
     /// Judges one candidate between the range's two levels.
@@ -547,7 +436,7 @@ impl<'a> Hunt<'a> {
     }
 
     /// Run-to-run spread of log throughput, pooled over every commit.
-    fn noise_sigma(&self) -> f64 {
+    fn noise(&self) -> Option<stats::NoiseEstimate> {
         let groups: Vec<Vec<f64>> = self
             .state
             .iter()
@@ -555,91 +444,11 @@ impl<'a> Hunt<'a> {
             .map(|s| s.runs.iter().map(|r| r.tps).collect())
             .collect();
         let refs: Vec<&[f64]> = groups.iter().map(Vec::as_slice).collect();
-        stats::robust_log_sigma(&refs).unwrap_or(0.05).max(0.002)
+        stats::robust_log_sigma(&refs)
     }
 
-    /// Side-by-side check of `good` and `bad`; the same runs, set against
-    /// the recent runs of the range's ends, show whether the rest of the
-    /// drop lies on either side.
-    fn verify(&mut self, good: usize, bad: usize, range: Range) -> anyhow::Result<Check> {
-        self.phase(&format!(
-            "checking {} against {} side by side",
-            self.commits[bad].short(),
-            self.commits[good].short()
-        ));
-        let since = self.seq + 1;
-        let hunt_rest = !self.cfg.first_only;
-        let before_end = (hunt_rest && good != range.lo).then_some(range.lo);
-        let after_end = (hunt_rest && bad != range.hi).then_some(range.hi);
-        let d = self.cfg.decision;
-        let mut order = vec![good, bad];
-        loop {
-            for &pos in &order {
-                if let Measured::Unmeasurable(_) = self.measure(pos)? {
-                    let cmp = self.compare_positions(good, bad, since, d.threshold);
-                    return Ok(Check {
-                        side_by_side: Comparison {
-                            verdict: Verdict::Unclear,
-                            ..cmp
-                        },
-                        before: None,
-                        after: None,
-                        since,
-                    });
-                }
-            }
-            let check = Check {
-                side_by_side: self.compare_positions(good, bad, since, d.threshold),
-                before: before_end.map(|lo| self.compare_end(lo, good, since, true)),
-                after: after_end.map(|hi| self.compare_end(hi, bad, since, false)),
-                since,
-            };
-            if self.runs_since(bad, since).len() >= d.max_runs {
-                return Ok(check);
-            }
-            match check.side_by_side.verdict {
-                Verdict::Unclear => {}
-                Verdict::Unchanged => return Ok(check),
-                Verdict::Regressed => {
-                    // The culprit stands; what is left of the drop is
-                    // settled too before the hunt moves on, measuring the
-                    // range end beside it, or a second step would be
-                    // dropped on too few runs.
-                    let open_ends: Vec<usize> = [(check.before, range.lo), (check.after, range.hi)]
-                        .into_iter()
-                        .filter(|(cmp, _)| cmp.is_some_and(|c| self.rest_is_open(&c)))
-                        .map(|(_, end)| end)
-                        .collect();
-                    if open_ends.is_empty() {
-                        return Ok(check);
-                    }
-                    order = vec![good, bad];
-                    order.extend(open_ends);
-                }
-            }
-        }
-    }
-
-    /// True when a check of the rest of a drop is not settled but its
-    /// estimate says a further step is likely.
-    fn rest_is_open(&self, cmp: &Comparison) -> bool {
-        cmp.verdict == Verdict::Unclear
-            && cmp.change.pct <= -100.0 * self.cfg.decision.threshold / 2.0
-    }
-
-    /// Compares a range end with a commit beside it: the end's recent
-    /// runs (its endpoint and reference runs, and any made during the
-    /// check) against the commit's runs in the check. `end_first` says
-    /// which is the base of the comparison.
-    fn compare_end(&self, end: usize, inner: usize, since: u64, end_first: bool) -> Comparison {
-        let end_runs: Vec<f64> = self.recent_runs(end).iter().map(|r| r.tps).collect();
-        let inner_runs = self.runs_since(inner, since);
-        let (base, new) = if end_first {
-            (end_runs, inner_runs)
-        } else {
-            (inner_runs, end_runs)
-        };
-        decide::compare(&base, &new, &self.per_look(), self.cfg.decision.threshold)
+    fn noise_sigma(&self) -> f64 {
+        self.noise().map_or(0.05, |n| n.cautious_sigma()).max(0.002)
     }
 
     /// Compares the runs of two commits made since `since`. A check looks
@@ -655,11 +464,26 @@ impl<'a> Hunt<'a> {
     }
 
     /// The decision knobs for one look of a check that looks after every
-    /// round: half the error rate (a Pocock-like spending).
+    /// round: half the error rate (a Pocock-like spending). When the noise
+    /// has shown wild runs (outliers, two modes), a few runs a side can
+    /// differ by which runs landed in the slow mode, so such checks wait
+    /// for twice as many runs and spend a quarter of the error rate a look.
     fn per_look(&self) -> DecisionConfig {
-        DecisionConfig {
-            alpha: self.cfg.decision.alpha / 2.0,
-            ..self.cfg.decision
+        let d = self.cfg.decision;
+        let wild = self
+            .noise()
+            .is_some_and(|n| n.differences >= 20 && n.wild_fraction > 0.05);
+        if wild {
+            DecisionConfig {
+                alpha: d.alpha / 4.0,
+                min_runs: (2 * d.min_runs).min(d.max_runs),
+                ..d
+            }
+        } else {
+            DecisionConfig {
+                alpha: d.alpha / 2.0,
+                ..d
+            }
         }
     }
 
@@ -808,17 +632,6 @@ impl<'a> Hunt<'a> {
     }
 }
 
-/// The result of a side-by-side check.
-struct Check {
-    side_by_side: Comparison,
-    /// The range's good end against the last good-like commit, when checked.
-    before: Option<Comparison>,
-    /// The first bad-like commit against the range's bad end, when checked.
-    after: Option<Comparison>,
-    /// First run number of the check.
-    since: u64,
-}
-
 /// The current time as RFC 3339 (UTC), without a date crate.
 pub fn now_rfc3339() -> String {
     let secs = std::time::SystemTime::now()
@@ -847,77 +660,4 @@ pub fn rfc3339_from_unix(secs: i64) -> String {
         rem / 60 % 60,
         rem % 60
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::lab::LabTotals;
-    use crate::progress::Silent;
-
-    /// Every commit runs at 1000 tps with some spread, except
-    /// the bad endpoint's first `slow_runs` runs, which are 20% slower: a
-    /// drop that does not reproduce.
-    struct TransientLab {
-        bad: String,
-        slow_runs: u32,
-        bad_runs: u32,
-        totals: LabTotals,
-    }
-
-    impl Lab for TransientLab {
-        fn prepare(&mut self, _commit: &Commit) -> anyhow::Result<Prepared> {
-            Ok(Prepared::Ready { cached: false })
-        }
-
-        fn run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
-            self.totals.runs += 1;
-            // A fixed pseudo-random spread of about 3%.
-            let hash = spec.run.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40;
-            let jitter = (hash % 1000) as f64 / 1000.0 - 0.5;
-            let mut tps = 1000.0 * (1.0 + 0.1 * jitter);
-            if commit.id == self.bad {
-                self.bad_runs += 1;
-                if self.bad_runs <= self.slow_runs {
-                    tps *= 0.8;
-                }
-            }
-            Ok(RunOutcome::tps_only(tps))
-        }
-
-        fn totals(&self) -> LabTotals {
-            self.totals
-        }
-
-        fn describe(&self) -> String {
-            "transient".into()
-        }
-    }
-
-    #[test]
-    fn a_drop_that_vanishes_blames_nobody_and_stays_cheap() {
-        let commits: Vec<Commit> = (0..=200)
-            .map(|i| Commit::bare(format!("{i:040}")))
-            .collect();
-        let mut lab = TransientLab {
-            bad: commits[200].id.clone(),
-            slow_runs: 4,
-            bad_runs: 0,
-            totals: LabTotals::default(),
-        };
-        let report = Hunt::new(HuntConfig::default(), commits, &mut lab, &mut Silent)
-            .run()
-            .unwrap();
-        assert!(report.culprits.is_empty(), "{:?}", report.culprits);
-        assert_ne!(report.outcome, HuntOutcome::CulpritFound);
-        // Without the check that the range still holds, this is 130+.
-        assert!(report.totals.runs < 100, "{} runs", report.totals.runs);
-    }
-
-    #[test]
-    fn rfc3339_known_dates() {
-        assert_eq!(rfc3339_from_unix(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339_from_unix(1_461_728_000), "2016-04-27T03:33:20Z");
-        assert_eq!(rfc3339_from_unix(951_782_400), "2000-02-29T00:00:00Z");
-    }
 }

@@ -1,0 +1,308 @@
+//! Checking a culprit before it is reported, and deciding what to do
+//! when a check or a range does not hold up.
+//!
+//! The search only proposes; a culprit is reported when it and its parent,
+//! measured side by side, differ by the threshold. The same runs, set
+//! against the recent runs of the range's ends, tell whether the culprit
+//! explains the whole drop or another step waits on either side, and a
+//! failed check tells which of the two commits was misjudged.
+
+use super::{Hunt, Measured, Range};
+use crate::bisect::Outcome;
+use crate::decide::{self, Comparison, Verdict};
+use crate::findings::{Culprit, Judgement, UnresolvedRange};
+use crate::stats;
+
+/// The result of a side-by-side check.
+pub(super) struct Check {
+    pub(super) side_by_side: Comparison,
+    /// The range's good end against the last good-like commit, when checked.
+    before: Option<Comparison>,
+    /// The first bad-like commit against the range's bad end, when checked.
+    after: Option<Comparison>,
+    /// First run number of the check.
+    pub(super) since: u64,
+}
+
+impl Hunt<'_> {
+    /// What a failed side-by-side check says about its two commits: when
+    /// their runs in the check sit, together, at the good level of the
+    /// range, the bad-like one was misjudged, and the other way round;
+    /// otherwise both are judged again. Range ends are left alone.
+    pub(super) fn after_failed_check(
+        &mut self,
+        last_good: usize,
+        first_bad: usize,
+        range: Range,
+        since: u64,
+    ) -> Vec<(usize, Option<Outcome>)> {
+        let mut both = self.runs_since(last_good, since);
+        both.extend(self.runs_since(first_bad, since));
+        let end_runs =
+            |pos: usize| -> Vec<f64> { self.recent_runs(pos).iter().map(|r| r.tps).collect() };
+        let d = self.per_look();
+        let at_good = decide::compare(&end_runs(range.lo), &both, &d, d.threshold);
+        let at_bad = decide::compare(&both, &end_runs(range.hi), &d, d.threshold);
+        // The pair belongs with the end it is not clearly apart from, when
+        // it is clearly apart from the other one.
+        use Verdict::{Regressed, Unchanged, Unclear};
+        let settle = match (at_good.verdict, at_bad.verdict) {
+            (Unchanged, Unclear | Regressed) | (Unclear, Regressed) => {
+                Some((first_bad, Outcome::Good))
+            }
+            (Unclear | Regressed, Unchanged) | (Regressed, Unclear) => {
+                Some((last_good, Outcome::Bad))
+            }
+            _ => None,
+        };
+        let mut changes = Vec::new();
+        for pos in [last_good, first_bad] {
+            if pos <= range.lo || pos >= range.hi {
+                continue;
+            }
+            match settle {
+                Some((p, outcome)) if p == pos => {
+                    let judgement = match outcome {
+                        Outcome::Good => Judgement::GoodLike,
+                        _ => Judgement::BadLike,
+                    };
+                    let commit = self.commits[pos].short().to_string();
+                    self.set_judgement(pos, judgement, &commit);
+                    changes.push((pos, Some(outcome)));
+                }
+                Some(_) => {}
+                None => {
+                    self.state[pos].judgement = None;
+                    changes.push((pos, None));
+                }
+            }
+        }
+        changes
+    }
+
+    /// Whether the drop across `range` no longer holds in the runs of its
+    /// ends made since (reference runs keep coming): `Some` with the
+    /// comparison when it is gone. Asked before every step; also after
+    /// commits in a row came out unsure, which is what a range without a
+    /// drop looks like, so a false alarm costs a few runs, not a run cap
+    /// for every commit of the range.
+    pub(super) fn range_lost(&self, range: Range, unsure_in_a_row: u32) -> Option<Comparison> {
+        let runs =
+            |pos: usize| -> Vec<f64> { self.recent_runs(pos).iter().map(|r| r.tps).collect() };
+        let cmp = decide::compare(
+            &runs(range.lo),
+            &runs(range.hi),
+            &self.cfg.decision,
+            self.cfg.decision.threshold,
+        );
+        let small = cmp.change.pct > -100.0 * self.cfg.decision.threshold / 2.0;
+        let settled = cmp.n_base.min(cmp.n_new) >= self.cfg.reference_window;
+        let lost = cmp.verdict == Verdict::Unchanged
+            || (small && settled)
+            || (unsure_in_a_row >= 3 && cmp.verdict != Verdict::Regressed);
+        lost.then_some(cmp)
+    }
+
+    pub(super) fn drop_not_held(&mut self, range: Range, cmp: Comparison) {
+        self.note(format!(
+            "{} to {}: the drop did not hold up in later runs ({:+.1}% [{:+.1}%, {:+.1}%]); this part is not searched further",
+            self.commits[range.lo].short(),
+            self.commits[range.hi].short(),
+            cmp.change.pct,
+            cmp.change.low_pct,
+            cmp.change.high_pct
+        ));
+        if range.lo == 0 && range.hi == self.bad() {
+            self.endpoints_gone = Some(cmp);
+        }
+    }
+
+    pub(super) fn give_up(
+        &mut self,
+        range: Range,
+        last_good: usize,
+        first_bad: usize,
+        cmp: Comparison,
+    ) {
+        let suspects = self.commits[last_good + 1..=first_bad]
+            .iter()
+            .map(|c| c.id.clone())
+            .collect();
+        self.unresolved.push(UnresolvedRange {
+            last_good: self.commits[last_good].clone(),
+            first_bad: self.commits[first_bad].clone(),
+            suspects,
+            reason: format!(
+                "the drop after {} could not be pinned to one commit: side-by-side checks kept disagreeing with the search",
+                self.commits[range.lo].short()
+            ),
+            comparison: Some(cmp),
+        });
+    }
+
+    /// Records a confirmed culprit (or culprit range) and returns the part
+    /// of the drop it leaves unexplained.
+    pub(super) fn confirmed(
+        &mut self,
+        last_good: usize,
+        first_bad: usize,
+        range: Range,
+        check: Check,
+    ) -> Vec<Range> {
+        let cmp = check.side_by_side;
+        if first_bad == last_good + 1 {
+            let before = stats::median(&self.runs_since(last_good, check.since));
+            let after = stats::median(&self.runs_since(first_bad, check.since));
+            let c = &self.commits[first_bad];
+            self.culprits.push(Culprit {
+                commit: c.id.clone(),
+                subject: c.subject.clone(),
+                author: c.author.clone(),
+                date: c.date.clone(),
+                parent: self.commits[last_good].id.clone(),
+                before_tps: before,
+                after_tps: after,
+                change: cmp.change,
+                p_value: cmp.p_value,
+                method: cmp.method,
+                runs_before: cmp.n_base,
+                runs_after: cmp.n_new,
+            });
+            self.note(format!(
+                "first bad commit: {} {:+.1}% [{:+.1}%, {:+.1}%]",
+                self.commits[first_bad].short(),
+                cmp.change.pct,
+                cmp.change.low_pct,
+                cmp.change.high_pct
+            ));
+        } else {
+            self.unresolved.push(UnresolvedRange {
+                last_good: self.commits[last_good].clone(),
+                first_bad: self.commits[first_bad].clone(),
+                suspects: self.commits[last_good + 1..=first_bad]
+                    .iter()
+                    .map(|c| c.id.clone())
+                    .collect(),
+                reason: "the commits in between could not be built or judged".into(),
+                comparison: Some(cmp),
+            });
+        }
+        let mut rest = Vec::new();
+        let parts = [
+            (check.before, range.lo, last_good),
+            (check.after, first_bad, range.hi),
+        ];
+        for (cmp, lo, hi) in parts {
+            let Some(cmp) = cmp else { continue };
+            match cmp.verdict {
+                Verdict::Regressed => rest.push(Range { lo, hi }),
+                Verdict::Unchanged => {}
+                Verdict::Unclear if cmp.change.pct > -100.0 * self.cfg.decision.threshold / 2.0 => {}
+                Verdict::Unclear => self.note(format!(
+                    "{} to {}: a further {:+.1}% [{:+.1}%, {:+.1}%] could not be confirmed or ruled out",
+                    self.commits[lo].short(),
+                    self.commits[hi].short(),
+                    cmp.change.pct,
+                    cmp.change.low_pct,
+                    cmp.change.high_pct
+                )),
+            }
+        }
+        rest
+    }
+
+    /// Side-by-side check of `good` and `bad`; the same runs, set against
+    /// the recent runs of the range's ends, show whether the rest of the
+    /// drop lies on either side.
+    pub(super) fn verify(
+        &mut self,
+        good: usize,
+        bad: usize,
+        range: Range,
+    ) -> anyhow::Result<Check> {
+        self.phase(&format!(
+            "checking {} against {} side by side",
+            self.commits[bad].short(),
+            self.commits[good].short()
+        ));
+        let since = self.seq + 1;
+        let hunt_rest = !self.cfg.first_only;
+        let before_end = (hunt_rest && good != range.lo).then_some(range.lo);
+        let after_end = (hunt_rest && bad != range.hi).then_some(range.hi);
+        let d = self.cfg.decision;
+        let mut order = vec![good, bad];
+        loop {
+            for &pos in &order {
+                if let Measured::Unmeasurable(_) = self.measure(pos)? {
+                    let cmp = self.compare_positions(good, bad, since, d.threshold);
+                    return Ok(Check {
+                        side_by_side: Comparison {
+                            verdict: Verdict::Unclear,
+                            ..cmp
+                        },
+                        before: None,
+                        after: None,
+                        since,
+                    });
+                }
+            }
+            let check = Check {
+                side_by_side: self.compare_positions(good, bad, since, d.threshold),
+                before: before_end.map(|lo| self.compare_end(lo, good, since, true)),
+                after: after_end.map(|hi| self.compare_end(hi, bad, since, false)),
+                since,
+            };
+            if self.runs_since(bad, since).len() >= d.max_runs {
+                return Ok(check);
+            }
+            match check.side_by_side.verdict {
+                Verdict::Unclear => {}
+                Verdict::Unchanged => return Ok(check),
+                Verdict::Regressed => {
+                    // The culprit stands; what is left of the drop is
+                    // settled too before the hunt moves on, measuring the
+                    // range end beside it, or a second step would be
+                    // dropped on too few runs.
+                    let open_ends: Vec<usize> = [(check.before, range.lo), (check.after, range.hi)]
+                        .into_iter()
+                        .filter(|(cmp, _)| cmp.is_some_and(|c| self.rest_is_open(&c)))
+                        .map(|(_, end)| end)
+                        .collect();
+                    if open_ends.is_empty() {
+                        return Ok(check);
+                    }
+                    order = vec![good, bad];
+                    order.extend(open_ends);
+                }
+            }
+        }
+    }
+
+    /// True when a check of the rest of a drop is not settled but its
+    /// estimate says a further step is likely.
+    pub(super) fn rest_is_open(&self, cmp: &Comparison) -> bool {
+        cmp.verdict == Verdict::Unclear
+            && cmp.change.pct <= -100.0 * self.cfg.decision.threshold / 2.0
+    }
+
+    /// Compares a range end with a commit beside it: the end's recent
+    /// runs (its endpoint and reference runs, and any made during the
+    /// check) against the commit's runs in the check. `end_first` says
+    /// which is the base of the comparison.
+    pub(super) fn compare_end(
+        &self,
+        end: usize,
+        inner: usize,
+        since: u64,
+        end_first: bool,
+    ) -> Comparison {
+        let end_runs: Vec<f64> = self.recent_runs(end).iter().map(|r| r.tps).collect();
+        let inner_runs = self.runs_since(inner, since);
+        let (base, new) = if end_first {
+            (end_runs, inner_runs)
+        } else {
+            (inner_runs, end_runs)
+        };
+        decide::compare(&base, &new, &self.per_look(), self.cfg.decision.threshold)
+    }
+}

@@ -1,0 +1,72 @@
+//! The driver against labs with known behaviour.
+
+use super::*;
+use crate::lab::LabTotals;
+use crate::progress::Silent;
+
+/// Every commit runs at 1000 tps with some spread, except
+/// the bad endpoint's first `slow_runs` runs, which are 20% slower: a
+/// drop that does not reproduce.
+struct TransientLab {
+    bad: String,
+    slow_runs: u32,
+    bad_runs: u32,
+    totals: LabTotals,
+}
+
+impl Lab for TransientLab {
+    fn prepare(&mut self, _commit: &Commit) -> anyhow::Result<Prepared> {
+        Ok(Prepared::Ready { cached: false })
+    }
+
+    fn run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
+        self.totals.runs += 1;
+        // A fixed pseudo-random spread of about 3%.
+        let hash = spec.run.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40;
+        let jitter = (hash % 1000) as f64 / 1000.0 - 0.5;
+        let mut tps = 1000.0 * (1.0 + 0.1 * jitter);
+        if commit.id == self.bad {
+            self.bad_runs += 1;
+            if self.bad_runs <= self.slow_runs {
+                tps *= 0.8;
+            }
+        }
+        Ok(RunOutcome::tps_only(tps))
+    }
+
+    fn totals(&self) -> LabTotals {
+        self.totals
+    }
+
+    fn describe(&self) -> String {
+        "transient".into()
+    }
+}
+
+#[test]
+fn a_drop_that_vanishes_blames_nobody_and_stays_cheap() {
+    let commits: Vec<Commit> = (0..=200)
+        .map(|i| Commit::bare(format!("{i:040}")))
+        .collect();
+    let mut lab = TransientLab {
+        bad: commits[200].id.clone(),
+        slow_runs: 4,
+        bad_runs: 0,
+        totals: LabTotals::default(),
+    };
+    let report = Hunt::new(HuntConfig::default(), commits, &mut lab, &mut Silent)
+        .run()
+        .unwrap();
+    assert!(report.culprits.is_empty(), "{:?}", report.culprits);
+    // Without the check that the range still holds, the hunt ends
+    // inconclusive after 120 runs.
+    assert_eq!(report.outcome, HuntOutcome::NoRegression);
+    assert!(report.totals.runs < 115, "{} runs", report.totals.runs);
+}
+
+#[test]
+fn rfc3339_known_dates() {
+    assert_eq!(rfc3339_from_unix(0), "1970-01-01T00:00:00Z");
+    assert_eq!(rfc3339_from_unix(1_461_728_000), "2016-04-27T03:33:20Z");
+    assert_eq!(rfc3339_from_unix(951_782_400), "2000-02-29T00:00:00Z");
+}
