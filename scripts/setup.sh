@@ -45,4 +45,16 @@ if [ ! -f "$src_cache/postgresql-15/configure" ]; then
   rm -rf "$src_cache/postgresql-15" && mv "$dir" "$src_cache/postgresql-15"
   rm -rf "$src_cache/unpack"
 fi
+# Python's aiosmtpd: the local SMTP server the mail tests deliver to, for
+# whichever python3 is first on PATH.
+if ! python3 -c 'import aiosmtpd' 2>/dev/null; then
+  if python3 -m pip --version >/dev/null 2>&1; then
+    python3 -m pip install --quiet aiosmtpd 2>/dev/null ||
+      python3 -m pip install --quiet --break-system-packages aiosmtpd
+  else
+    need_root
+    apt-get install -y -qq --no-install-recommends python3-aiosmtpd >/dev/null
+  fi
+  python3 -c 'import aiosmtpd' || { echo "setup.sh: cannot install Python's aiosmtpd" >&2; exit 1; }
+fi
 echo "setup.sh: ready (PostgreSQL 15 source in $src_cache/postgresql-15)"
