@@ -12,7 +12,7 @@ use crate::lab::{Commit, Lab};
 use crate::notify::{Ending, HuntEnd, Notifier};
 use crate::pg_lab::{PgLab, PgLabConfig, PgbenchChoice};
 use crate::profile::Profile;
-use crate::progress::{LogLines, Progress, ProgressEvent};
+use crate::progress::ProgressEvent;
 use crate::replay::ReplayLab;
 use crate::repo::{Repo, WorkTree};
 use crate::server::{RunAs, install_interrupt_handler};
@@ -292,7 +292,7 @@ fn run_hunt(args: &RunArgs, work_dir: &mut Option<PathBuf>) -> anyhow::Result<Fi
     let past = Journal::load(&journal_path)?;
     let mut real_lab = make_lab(&plan, args, &hunt_dir.join("runs"))?;
     let mut lab = ReplayLab::new(real_lab.as_mut(), &past);
-    let mut progress = LogLines::new();
+    let mut progress = crate::progress::for_stderr();
     if lab.replayable_runs() > 0 {
         progress.event(&ProgressEvent::Note(format!(
             "resuming the hunt in {}: {} runs from its journal are reused",
@@ -310,10 +310,11 @@ fn run_hunt(args: &RunArgs, work_dir: &mut Option<PathBuf>) -> anyhow::Result<Fi
     let interrupt = install_interrupt_handler().context("cannot install the interrupt handler")?;
     let mut commits = vec![plan.good.clone()];
     commits.extend(plan.candidates.iter().cloned());
-    let report = Hunt::new(plan.config, commits, &mut lab, &mut progress)
+    let report = Hunt::new(plan.config, commits, &mut lab, progress.as_mut())
         .with_journal(&mut journal)
         .with_interrupt(interrupt)
         .run()?;
+    drop(progress);
     write_outputs(&report, &hunt_dir, args.json.as_deref())?;
     print!("{}", report::text(&report));
     let exit_code = match report.outcome {
