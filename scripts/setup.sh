@@ -8,6 +8,8 @@ need_root() { [ "$(id -u)" = 0 ] || { echo "setup.sh: run as root (it uses apt-g
 
 packages=(build-essential bison flex ccache perl pkg-config git dpkg-dev
           postgresql-15 postgresql-client-15 python3)
+# msmtp: a real sendmail-compatible client for the mail tests.
+packages+=(msmtp)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

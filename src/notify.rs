@@ -160,8 +160,7 @@ impl Notifier {
             Some(addr) => Box::new(Smtp::parse(addr)?),
             None => Box::new(Sendmail::default()),
         };
-        let from =
-            mail_from.map_or_else(|| format!("pgbisect@{}", mail::hostname()), str::to_string);
+        let from = mail_from.map_or_else(default_sender, str::to_string);
         for addr in mail_to.iter().chain(std::iter::once(&from)) {
             if !mail::valid_address(addr) {
                 return Err(format!("`{addr}` is not a mail address (user@host)"));
@@ -197,6 +196,17 @@ impl Notifier {
         for problem in self.deliver(end) {
             eprintln!("pgbisect: warning: {problem:#}");
         }
+    }
+}
+
+/// `pgbisect@<hostname>`, or `pgbisect@localhost` when the host's name
+/// does not make a valid address.
+pub fn default_sender() -> String {
+    let from = format!("pgbisect@{}", mail::hostname());
+    if mail::valid_address(&from) {
+        from
+    } else {
+        "pgbisect@localhost".to_string()
     }
 }
 

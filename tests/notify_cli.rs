@@ -2,11 +2,25 @@
 //! aiosmtpd, installed by scripts/setup.sh) and `--notify-cmd` through the
 //! binary, on git repositories made in temp dirs.
 
-use pgbisect::notify::mail::{Envelope5322, MailTransport, Smtp, plain_message};
+use pgbisect::notify::mail::{Envelope5322, MailTransport, Sendmail, Smtp, plain_message};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
+
+/// Fails the test, naming `what` and the setup script, unless the shell
+/// `check` succeeds.
+fn require(check: &str, what: &str) {
+    let out = Command::new("sh")
+        .args(["-c", check])
+        .output()
+        .expect("sh runs");
+    assert!(
+        out.status.success(),
+        "{what} is missing: run scripts/setup.sh ({})",
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+}
 
 /// A local SMTP server that keeps every message it gets as a file in a
 /// maildir; stopped when dropped.
@@ -23,15 +37,7 @@ impl MailServer {
 
     /// With extra aiosmtpd options, e.g. `-s SIZE`.
     fn start_with(options: &[&str]) -> MailServer {
-        let probe = Command::new("python3")
-            .args(["-c", "import aiosmtpd"])
-            .output()
-            .expect("python3 runs");
-        assert!(
-            probe.status.success(),
-            "Python's aiosmtpd is missing: run scripts/setup.sh ({})",
-            String::from_utf8_lossy(&probe.stderr).trim()
-        );
+        require("python3 -c 'import aiosmtpd'", "Python's aiosmtpd");
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port")
@@ -99,19 +105,35 @@ fn body(message: &str) -> &str {
     message.split_once("\n\n").map_or("", |(_, b)| b)
 }
 
+/// Sends one plain message (`(from, to)`, `(subject, body)`) through
+/// `transport` and returns it as `server` received it.
+fn send_one(
+    server: &MailServer,
+    transport: &dyn MailTransport,
+    (from, to): (&str, &[&str]),
+    (subject, text): (&str, &str),
+) -> String {
+    let to: Vec<String> = to.iter().map(|a| a.to_string()).collect();
+    let message = plain_message(&Envelope5322::now(from, &to), subject, text);
+    transport.send(from, &to, &message).unwrap();
+    let mut got = server.messages();
+    assert_eq!(got.len(), 1, "{got:?}");
+    got.remove(0)
+}
+
 #[test]
 fn smtp_transport_delivers_to_a_real_server() {
     let server = MailServer::start();
-    let to = vec!["one@example.org".to_string(), "two@example.org".to_string()];
-    let env = Envelope5322::now("pgbisect@bench.example.org", &to);
     let text = "Line one.\n.a line starting with a dot\n\nLast line, ünïcode.\n";
-    let message = plain_message(&env, "pgbisect: test message «ok»", text);
-    let smtp = Smtp::parse(&server.addr()).unwrap();
-    smtp.send("pgbisect@bench.example.org", &to, &message)
-        .unwrap();
-    let got = server.messages();
-    assert_eq!(got.len(), 1, "{got:?}");
-    let m = &got[0];
+    let m = &send_one(
+        &server,
+        &Smtp::parse(&server.addr()).unwrap(),
+        (
+            "pgbisect@bench.example.org",
+            &["one@example.org", "two@example.org"],
+        ),
+        ("pgbisect: test message «ok»", text),
+    );
     assert_eq!(header(m, "From"), Some("pgbisect@bench.example.org"));
     assert_eq!(header(m, "To"), Some("one@example.org, two@example.org"));
     assert_eq!(header(m, "X-MailFrom"), Some("pgbisect@bench.example.org"));
@@ -123,6 +145,35 @@ fn smtp_transport_delivers_to_a_real_server() {
         header(m, "Subject").is_some_and(|s| s.starts_with("=?UTF-8?B?")),
         "{m}"
     );
+    assert_eq!(body(m), text);
+}
+
+#[test]
+fn sendmail_transport_delivers_through_a_real_mta() {
+    require("command -v msmtp", "msmtp (a sendmail-compatible client)");
+    let server = MailServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let wrapper = dir.path().join("sendmail");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nexec msmtp --host=127.0.0.1 --port={} \"$@\"\n",
+            server.port
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let text = "The hunt stopped.\n.\nA line with only a dot is kept.\n";
+    let m = &send_one(
+        &server,
+        &Sendmail { path: wrapper },
+        ("bench@example.org", &["perf@example.org"]),
+        ("pgbisect: hunt failed: test", text),
+    );
+    assert_eq!(header(m, "X-MailFrom"), Some("bench@example.org"));
+    assert_eq!(header(m, "X-RcptTo"), Some("perf@example.org"));
+    assert_eq!(header(m, "Subject"), Some("pgbisect: hunt failed: test"));
     assert_eq!(body(m), text);
 }
 
