@@ -241,25 +241,32 @@ command = "l=$(cat \"$PGBISECT_PREFIX/level\"); n=$(( (PGBISECT_RUN * 7919) % 41
 
 /// Hunts good..bad of `repo` with [`PROFILE`], everything under `work`.
 fn hunt(repo: &Path, work: &Path, extra: &[&str]) -> Output {
-    let profile = work.join("notify-profile.toml");
-    std::fs::write(&profile, PROFILE).expect("the profile is written");
+    hunt_command(repo, work, PROFILE, extra)
+        .output()
+        .expect("pgbisect runs")
+}
+
+/// The command of a hunt of good..bad of `repo` with the profile text
+/// `profile`, everything under `work`.
+fn hunt_command(repo: &Path, work: &Path, profile: &str, extra: &[&str]) -> Command {
+    let profile_path = work.join("notify-profile.toml");
+    std::fs::write(&profile_path, profile).expect("the profile is written");
     let mut args = vec![
         "--good".into(),
         "good".into(),
         "--bad".into(),
         "bad".into(),
         "--profile".into(),
-        profile.into_os_string(),
+        profile_path.into_os_string(),
         "--repo".into(),
         repo.as_os_str().to_owned(),
         "--work-dir".into(),
         work.join("w").into_os_string(),
     ];
     args.extend(extra.iter().map(std::ffi::OsString::from));
-    Command::new(env!("CARGO_BIN_EXE_pgbisect"))
-        .args(args)
-        .output()
-        .expect("pgbisect runs")
+    let mut command = Command::new(env!("CARGO_BIN_EXE_pgbisect"));
+    command.args(args);
+    command
 }
 
 /// A `--notify-cmd` that writes its PGBISECT_ variables to `file`.
@@ -320,6 +327,53 @@ fn failed_hunt_runs_notify_cmd_with_error_and_keeps_its_exit_code() {
         "{env}"
     );
     assert_eq!(var(&env, "PGBISECT_RESULT"), "");
+}
+
+#[test]
+fn interrupted_hunt_runs_notify_cmd_with_error() {
+    let (repo, _) = make_repo(12, 5, false);
+    let work = tempfile::tempdir().unwrap();
+    let dump = work.path().join("env.txt");
+    let slow = PROFILE.replace("l=$(cat", "sleep 0.2; l=$(cat");
+    let child = hunt_command(
+        repo.path(),
+        work.path(),
+        &slow,
+        &["--notify-cmd", &env_dump(&dump)],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("pgbisect starts");
+    // Interrupt once a few runs are journaled.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let runs = || {
+        let hunts = work.path().join("w").join("hunts");
+        std::fs::read_dir(hunts)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|h| std::fs::read_to_string(h.path().join("journal.jsonl")).ok())
+            .map(|j| j.matches("\"event\":\"run\"").count())
+            .sum::<usize>()
+    };
+    while runs() < 3 {
+        assert!(Instant::now() < deadline, "no runs were journaled");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid = child.id().to_string();
+    let kill = Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    let env = std::fs::read_to_string(&dump).expect("the notify command ran");
+    assert_eq!(var(&env, "PGBISECT_OUTCOME"), "error");
+    assert!(
+        var(&env, "PGBISECT_REASON").contains("interrupted"),
+        "{env}"
+    );
+    assert!(!var(&env, "PGBISECT_WORK_DIR").is_empty(), "{env}");
 }
 
 #[test]
