@@ -26,6 +26,9 @@ Examples:
   Hunt with a custom build and benchmark (any git repository):
     pgbisect --repo ~/src/app --good v1.0 --bad main --profile bench.toml --json out.json
 
+  Hunt unattended (from cron) and mail the result, or the failure:
+    pgbisect --good REL_17_0 --bad master --mail-to you@example.org --smtp localhost:25
+
   Check how well the method does on simulated noisy histories:
     pgbisect simulate --trials 200
 
