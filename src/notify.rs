@@ -100,7 +100,7 @@ pub fn finished_subject(report: &HuntReport) -> String {
     match (report.outcome, report.culprits.as_slice()) {
         (HuntOutcome::CulpritFound, [c]) => format!(
             "pgbisect: culprit found: {} {} ({:+.1}%)",
-            &c.commit[..c.commit.len().min(8)],
+            c.commit.get(..8).unwrap_or(&c.commit),
             c.subject,
             c.change.pct
         ),

@@ -6,9 +6,14 @@ use std::collections::BTreeSet;
 
 /// A real hunt over a simulated history with one 15% drop.
 fn hunt_report() -> HuntReport {
+    simulated_hunt(vec![(11, 0.85)])
+}
+
+/// A real hunt over a simulated history with these drops.
+fn simulated_hunt(steps: Vec<(usize, f64)>) -> HuntReport {
     let history = History {
         len: 24,
-        steps: vec![(11, 0.85)],
+        steps,
         unbuildable: BTreeSet::new(),
         base_tps: 1000.0,
     };
@@ -70,6 +75,17 @@ fn finished_message_names_the_culprit() {
     assert_eq!(header(&h, "Date"), "Thu, 03 Dec 2026 05:48:27 +0000");
     assert_eq!(header(&h, "To"), "hackers@example.org");
     assert_eq!(body, crate::report::text(&report));
+}
+
+#[test]
+fn subject_of_a_hunt_without_culprit() {
+    let report = simulated_hunt(Vec::new());
+    assert_eq!(report.outcome, HuntOutcome::NoRegression);
+    let range = format!("{}..{}", report.good.short(), report.bad.short());
+    assert_eq!(
+        finished_subject(&report),
+        format!("pgbisect: no regression in {range}")
+    );
 }
 
 #[test]
