@@ -8,6 +8,8 @@ need_root() { [ "$(id -u)" = 0 ] || { echo "setup.sh: run as root (it uses apt-g
 
 packages=(build-essential bison flex ccache perl pkg-config git dpkg-dev
           postgresql-15 postgresql-client-15 python3)
+# msmtp: a real sendmail-compatible client for the mail tests.
+packages+=(msmtp)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -44,5 +46,17 @@ if [ ! -f "$src_cache/postgresql-15/configure" ]; then
   [ -n "$dir" ] || { echo "setup.sh: apt-get source postgresql-15 gave no source tree" >&2; exit 1; }
   rm -rf "$src_cache/postgresql-15" && mv "$dir" "$src_cache/postgresql-15"
   rm -rf "$src_cache/unpack"
+fi
+# Python's aiosmtpd: the local SMTP server the mail tests deliver to, for
+# whichever python3 is first on PATH.
+if ! python3 -c 'import aiosmtpd' 2>/dev/null; then
+  if python3 -m pip --version >/dev/null 2>&1; then
+    python3 -m pip install --quiet aiosmtpd 2>/dev/null ||
+      python3 -m pip install --quiet --break-system-packages aiosmtpd
+  else
+    need_root
+    apt-get install -y -qq --no-install-recommends python3-aiosmtpd >/dev/null
+  fi
+  python3 -c 'import aiosmtpd' || { echo "setup.sh: cannot install Python's aiosmtpd" >&2; exit 1; }
 fi
 echo "setup.sh: ready (PostgreSQL 15 source in $src_cache/postgresql-15)"

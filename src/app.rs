@@ -9,9 +9,10 @@ use crate::findings::{HuntOutcome, HuntReport};
 use crate::hunt::{Hunt, HuntConfig};
 use crate::journal::{Event, Journal};
 use crate::lab::{Commit, Lab};
+use crate::notify::{Ending, HuntEnd, Notifier};
 use crate::pg_lab::{PgLab, PgLabConfig, PgbenchChoice};
 use crate::profile::Profile;
-use crate::progress::{LogLines, Progress, ProgressEvent};
+use crate::progress::ProgressEvent;
 use crate::replay::ReplayLab;
 use crate::repo::{Repo, WorkTree};
 use crate::server::{RunAs, install_interrupt_handler};
@@ -233,8 +234,47 @@ fn build_settings(profile: &Profile) -> anyhow::Result<BuildSettings> {
     })
 }
 
+/// A hunt that reached a verdict, and where its result files are.
+struct Finished {
+    report: HuntReport,
+    exit_code: u8,
+    hunt_dir: PathBuf,
+}
+
+/// Runs the hunt, then tells whoever `--notify-cmd` and `--mail-to` name
+/// how it ended, whether it reached a verdict or failed.
 fn hunt(args: &RunArgs) -> anyhow::Result<ExitCode> {
+    let notifier = Notifier::from_flags(
+        args.notify_cmd.as_deref(),
+        &args.mail_to,
+        args.smtp.as_deref(),
+        args.mail_from.as_deref(),
+    )
+    .map_err(UsageError)?;
+    let mut work_dir = None;
+    let result = run_hunt(args, &mut work_dir);
+    match &result {
+        Ok(done) => notifier.deliver_and_warn(&HuntEnd {
+            ending: Ending::Finished(&done.report),
+            exit_code: done.exit_code,
+            result: Some(done.hunt_dir.join(RESULT_FILE)),
+            report: Some(done.hunt_dir.join(REPORT_FILE)),
+            work_dir,
+        }),
+        Err(err) => notifier.deliver_and_warn(&HuntEnd {
+            ending: Ending::Failed(&format!("{err:#}")),
+            exit_code: exit_code_for(err),
+            result: None,
+            report: None,
+            work_dir,
+        }),
+    }
+    result.map(|done| ExitCode::from(done.exit_code))
+}
+
+fn run_hunt(args: &RunArgs, work_dir: &mut Option<PathBuf>) -> anyhow::Result<Finished> {
     let plan = resolve_plan(args)?;
+    *work_dir = Some(plan.work_dir.clone());
     std::fs::create_dir_all(&plan.work_dir)
         .with_context(|| format!("cannot create the work dir {}", plan.work_dir.display()))?;
     let _lock = Lock::acquire(&plan.work_dir)?;
@@ -252,7 +292,7 @@ fn hunt(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let past = Journal::load(&journal_path)?;
     let mut real_lab = make_lab(&plan, args, &hunt_dir.join("runs"))?;
     let mut lab = ReplayLab::new(real_lab.as_mut(), &past);
-    let mut progress = LogLines::new();
+    let mut progress = crate::progress::for_stderr();
     if lab.replayable_runs() > 0 {
         progress.event(&ProgressEvent::Note(format!(
             "resuming the hunt in {}: {} runs from its journal are reused",
@@ -270,23 +310,37 @@ fn hunt(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let interrupt = install_interrupt_handler().context("cannot install the interrupt handler")?;
     let mut commits = vec![plan.good.clone()];
     commits.extend(plan.candidates.iter().cloned());
-    let report = Hunt::new(plan.config, commits, &mut lab, &mut progress)
+    let report = Hunt::new(plan.config, commits, &mut lab, progress.as_mut())
         .with_journal(&mut journal)
         .with_interrupt(interrupt)
         .run()?;
+    drop(progress);
     write_outputs(&report, &hunt_dir, args.json.as_deref())?;
     print!("{}", report::text(&report));
-    Ok(ExitCode::from(match report.outcome {
+    let exit_code = match report.outcome {
         HuntOutcome::CulpritFound => cli::EXIT_CULPRIT_FOUND,
         HuntOutcome::NoRegression => cli::EXIT_NO_REGRESSION,
         HuntOutcome::Inconclusive => cli::EXIT_INCONCLUSIVE,
-    }))
+    };
+    Ok(Finished {
+        report,
+        exit_code,
+        hunt_dir,
+    })
 }
+
+/// A hunt's result as JSON, in its hunt dir.
+const RESULT_FILE: &str = "result.json";
+/// A hunt's text report, in its hunt dir.
+const REPORT_FILE: &str = "report.txt";
 
 fn write_outputs(report: &HuntReport, hunt_dir: &Path, json: Option<&Path>) -> anyhow::Result<()> {
     let body = report::json(report)?;
-    let result = hunt_dir.join("result.json");
+    let result = hunt_dir.join(RESULT_FILE);
     std::fs::write(&result, &body).with_context(|| format!("cannot write {}", result.display()))?;
+    let text = hunt_dir.join(REPORT_FILE);
+    std::fs::write(&text, report::text(report))
+        .with_context(|| format!("cannot write {}", text.display()))?;
     if let Some(path) = json {
         std::fs::write(path, &body).with_context(|| format!("cannot write {}", path.display()))?;
     }

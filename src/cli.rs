@@ -26,6 +26,9 @@ Examples:
   Hunt with a custom build and benchmark (any git repository):
     pgbisect --repo ~/src/app --good v1.0 --bad main --profile bench.toml --json out.json
 
+  Hunt unattended (from cron) and mail the result, or the failure:
+    pgbisect --good REL_17_0 --bad master --mail-to you@example.org --smtp localhost:25
+
   Check how well the method does on simulated noisy histories:
     pgbisect simulate --trials 200
 
@@ -50,7 +53,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Hunt the commits that made BAD slower than GOOD (the default).
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Evaluate the method on simulated histories with known culprits.
     Simulate(SimulateArgs),
     /// List the bundled workload profiles.
@@ -103,6 +106,21 @@ pub struct RunArgs {
     /// go first).
     #[arg(long, value_name = "N", default_value_t = 200)]
     pub cache_size: usize,
+    /// Shell command run when the hunt ends, also on failure; it gets
+    /// PGBISECT_OUTCOME, PGBISECT_EXIT_CODE, PGBISECT_RESULT,
+    /// PGBISECT_REPORT, PGBISECT_REASON and PGBISECT_CULPRITS.
+    #[arg(long, value_name = "CMD")]
+    pub notify_cmd: Option<String>,
+    /// Mail the result (or the failure) to this address; repeatable.
+    #[arg(long, value_name = "ADDR")]
+    pub mail_to: Vec<String>,
+    /// SMTP relay for --mail-to, without TLS or login
+    /// (default: the local /usr/sbin/sendmail).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub smtp: Option<String>,
+    /// Sender of the mail (default: pgbisect@<hostname>).
+    #[arg(long, value_name = "ADDR")]
+    pub mail_from: Option<String>,
 }
 
 /// `pgbisect simulate`.

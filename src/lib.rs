@@ -22,6 +22,7 @@
 //! | `journal` | results on disk after every run |
 //! | `findings`| what a hunt found, as data for every report |
 //! | `progress`| telling the user what the hunt is doing |
+//! | `notify`  | telling someone how a hunt ended: a command, mail |
 //! | `simulate`| the engine against simulated histories |
 //! | `report`  | renderers for results |
 
@@ -36,6 +37,7 @@ pub mod findings;
 pub mod hunt;
 pub mod journal;
 pub mod lab;
+pub mod notify;
 pub mod pg_lab;
 pub mod profile;
 pub mod progress;

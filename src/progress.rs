@@ -83,3 +83,266 @@ impl Progress for LogLines {
         let _ = writeln!(std::io::stderr(), "[{stamp}] {}", describe(event));
     }
 }
+
+/// Bars on a terminal when stderr is one, otherwise [`LogLines`] (cron,
+/// redirected output).
+pub fn for_stderr() -> Box<dyn Progress> {
+    use std::io::IsTerminal;
+    if std::io::stderr().is_terminal() {
+        Box::new(Bars::new(indicatif::ProgressDrawTarget::stderr()))
+    } else {
+        Box::new(LogLines::new())
+    }
+}
+
+/// What the bars show, kept apart from drawing so it can be checked.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BarState {
+    /// The current phase.
+    pub phase: String,
+    /// What is being done right now (a build, the last run).
+    pub activity: String,
+    /// Commits still in the search window.
+    pub remaining: Option<usize>,
+    /// Estimated search steps left.
+    pub steps_left: Option<u32>,
+    /// Commits judged in this phase.
+    pub phase_steps: u64,
+    /// Commits judged in the whole hunt.
+    pub steps_done: u64,
+    /// Benchmark runs so far.
+    pub runs: u64,
+}
+
+impl BarState {
+    /// Takes in one event; returns the line to print above the bars, if
+    /// the event deserves one.
+    pub fn apply(&mut self, event: &ProgressEvent) -> Option<String> {
+        match event {
+            ProgressEvent::Phase(p) => {
+                self.phase = p.clone();
+                self.phase_steps = 0;
+                self.steps_left = None;
+                self.remaining = None;
+                return Some(describe(event));
+            }
+            ProgressEvent::Preparing { .. } => self.activity = describe(event),
+            ProgressEvent::Run { .. } => {
+                self.runs += 1;
+                self.activity = describe(event);
+            }
+            ProgressEvent::Judged { .. } => {
+                self.phase_steps += 1;
+                self.steps_done += 1;
+                return Some(describe(event));
+            }
+            ProgressEvent::Search {
+                remaining,
+                steps_left,
+            } => {
+                self.remaining = Some(*remaining);
+                self.steps_left = Some(*steps_left);
+            }
+            ProgressEvent::Note(_) => return Some(describe(event)),
+        }
+        None
+    }
+
+    /// Time left: the steps left at the average time of a step so far.
+    pub fn eta(&self, elapsed: std::time::Duration) -> Option<std::time::Duration> {
+        let left = self.steps_left?;
+        if self.steps_done == 0 {
+            return None;
+        }
+        let per_step = elapsed.as_secs_f64() / self.steps_done as f64;
+        Some(std::time::Duration::from_secs_f64(
+            per_step * f64::from(left),
+        ))
+    }
+
+    /// `12 commits left, ~4 steps, 37 runs, ETA 40m` (parts known so far).
+    pub fn status(&self, elapsed: std::time::Duration) -> String {
+        let mut parts = Vec::new();
+        if let Some(r) = self.remaining {
+            parts.push(format!("{r} commits left"));
+        }
+        if let Some(s) = self.steps_left {
+            parts.push(format!("~{s} steps"));
+        }
+        parts.push(format!("{} runs", self.runs));
+        match self.eta(elapsed) {
+            Some(eta) => parts.push(format!("ETA {}", short_duration(eta))),
+            None => parts.push("ETA unknown".to_string()),
+        }
+        parts.join(", ")
+    }
+}
+
+/// `45s`, `12m05s`, `3h07m`.
+pub fn short_duration(d: std::time::Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, s / 60 % 60),
+    }
+}
+
+/// Two bars on a terminal: the steps of the search with the runs and the
+/// ETA, and below it the phase and what is being done right now; notes
+/// scroll above them.
+pub struct Bars {
+    multi: indicatif::MultiProgress,
+    phase: indicatif::ProgressBar,
+    activity: indicatif::ProgressBar,
+    state: BarState,
+    started: std::time::Instant,
+}
+
+impl Bars {
+    /// Draws on `target` (`ProgressDrawTarget::stderr()`; hidden in tests).
+    pub fn new(target: indicatif::ProgressDrawTarget) -> Self {
+        use indicatif::{ProgressBar, ProgressStyle};
+        let multi = indicatif::MultiProgress::with_draw_target(target);
+        let phase = multi.add(ProgressBar::new(0));
+        if let Ok(style) = ProgressStyle::with_template(
+            "[{bar:20}] {pos}/{len} steps, {elapsed} elapsed, {wide_msg}",
+        ) {
+            phase.set_style(style.progress_chars("=> "));
+        }
+        let activity = multi.add(ProgressBar::new_spinner());
+        if let Ok(style) = ProgressStyle::with_template("{spinner} {prefix:.bold}: {wide_msg}") {
+            activity.set_style(style);
+        }
+        activity.enable_steady_tick(std::time::Duration::from_millis(200));
+        Bars {
+            multi,
+            phase,
+            activity,
+            state: BarState::default(),
+            started: std::time::Instant::now(),
+        }
+    }
+
+    /// What the bars show now.
+    pub fn state(&self) -> &BarState {
+        &self.state
+    }
+}
+
+impl Progress for Bars {
+    fn event(&mut self, event: &ProgressEvent) {
+        if let Some(line) = self.state.apply(event) {
+            let _ = self.multi.println(line);
+        }
+        let s = &self.state;
+        self.activity.set_prefix(s.phase.clone());
+        self.phase
+            .set_length(s.phase_steps + u64::from(s.steps_left.unwrap_or(0)));
+        self.phase.set_position(s.phase_steps);
+        self.phase.set_message(s.status(self.started.elapsed()));
+        self.activity.set_message(s.activity.clone());
+    }
+}
+
+impl Drop for Bars {
+    /// Leaves the terminal clean for the report printed after the hunt.
+    fn drop(&mut self) {
+        self.activity.finish_and_clear();
+        self.phase.finish_and_clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn eta_is_steps_left_times_the_average_step() {
+        let mut s = BarState::default();
+        assert_eq!(s.eta(Duration::from_secs(100)), None);
+        s.apply(&ProgressEvent::Search {
+            remaining: 40,
+            steps_left: 6,
+        });
+        assert_eq!(s.eta(Duration::from_secs(100)), None, "no step done yet");
+        for c in ["a", "b"] {
+            s.apply(&ProgressEvent::Judged {
+                commit: c.into(),
+                judgement: "good-like".into(),
+            });
+        }
+        assert_eq!(
+            s.eta(Duration::from_secs(100)),
+            Some(Duration::from_secs(300))
+        );
+        assert_eq!(
+            s.status(Duration::from_secs(100)),
+            "40 commits left, ~6 steps, 0 runs, ETA 5m00s"
+        );
+    }
+
+    #[test]
+    fn status_before_any_search() {
+        let mut s = BarState::default();
+        let line = s.apply(&ProgressEvent::Phase("endpoints".into()));
+        assert_eq!(line.as_deref(), Some("== endpoints"));
+        s.apply(&ProgressEvent::Run {
+            run: 1,
+            commit: "abcd1234".into(),
+            tps: Some(1234.5),
+        });
+        assert_eq!(s.activity, "run 1: abcd1234 1234.5 tps");
+        assert_eq!(s.status(Duration::from_secs(5)), "1 runs, ETA unknown");
+    }
+
+    #[test]
+    fn durations_are_short() {
+        assert_eq!(short_duration(Duration::from_secs(45)), "45s");
+        assert_eq!(short_duration(Duration::from_secs(725)), "12m05s");
+        assert_eq!(
+            short_duration(Duration::from_secs(3 * 3600 + 7 * 60)),
+            "3h07m"
+        );
+    }
+
+    #[test]
+    fn bars_follow_a_whole_hunt_on_a_hidden_target() {
+        use crate::findings::Judgement::{BadEndpoint, GoodEndpoint};
+        use crate::hunt::{Hunt, HuntConfig};
+        use crate::simulate::{History, NoiseModel, SimLab};
+        let history = History {
+            len: 30,
+            steps: vec![(21, 0.8)],
+            unbuildable: [4].into(),
+            base_tps: 500.0,
+        };
+        let mut lab = SimLab::new(history.clone(), NoiseModel::Gaussian { cv: 0.01 }, 3);
+        let mut bars = Bars::new(indicatif::ProgressDrawTarget::hidden());
+        let report = Hunt::new(
+            HuntConfig::default(),
+            history.commits(),
+            &mut lab,
+            &mut bars,
+        )
+        .run()
+        .unwrap();
+        let state = bars.state().clone();
+        assert_eq!(state.runs, report.totals.runs);
+        let judged = report
+            .tested
+            .iter()
+            .filter(|t| !matches!(t.judgement, GoodEndpoint | BadEndpoint))
+            .count();
+        assert_eq!(state.steps_done as usize, judged, "{state:?}");
+        assert!(!state.phase.is_empty());
+        assert!(
+            bars.phase
+                .message()
+                .contains(&format!("{} runs", state.runs))
+        );
+        assert_eq!(bars.phase.position(), state.phase_steps);
+        assert!(bars.activity.message().starts_with("run "), "{state:?}");
+    }
+}

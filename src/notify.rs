@@ -1,0 +1,236 @@
+//! Telling someone how a hunt ended.
+//!
+//! Hunts take hours and usually run unattended (overnight, from cron), so
+//! the end of one, a verdict or a failure, is pushed to the user: a command
+//! of theirs (`--notify-cmd`) gets the outcome in its environment, and mail
+//! (`--mail-to`) goes out through SMTP or the local `sendmail`. A
+//! notification that fails is reported but never changes the hunt's exit
+//! code or hides its error.
+
+pub mod mail;
+
+use crate::findings::{HuntOutcome, HuntReport};
+use anyhow::{Context, anyhow};
+use mail::{Envelope5322, MailTransport, Sendmail, Smtp};
+use std::path::{Path, PathBuf};
+
+/// How a hunt ended, for the notifications.
+#[derive(Debug, Clone, Copy)]
+pub enum Ending<'a> {
+    /// The hunt reached a verdict.
+    Finished(&'a HuntReport),
+    /// The hunt stopped on an error; the text is the error.
+    Failed(&'a str),
+}
+
+/// Everything the notifications tell about a hunt's end.
+#[derive(Debug, Clone)]
+pub struct HuntEnd<'a> {
+    pub ending: Ending<'a>,
+    /// The process's exit code.
+    pub exit_code: u8,
+    /// `result.json`, when the hunt wrote one.
+    pub result: Option<PathBuf>,
+    /// The text report file, when the hunt wrote one.
+    pub report: Option<PathBuf>,
+    /// The hunt's work dir, when it got that far.
+    pub work_dir: Option<PathBuf>,
+}
+
+impl HuntEnd<'_> {
+    /// `culprit-found`, `no-regression`, `inconclusive` or `error`.
+    pub fn outcome(&self) -> &'static str {
+        match self.ending {
+            Ending::Finished(r) => r.outcome.as_str(),
+            Ending::Failed(_) => "error",
+        }
+    }
+
+    /// Full SHAs of the culprits, space-separated.
+    pub fn culprits(&self) -> String {
+        match self.ending {
+            Ending::Finished(r) => r
+                .culprits
+                .iter()
+                .map(|c| c.commit.as_str())
+                .collect::<Vec<_>>()
+                .join(" "),
+            Ending::Failed(_) => String::new(),
+        }
+    }
+
+    /// The environment of the `--notify-cmd` command.
+    pub fn environment(&self) -> Vec<(&'static str, String)> {
+        let path = |p: &Option<PathBuf>| {
+            p.as_ref()
+                .map_or_else(String::new, |p| p.display().to_string())
+        };
+        let reason = match self.ending {
+            Ending::Failed(reason) => reason.to_string(),
+            Ending::Finished(_) => String::new(),
+        };
+        vec![
+            ("PGBISECT_OUTCOME", self.outcome().to_string()),
+            ("PGBISECT_EXIT_CODE", self.exit_code.to_string()),
+            ("PGBISECT_RESULT", path(&self.result)),
+            ("PGBISECT_REPORT", path(&self.report)),
+            ("PGBISECT_REASON", reason),
+            ("PGBISECT_CULPRITS", self.culprits()),
+            ("PGBISECT_WORK_DIR", path(&self.work_dir)),
+        ]
+    }
+
+    /// The mail for this ending.
+    pub fn message(&self, env: &Envelope5322) -> String {
+        match self.ending {
+            Ending::Finished(report) => finished_message(report, env),
+            Ending::Failed(reason) => failure_message(reason, self.work_dir.as_deref(), env),
+        }
+    }
+}
+
+/// The message for a hunt that reached a verdict.
+pub fn finished_message(report: &HuntReport, env: &Envelope5322) -> String {
+    mail::plain_message(env, &finished_subject(report), &crate::report::text(report))
+}
+
+/// `pgbisect: <outcome>: <what>`, short enough for a mail client's list.
+pub fn finished_subject(report: &HuntReport) -> String {
+    let range = format!("{}..{}", report.good.short(), report.bad.short());
+    match (report.outcome, report.culprits.as_slice()) {
+        (HuntOutcome::CulpritFound, [c]) => format!(
+            "pgbisect: culprit found: {} {} ({:+.1}%)",
+            c.commit.get(..8).unwrap_or(&c.commit),
+            c.subject,
+            c.change.pct
+        ),
+        (HuntOutcome::CulpritFound, many) => {
+            format!("pgbisect: {} culprits found in {range}", many.len())
+        }
+        (HuntOutcome::NoRegression, _) => format!("pgbisect: no regression in {range}"),
+        (HuntOutcome::Inconclusive, _) => format!("pgbisect: inconclusive hunt in {range}"),
+    }
+}
+
+/// The message for a hunt that stopped on an error (a failed build of an
+/// endpoint, a crash, an interrupt).
+pub fn failure_message(reason: &str, work_dir: Option<&Path>, env: &Envelope5322) -> String {
+    let first = reason.lines().next().unwrap_or("").trim();
+    let mut body = format!("The hunt stopped on an error:\n\n{}\n", reason.trim_end());
+    if let Some(dir) = work_dir {
+        body.push_str(&format!(
+            "\nWork dir: {}\nRuns measured so far are kept in its journal: running the same \
+             command again resumes the hunt.\n",
+            dir.display()
+        ));
+    }
+    mail::plain_message(env, &format!("pgbisect: hunt failed: {first}"), &body)
+}
+
+/// Who is told, and how.
+pub struct Notifier {
+    command: Option<String>,
+    mail: Option<Mail>,
+}
+
+struct Mail {
+    from: String,
+    to: Vec<String>,
+    transport: Box<dyn MailTransport>,
+}
+
+impl Notifier {
+    /// From the flags; an `Err` is a usage mistake.
+    pub fn from_flags(
+        command: Option<&str>,
+        mail_to: &[String],
+        smtp: Option<&str>,
+        mail_from: Option<&str>,
+    ) -> Result<Notifier, String> {
+        if mail_to.is_empty() {
+            if smtp.is_some() || mail_from.is_some() {
+                return Err("--smtp and --mail-from need --mail-to ADDR".into());
+            }
+            return Ok(Notifier {
+                command: command.map(str::to_string),
+                mail: None,
+            });
+        }
+        let transport: Box<dyn MailTransport> = match smtp {
+            Some(addr) => Box::new(Smtp::parse(addr)?),
+            None => Box::new(Sendmail::default()),
+        };
+        let from = mail_from.map_or_else(default_sender, str::to_string);
+        for addr in mail_to.iter().chain(std::iter::once(&from)) {
+            if !mail::valid_address(addr) {
+                return Err(format!("`{addr}` is not a mail address (user@host)"));
+            }
+        }
+        Ok(Notifier {
+            command: command.map(str::to_string),
+            mail: Some(Mail {
+                from,
+                to: mail_to.to_vec(),
+                transport,
+            }),
+        })
+    }
+
+    /// Runs the command and sends the mail; returns what went wrong.
+    pub fn deliver(&self, end: &HuntEnd) -> Vec<anyhow::Error> {
+        let mut problems = Vec::new();
+        if let Some(Err(e)) = self.command.as_ref().map(|c| run_command(c, end)) {
+            problems.push(e);
+        }
+        if let Some(mail) = &self.mail {
+            let message = end.message(&Envelope5322::now(&mail.from, &mail.to));
+            if let Err(e) = mail.transport.send(&mail.from, &mail.to, &message) {
+                problems.push(e.context(format!("cannot mail {}", mail.to.join(", "))));
+            }
+        }
+        problems
+    }
+
+    /// [`Notifier::deliver`], with each problem as a warning on stderr.
+    pub fn deliver_and_warn(&self, end: &HuntEnd) {
+        for problem in self.deliver(end) {
+            eprintln!("pgbisect: warning: {problem:#}");
+        }
+    }
+}
+
+/// `pgbisect@<hostname>`, or `pgbisect@localhost` when the host's name
+/// does not make a valid address.
+pub fn default_sender() -> String {
+    let from = format!("pgbisect@{}", mail::hostname());
+    if mail::valid_address(&from) {
+        from
+    } else {
+        "pgbisect@localhost".to_string()
+    }
+}
+
+/// Runs the user's `--notify-cmd` with `sh -c`; its output goes to stderr,
+/// so stdout keeps only the report.
+pub fn run_command(command: &str, end: &HuntEnd) -> anyhow::Result<()> {
+    let mut expr = duct::cmd!("sh", "-c", command)
+        .stdout_to_stderr()
+        .unchecked();
+    for (key, value) in end.environment() {
+        expr = expr.env(key, value);
+    }
+    let out = expr
+        .run()
+        .with_context(|| format!("cannot run the --notify-cmd `{command}`"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(anyhow!(
+            "the --notify-cmd `{command}` failed ({})",
+            out.status
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests;
