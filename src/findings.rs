@@ -119,10 +119,19 @@ pub struct Totals {
     pub build_seconds: f64,
     pub bench_seconds: f64,
     pub wall_seconds: f64,
+    /// CPU time of pgbisect itself (not of the builds, servers or pgbench
+    /// it started), to show its own overhead.
+    #[serde(default)]
+    pub cpu_seconds: f64,
 }
 
 impl Totals {
-    pub fn from_lab(lab: LabTotals, measured_runs: u64, wall_seconds: f64) -> Totals {
+    pub fn from_lab(
+        lab: LabTotals,
+        measured_runs: u64,
+        wall_seconds: f64,
+        cpu_seconds: f64,
+    ) -> Totals {
         Totals {
             builds: lab.builds,
             runs: lab.runs,
@@ -131,6 +140,7 @@ impl Totals {
             build_seconds: lab.build_seconds,
             bench_seconds: lab.bench_seconds,
             wall_seconds,
+            cpu_seconds,
         }
     }
 }

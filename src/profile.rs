@@ -195,6 +195,10 @@ impl ServerSection {
 pub const BUNDLED: &[(&str, &str)] = &[
     ("smoke", include_str!("../bisect-profiles/smoke.toml")),
     (
+        "smoke-read-write",
+        include_str!("../bisect-profiles/smoke-read-write.toml"),
+    ),
+    (
         "select-only",
         include_str!("../bisect-profiles/select-only.toml"),
     ),

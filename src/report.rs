@@ -58,8 +58,14 @@ pub fn text(report: &HuntReport) -> String {
     let t = &report.totals;
     let _ = writeln!(
         out,
-        "totals: {} builds, {} runs ({} measured), {:.0} s",
-        t.builds, t.runs, t.measured_runs, t.wall_seconds
+        "totals: {} builds ({:.0} s), {} runs ({} measured, {:.0} s), {:.0} s wall, pgbisect's own CPU {:.1} s",
+        t.builds,
+        t.build_seconds,
+        t.runs,
+        t.measured_runs,
+        t.bench_seconds,
+        t.wall_seconds,
+        t.cpu_seconds
     );
     out
 }

@@ -627,9 +627,20 @@ impl<'a> Hunt<'a> {
             unresolved: self.unresolved,
             notes: self.notes,
             tested,
-            totals: Totals::from_lab(self.lab.totals(), measured, wall),
+            totals: Totals::from_lab(self.lab.totals(), measured, wall, own_cpu_seconds()),
         }
     }
+}
+
+/// User and system CPU time of this process so far (children excluded).
+pub fn own_cpu_seconds() -> f64 {
+    // SAFETY: getrusage only writes into the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return 0.0;
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
 }
 
 /// The current time as RFC 3339 (UTC), without a date crate.
