@@ -23,7 +23,8 @@
 //! | `findings`| what a hunt found, as data for every report |
 //! | `progress`| telling the user what the hunt is doing |
 //! | `simulate`| the engine against simulated histories |
-//! | `report`  | renderers for results |
+//! | `report`  | renderers for results: text, markdown, email, JSON |
+//! | `machine` | the machine a hunt ran on, for reports |
 
 pub mod app;
 pub mod bench;
@@ -36,6 +37,7 @@ pub mod findings;
 pub mod hunt;
 pub mod journal;
 pub mod lab;
+pub mod machine;
 pub mod pg_lab;
 pub mod profile;
 pub mod progress;
