@@ -2,13 +2,14 @@
 //! meet. Kept thin: every decision lives in a pure module.
 
 use crate::build::{BuildSettings, BuildSystem, Fixup};
-use crate::cli::{self, Cli, Command, RunArgs, SimulateArgs};
+use crate::cli::{self, Cli, Command, ReportArgs, ReportFormat, RunArgs, SimulateArgs};
 use crate::command_lab::{CommandLab, Commands};
 use crate::decide::DecisionConfig;
 use crate::findings::{HuntOutcome, HuntReport};
 use crate::hunt::{Hunt, HuntConfig};
 use crate::journal::{Event, Journal};
 use crate::lab::{Commit, Lab};
+use crate::machine::Machine;
 use crate::pg_lab::{PgLab, PgLabConfig, PgbenchChoice};
 use crate::profile::Profile;
 use crate::progress::{LogLines, Progress, ProgressEvent};
@@ -35,6 +36,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Some(Command::Run(args)) => hunt(&args),
         Some(Command::Simulate(args)) => simulate_command(&args),
         Some(Command::Profiles) => list_profiles(),
+        Some(Command::Report(args)) => report_command(&args),
     }
 }
 
@@ -234,6 +236,14 @@ fn build_settings(profile: &Profile) -> anyhow::Result<BuildSettings> {
 }
 
 fn hunt(args: &RunArgs) -> anyhow::Result<ExitCode> {
+    if args.format == ReportFormat::Email {
+        return Err(UsageError(
+            "a hunt prints text, markdown or json; for an email, run \
+             `pgbisect report --format email --from ADDR --to ADDR` after it"
+                .into(),
+        )
+        .into());
+    }
     let plan = resolve_plan(args)?;
     std::fs::create_dir_all(&plan.work_dir)
         .with_context(|| format!("cannot create the work dir {}", plan.work_dir.display()))?;
@@ -268,14 +278,16 @@ fn hunt(args: &RunArgs) -> anyhow::Result<ExitCode> {
         at: crate::hunt::now_rfc3339(),
     })?;
     let interrupt = install_interrupt_handler().context("cannot install the interrupt handler")?;
+    let machine = Machine::collect();
     let mut commits = vec![plan.good.clone()];
     commits.extend(plan.candidates.iter().cloned());
     let report = Hunt::new(plan.config, commits, &mut lab, &mut progress)
         .with_journal(&mut journal)
         .with_interrupt(interrupt)
         .run()?;
+    let report = with_setup(report, &plan, args, machine)?;
     write_outputs(&report, &hunt_dir, args.json.as_deref())?;
-    print!("{}", report::text(&report));
+    print!("{}", report::render(&report, args.format, None)?);
     Ok(ExitCode::from(match report.outcome {
         HuntOutcome::CulpritFound => cli::EXIT_CULPRIT_FOUND,
         HuntOutcome::NoRegression => cli::EXIT_NO_REGRESSION,
@@ -283,14 +295,90 @@ fn hunt(args: &RunArgs) -> anyhow::Result<ExitCode> {
     }))
 }
 
+/// Adds what the hunt was set up with, for its reports.
+fn with_setup(
+    mut report: HuntReport,
+    plan: &Plan,
+    args: &RunArgs,
+    machine: Machine,
+) -> anyhow::Result<HuntReport> {
+    report.machine = Some(machine);
+    report.profile_name = args.profile.clone().unwrap_or_else(|| "default".into());
+    report.profile_toml = args
+        .profile
+        .as_deref()
+        .map(profile_text)
+        .unwrap_or_default();
+    if !plan.profile.is_custom() {
+        report.server_settings = plan.profile.server.settings_strings();
+        report.configure_flags = crate::build::setup_args(&build_settings(&plan.profile)?);
+    }
+    Ok(report)
+}
+
+/// A profile's TOML as [`Profile::load`] read it: the file, else the
+/// bundled text.
+fn profile_text(name_or_path: &str) -> String {
+    let path = Path::new(name_or_path);
+    if path.exists() {
+        return std::fs::read_to_string(path).unwrap_or_default();
+    }
+    crate::profile::BUNDLED
+        .iter()
+        .find(|(n, _)| *n == name_or_path)
+        .map_or_else(String::new, |(_, text)| text.to_string())
+}
+
 fn write_outputs(report: &HuntReport, hunt_dir: &Path, json: Option<&Path>) -> anyhow::Result<()> {
     let body = report::json(report)?;
-    let result = hunt_dir.join("result.json");
+    let result = hunt_dir.join(crate::results::RESULT_FILE);
     std::fs::write(&result, &body).with_context(|| format!("cannot write {}", result.display()))?;
+    for (name, text) in [
+        ("report.txt", report::text(report)),
+        ("report.md", report::markdown(report)),
+    ] {
+        let path = hunt_dir.join(name);
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
     if let Some(path) = json {
         std::fs::write(path, &body).with_context(|| format!("cannot write {}", path.display()))?;
     }
     Ok(())
+}
+
+/// `pgbisect report`: renders a past hunt's result again.
+fn report_command(args: &ReportArgs) -> anyhow::Result<ExitCode> {
+    let envelope = match (&args.from, &args.to, args.format) {
+        (Some(from), Some(to), _) => Some(report::Envelope {
+            from: from.clone(),
+            to: to.clone(),
+            date_unix: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64),
+        }),
+        (_, _, ReportFormat::Email) => {
+            return Err(UsageError(
+                "--format email needs --from ADDR and --to ADDR, e.g. \
+                 --to pgsql-hackers@lists.postgresql.org"
+                    .into(),
+            )
+            .into());
+        }
+        _ => None,
+    };
+    let work_dir = match &args.work_dir {
+        Some(w) => w.clone(),
+        None => default_work_dir(args.repo.as_deref().unwrap_or(Path::new(".")))?,
+    };
+    let hunt = crate::results::choose(&work_dir, args.hunt.as_deref())?;
+    let found = crate::results::load(&hunt)?;
+    let text = report::render(&found, args.format, envelope.as_ref())?;
+    match &args.output {
+        Some(path) => std::fs::write(path, text)
+            .with_context(|| format!("cannot write {}", path.display()))?,
+        None => print!("{text}"),
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn list_profiles() -> anyhow::Result<ExitCode> {

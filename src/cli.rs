@@ -4,6 +4,7 @@
 //! subcommand. Everything a hunt needs can also come from a profile; flags
 //! given here override it.
 
+pub use crate::report::Format as ReportFormat;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -25,6 +26,9 @@ Examples:
 
   Hunt with a custom build and benchmark (any git repository):
     pgbisect --repo ~/src/app --good v1.0 --bad main --profile bench.toml --json out.json
+
+  Render the newest hunt's result again, as markdown:
+    pgbisect report --repo ~/src/postgres --format markdown
 
   Check how well the method does on simulated noisy histories:
     pgbisect simulate --trials 200
@@ -55,6 +59,8 @@ pub enum Command {
     Simulate(SimulateArgs),
     /// List the bundled workload profiles.
     Profiles,
+    /// Render the result of a past hunt: text, markdown, JSON or email.
+    Report(ReportArgs),
 }
 
 /// Where and what to hunt.
@@ -103,6 +109,35 @@ pub struct RunArgs {
     /// go first).
     #[arg(long, value_name = "N", default_value_t = 200)]
     pub cache_size: usize,
+    /// What to print at the end: text (72 columns, for the mailing list),
+    /// markdown or json.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: ReportFormat,
+}
+
+/// `pgbisect report`.
+#[derive(Debug, Args, Clone)]
+pub struct ReportArgs {
+    /// The hunt's work dir (default: the one a hunt in --repo uses).
+    #[arg(long, value_name = "DIR", conflicts_with = "repo")]
+    pub work_dir: Option<PathBuf>,
+    /// The repository the hunt ran in (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
+    /// Which hunt: a folder name under <work dir>/hunts (default: the newest).
+    #[arg(long, value_name = "NAME")]
+    pub hunt: Option<String>,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: ReportFormat,
+    /// Write the report to this file instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// The email's sender, e.g. "Jane Doe <jane@example.org>".
+    #[arg(long, value_name = "ADDR", requires = "to")]
+    pub from: Option<String>,
+    /// The email's recipient, e.g. pgsql-hackers@lists.postgresql.org.
+    #[arg(long, value_name = "ADDR", requires = "from")]
+    pub to: Option<String>,
 }
 
 /// `pgbisect simulate`.

@@ -24,6 +24,7 @@
 //! | `progress`| telling the user what the hunt is doing |
 //! | `simulate`| the engine against simulated histories |
 //! | `report`  | renderers for results: text, markdown, email, JSON |
+//! | `results` | past hunts' results in a work dir |
 //! | `machine` | the machine a hunt ran on, for reports |
 
 pub mod app;
@@ -44,6 +45,7 @@ pub mod progress;
 pub mod replay;
 pub mod repo;
 pub mod report;
+pub mod results;
 pub mod server;
 pub mod simulate;
 pub mod stats;

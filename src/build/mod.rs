@@ -75,6 +75,14 @@ pub struct BuildSettings {
     pub fixups: Vec<Fixup>,
 }
 
+/// The `configure` (or `meson setup`) arguments builds use, for reports.
+pub fn setup_args(settings: &BuildSettings) -> Vec<String> {
+    match settings.system {
+        BuildSystem::Meson => tree::meson_args(settings),
+        BuildSystem::Auto | BuildSystem::Autoconf => tree::configure_args(settings, false),
+    }
+}
+
 /// `[[build.fixups]]`: a patch applied to the listed commits or a range.
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]

@@ -103,28 +103,22 @@ pub fn headline(report: &HuntReport) -> String {
         HuntOutcome::Inconclusive => {
             format!("pgbisect: inconclusive {at} in {range} ({whole} TPS)")
         }
-        HuntOutcome::CulpritFound => match biggest_drop(&report.culprits) {
-            Some(c) => {
-                let more = match report.culprits.len() - 1 {
-                    0 => String::new(),
-                    n => format!(" and {n} more"),
-                };
-                format!(
-                    "pgbisect: {} TPS {at}, first bad commit {} \"{}\"{more}",
-                    pct(c.change.pct),
-                    short(&c.commit),
-                    c.subject
-                )
-            }
-            None => format!("pgbisect: {whole} TPS {at}, pinned to a range in {range}"),
+        HuntOutcome::CulpritFound => match report.culprits.as_slice() {
+            [] => format!("pgbisect: {whole} TPS {at}, pinned to a range in {range}"),
+            [c] => format!(
+                "pgbisect: {} TPS {at}, first bad commit {} \"{}\"",
+                pct(c.change.pct),
+                short(&c.commit),
+                c.subject
+            ),
+            [c, ..] => format!(
+                "pgbisect: {whole} TPS {at}, first of {} bad commits {} \"{}\"",
+                report.culprits.len(),
+                short(&c.commit),
+                c.subject
+            ),
         },
     }
-}
-
-fn biggest_drop(culprits: &[Culprit]) -> Option<&Culprit> {
-    culprits
-        .iter()
-        .min_by(|a, b| a.change.pct.total_cmp(&b.change.pct))
 }
 
 fn short(sha: &str) -> &str {
@@ -144,6 +138,15 @@ fn change(c: &Change) -> String {
         pct(c.high_pct),
         c.confidence * 100.0
     )
+}
+
+/// `p = 0.0021`, or `p < 0.0001` for what four decimals would show as 0.
+fn p_value(p: f64) -> String {
+    if p < 0.0001 {
+        "p < 0.0001".to_string()
+    } else {
+        format!("p = {p:.4}")
+    }
 }
 
 fn method(m: Method) -> &'static str {
@@ -248,12 +251,12 @@ fn culprit_item(c: &Culprit) -> Block {
             fact(
                 "runs",
                 format!(
-                    "{} + {} side by side with {} ({}, p = {:.4})",
+                    "{} + {} side by side with {} ({}, {})",
                     c.runs_before,
                     c.runs_after,
                     short(&c.parent),
                     method(c.method),
-                    c.p_value
+                    p_value(c.p_value)
                 ),
             ),
         ],

@@ -62,10 +62,7 @@ fn table(columns: &[(String, Align)], rows: &[Vec<String>]) -> String {
 fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
-        if matches!(
-            c,
-            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '#'
-        ) {
+        if matches!(c, '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '|') {
             out.push('\\');
         }
         out.push(c);
@@ -79,7 +76,7 @@ mod tests {
 
     #[test]
     fn escapes_markup() {
-        assert_eq!(escape("a|b *c* <d>"), "a\\|b \\*c\\* \\<d\\>");
+        assert_eq!(escape("a|b *c* <d>"), "a\\|b \\*c\\* \\<d>");
     }
 
     #[test]

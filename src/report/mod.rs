@@ -35,7 +35,7 @@ pub fn email(report: &HuntReport, envelope: &Envelope) -> String {
 }
 
 /// Report formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Format {
     #[default]
     Text,
