@@ -349,6 +349,13 @@ fn write_outputs(report: &HuntReport, hunt_dir: &Path, json: Option<&Path>) -> a
 /// `pgbisect report`: renders a past hunt's result again.
 fn report_command(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     let envelope = match (&args.from, &args.to, args.format) {
+        (Some(from), Some(to), _) if !(from.contains('@') && to.contains('@')) => {
+            return Err(UsageError(format!(
+                "--from `{from}` --to `{to}`: give email addresses, e.g. \
+                 --from \"Jane Doe <jane@example.org>\""
+            ))
+            .into());
+        }
         (Some(from), Some(to), _) => Some(report::Envelope {
             from: from.clone(),
             to: to.clone(),

@@ -202,7 +202,7 @@ fn commit_line(c: &Commit) -> String {
 
 fn machine_facts(report: &HuntReport) -> Vec<(String, String)> {
     let configure = if report.configure_flags.is_empty() {
-        "defaults".to_string()
+        "none recorded".to_string()
     } else {
         report.configure_flags.join(" ")
     };
