@@ -93,7 +93,10 @@ pub fn document(report: &HuntReport) -> Document {
 /// One line saying what was found, e.g. `pgbisect: -26.9% TPS at 128
 /// clients, first bad commit ac1d7945 "Make idle backends exit ..."`.
 pub fn headline(report: &HuntReport) -> String {
-    let at = format!("at {} clients", report.clients);
+    let at = match report.clients {
+        1 => "at 1 client".to_string(),
+        n => format!("at {n} clients"),
+    };
     let range = format!("{}..{}", report.good.short(), report.bad.short());
     let whole = pct(report.endpoints.change.pct);
     match report.outcome {
@@ -163,7 +166,7 @@ fn hunted_facts(report: &HuntReport) -> Vec<(String, String)> {
         &report.profile_name
     };
     let settings = if report.server_settings.is_empty() {
-        "defaults".to_string()
+        "none given".to_string()
     } else {
         report
             .server_settings
@@ -389,6 +392,15 @@ fn totals_facts(report: &HuntReport) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_client_is_singular() {
+        let text = include_str!("../../tests/fixtures/reports/hunt.json");
+        let mut report: HuntReport = serde_json::from_str(text).unwrap();
+        report.outcome = HuntOutcome::NoRegression;
+        report.clients = 1;
+        assert!(headline(&report).starts_with("pgbisect: no regression at 1 client in "));
+    }
 
     #[test]
     fn durations_read_naturally() {
