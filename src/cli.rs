@@ -127,6 +127,7 @@ pub struct ReportArgs {
     /// Which hunt: a folder name under <work dir>/hunts (default: the newest).
     #[arg(long, value_name = "NAME")]
     pub hunt: Option<String>,
+    /// How to render the result.
     #[arg(long, value_enum, default_value_t)]
     pub format: ReportFormat,
     /// Write the report to this file instead of standard output.

@@ -37,10 +37,14 @@ pub fn email(report: &HuntReport, envelope: &Envelope) -> String {
 /// Report formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Format {
+    /// Plain text for the mailing list, at most 72 columns.
     #[default]
     Text,
+    /// GitHub-flavoured markdown with tables.
     Markdown,
+    /// The result as data.
     Json,
+    /// An RFC 5322 message with the text as body (needs --from and --to).
     Email,
 }
 
