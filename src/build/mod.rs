@@ -556,6 +556,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn setup_args_follow_the_build_system() {
+        let autoconf = setup_args(&BuildSettings::default());
+        assert!(
+            autoconf.contains(&"--enable-depend".to_string()),
+            "{autoconf:?}"
+        );
+        assert!(autoconf.contains(&format!("CFLAGS={DEFAULT_CFLAGS}")));
+        let meson = setup_args(&BuildSettings {
+            system: BuildSystem::Meson,
+            ..BuildSettings::default()
+        });
+        assert!(meson.contains(&"-Dssl=none".to_string()), "{meson:?}");
+    }
+
+    #[test]
     fn settings_from_toml() {
         let s: BuildSettings = toml::from_str(
             "system = \"meson\"\nconfigure = [\"--with-openssl\"]\njobs = 4\n\

@@ -166,6 +166,22 @@ mod tests {
         assert_eq!(joined[1..].join(" "), text);
     }
 
+    proptest::proptest! {
+        #[test]
+        fn wrapped_lines_fit_and_keep_every_character(
+            text in "[a-zé ]{0,200}",
+            width in 12usize..80,
+        ) {
+            let lines = wrap(&text, width, "label: ", "       ");
+            for line in &lines {
+                proptest::prop_assert!(line.chars().count() <= width, "{:?}", line);
+            }
+            let kept: String = lines.concat().chars().filter(|c| *c != ' ').collect();
+            let given: String = format!("label:{text}").chars().filter(|c| *c != ' ').collect();
+            proptest::prop_assert_eq!(kept, given);
+        }
+    }
+
     #[test]
     fn wrap_cuts_a_word_longer_than_the_line() {
         let lines = wrap(&"x".repeat(25), 10, "", "");
