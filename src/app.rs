@@ -2,7 +2,7 @@
 //! meet. Kept thin: every decision lives in a pure module.
 
 use crate::build::{BuildSettings, BuildSystem, Fixup};
-use crate::cli::{self, Cli, Command, ReportArgs, ReportFormat, RunArgs, SimulateArgs};
+use crate::cli::{self, Cli, Command, ReportFormat, RunArgs, SimulateArgs};
 use crate::command_lab::{CommandLab, Commands};
 use crate::decide::DecisionConfig;
 use crate::findings::{HuntOutcome, HuntReport};
@@ -36,7 +36,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Some(Command::Run(args)) => hunt(&args),
         Some(Command::Simulate(args)) => simulate_command(&args),
         Some(Command::Profiles) => list_profiles(),
-        Some(Command::Report(args)) => report_command(&args),
+        Some(Command::Report(args)) => crate::results::report_command(&args),
     }
 }
 
@@ -140,7 +140,7 @@ fn resolve_plan(args: &RunArgs) -> anyhow::Result<Plan> {
 /// `$XDG_CACHE_HOME/pgbisect/<repository name>`; as root without
 /// `XDG_CACHE_HOME`, `/var/tmp/pgbisect/<name>`, because root's home is
 /// closed to the unprivileged user that runs the servers.
-fn default_work_dir(repo_dir: &Path) -> anyhow::Result<PathBuf> {
+pub(crate) fn default_work_dir(repo_dir: &Path) -> anyhow::Result<PathBuf> {
     let home_cache = || std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache"));
     let cache = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
@@ -344,48 +344,6 @@ fn write_outputs(report: &HuntReport, hunt_dir: &Path, json: Option<&Path>) -> a
         std::fs::write(path, &body).with_context(|| format!("cannot write {}", path.display()))?;
     }
     Ok(())
-}
-
-/// `pgbisect report`: renders a past hunt's result again.
-fn report_command(args: &ReportArgs) -> anyhow::Result<ExitCode> {
-    let envelope = match (&args.from, &args.to, args.format) {
-        (Some(from), Some(to), _) if !(from.contains('@') && to.contains('@')) => {
-            return Err(UsageError(format!(
-                "--from `{from}` --to `{to}`: give email addresses, e.g. \
-                 --from \"Jane Doe <jane@example.org>\""
-            ))
-            .into());
-        }
-        (Some(from), Some(to), _) => Some(report::Envelope {
-            from: from.clone(),
-            to: to.clone(),
-            date_unix: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs() as i64),
-        }),
-        (_, _, ReportFormat::Email) => {
-            return Err(UsageError(
-                "--format email needs --from ADDR and --to ADDR, e.g. \
-                 --to pgsql-hackers@lists.postgresql.org"
-                    .into(),
-            )
-            .into());
-        }
-        _ => None,
-    };
-    let work_dir = match &args.work_dir {
-        Some(w) => w.clone(),
-        None => default_work_dir(args.repo.as_deref().unwrap_or(Path::new(".")))?,
-    };
-    let hunt = crate::results::choose(&work_dir, args.hunt.as_deref())?;
-    let found = crate::results::load(&hunt)?;
-    let text = report::render(&found, args.format, envelope.as_ref())?;
-    match &args.output {
-        Some(path) => std::fs::write(path, text)
-            .with_context(|| format!("cannot write {}", path.display()))?,
-        None => print!("{text}"),
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 fn list_profiles() -> anyhow::Result<ExitCode> {

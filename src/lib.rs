@@ -24,7 +24,7 @@
 //! | `progress`| telling the user what the hunt is doing |
 //! | `simulate`| the engine against simulated histories |
 //! | `report`  | renderers for results: text, markdown, email, JSON |
-//! | `results` | past hunts' results in a work dir |
+//! | `results` | past hunts' results in a work dir; `pgbisect report` |
 //! | `machine` | the machine a hunt ran on, for reports |
 
 pub mod app;

@@ -1,13 +1,16 @@
-//! The results of past hunts in a work dir, for `pgbisect report`.
+//! The results of past hunts in a work dir, and `pgbisect report`.
 //!
 //! Every hunt keeps its `result.json` in `<work dir>/hunts/<name>/`, so a
 //! report can be rendered again later, in another format, without running
 //! anything. The newest result is the one most recently written.
 
 use crate::app::UsageError;
+use crate::cli::{ReportArgs, ReportFormat};
 use crate::findings::HuntReport;
+use crate::report;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::time::SystemTime;
 
 /// The file a hunt writes its result to, in its own folder.
@@ -90,6 +93,48 @@ pub fn load(hunt: &PastHunt) -> anyhow::Result<HuntReport> {
             path.display()
         )
     })
+}
+
+/// `pgbisect report`: renders a past hunt's result again.
+pub fn report_command(args: &ReportArgs) -> anyhow::Result<ExitCode> {
+    let envelope = match (&args.from, &args.to, args.format) {
+        (Some(from), Some(to), _) if !(from.contains('@') && to.contains('@')) => {
+            return Err(UsageError(format!(
+                "--from `{from}` --to `{to}`: give email addresses, e.g. \
+                 --from \"Jane Doe <jane@example.org>\""
+            ))
+            .into());
+        }
+        (Some(from), Some(to), _) => Some(report::Envelope {
+            from: from.clone(),
+            to: to.clone(),
+            date_unix: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64),
+        }),
+        (_, _, ReportFormat::Email) => {
+            return Err(UsageError(
+                "--format email needs --from ADDR and --to ADDR, e.g. \
+                 --to pgsql-hackers@lists.postgresql.org"
+                    .into(),
+            )
+            .into());
+        }
+        _ => None,
+    };
+    let work_dir = match &args.work_dir {
+        Some(w) => w.clone(),
+        None => crate::app::default_work_dir(args.repo.as_deref().unwrap_or(Path::new(".")))?,
+    };
+    let hunt = choose(&work_dir, args.hunt.as_deref())?;
+    let found = load(&hunt)?;
+    let text = report::render(&found, args.format, envelope.as_ref())?;
+    match &args.output {
+        Some(path) => std::fs::write(path, text)
+            .with_context(|| format!("cannot write {}", path.display()))?,
+        None => print!("{text}"),
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]
