@@ -2,13 +2,14 @@
 //! meet. Kept thin: every decision lives in a pure module.
 
 use crate::build::{BuildSettings, BuildSystem, Fixup};
-use crate::cli::{self, Cli, Command, RunArgs, SimulateArgs};
+use crate::cli::{self, Cli, Command, ReportFormat, RunArgs, SimulateArgs};
 use crate::command_lab::{CommandLab, Commands};
 use crate::decide::DecisionConfig;
 use crate::findings::{HuntOutcome, HuntReport};
 use crate::hunt::{Hunt, HuntConfig};
 use crate::journal::{Event, Journal};
 use crate::lab::{Commit, Lab};
+use crate::machine::Machine;
 use crate::notify::{Ending, HuntEnd, Notifier};
 use crate::pg_lab::{PgLab, PgLabConfig, PgbenchChoice};
 use crate::profile::Profile;
@@ -36,6 +37,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Some(Command::Run(args)) => hunt(&args),
         Some(Command::Simulate(args)) => simulate_command(&args),
         Some(Command::Profiles) => list_profiles(),
+        Some(Command::Report(args)) => crate::results::report_command(&args),
     }
 }
 
@@ -139,7 +141,7 @@ fn resolve_plan(args: &RunArgs) -> anyhow::Result<Plan> {
 /// `$XDG_CACHE_HOME/pgbisect/<repository name>`; as root without
 /// `XDG_CACHE_HOME`, `/var/tmp/pgbisect/<name>`, because root's home is
 /// closed to the unprivileged user that runs the servers.
-fn default_work_dir(repo_dir: &Path) -> anyhow::Result<PathBuf> {
+pub(crate) fn default_work_dir(repo_dir: &Path) -> anyhow::Result<PathBuf> {
     let home_cache = || std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache"));
     let cache = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
@@ -244,6 +246,14 @@ struct Finished {
 /// Runs the hunt, then tells whoever `--notify-cmd` and `--mail-to` name
 /// how it ended, whether it reached a verdict or failed.
 fn hunt(args: &RunArgs) -> anyhow::Result<ExitCode> {
+    if args.format == ReportFormat::Email {
+        return Err(UsageError(
+            "a hunt prints text, markdown or json; for an email, run \
+             `pgbisect report --format email --from ADDR --to ADDR` after it"
+                .into(),
+        )
+        .into());
+    }
     let notifier = Notifier::from_flags(
         args.notify_cmd.as_deref(),
         &args.mail_to,
@@ -308,6 +318,7 @@ fn run_hunt(args: &RunArgs, work_dir: &mut Option<PathBuf>) -> anyhow::Result<Fi
         at: crate::hunt::now_rfc3339(),
     })?;
     let interrupt = install_interrupt_handler().context("cannot install the interrupt handler")?;
+    let machine = Machine::collect();
     let mut commits = vec![plan.good.clone()];
     commits.extend(plan.candidates.iter().cloned());
     let report = Hunt::new(plan.config, commits, &mut lab, progress.as_mut())
@@ -315,8 +326,9 @@ fn run_hunt(args: &RunArgs, work_dir: &mut Option<PathBuf>) -> anyhow::Result<Fi
         .with_interrupt(interrupt)
         .run()?;
     drop(progress);
+    let report = with_setup(report, &plan, args, machine)?;
     write_outputs(&report, &hunt_dir, args.json.as_deref())?;
-    print!("{}", report::text(&report));
+    print!("{}", report::render(&report, args.format, None)?);
     let exit_code = match report.outcome {
         HuntOutcome::CulpritFound => cli::EXIT_CULPRIT_FOUND,
         HuntOutcome::NoRegression => cli::EXIT_NO_REGRESSION,
@@ -329,8 +341,42 @@ fn run_hunt(args: &RunArgs, work_dir: &mut Option<PathBuf>) -> anyhow::Result<Fi
     })
 }
 
+/// Adds what the hunt was set up with, for its reports.
+fn with_setup(
+    mut report: HuntReport,
+    plan: &Plan,
+    args: &RunArgs,
+    machine: Machine,
+) -> anyhow::Result<HuntReport> {
+    report.machine = Some(machine);
+    report.profile_name = args.profile.clone().unwrap_or_else(|| "default".into());
+    report.profile_toml = args
+        .profile
+        .as_deref()
+        .map(profile_text)
+        .unwrap_or_default();
+    if !plan.profile.is_custom() {
+        report.server_settings = plan.profile.server.settings_strings();
+        report.configure_flags = crate::build::setup_args(&build_settings(&plan.profile)?);
+    }
+    Ok(report)
+}
+
+/// A profile's TOML as [`Profile::load`] read it: the file, else the
+/// bundled text.
+fn profile_text(name_or_path: &str) -> String {
+    let path = Path::new(name_or_path);
+    if path.exists() {
+        return std::fs::read_to_string(path).unwrap_or_default();
+    }
+    crate::profile::BUNDLED
+        .iter()
+        .find(|(n, _)| *n == name_or_path)
+        .map_or_else(String::new, |(_, text)| text.to_string())
+}
+
 /// A hunt's result as JSON, in its hunt dir.
-const RESULT_FILE: &str = "result.json";
+const RESULT_FILE: &str = crate::results::RESULT_FILE;
 /// A hunt's text report, in its hunt dir.
 const REPORT_FILE: &str = "report.txt";
 
@@ -338,9 +384,13 @@ fn write_outputs(report: &HuntReport, hunt_dir: &Path, json: Option<&Path>) -> a
     let body = report::json(report)?;
     let result = hunt_dir.join(RESULT_FILE);
     std::fs::write(&result, &body).with_context(|| format!("cannot write {}", result.display()))?;
-    let text = hunt_dir.join(REPORT_FILE);
-    std::fs::write(&text, report::text(report))
-        .with_context(|| format!("cannot write {}", text.display()))?;
+    for (name, text) in [
+        (REPORT_FILE, report::text(report)),
+        ("report.md", report::markdown(report)),
+    ] {
+        let path = hunt_dir.join(name);
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
     if let Some(path) = json {
         std::fs::write(path, &body).with_context(|| format!("cannot write {}", path.display()))?;
     }

@@ -4,6 +4,7 @@
 //! subcommand. Everything a hunt needs can also come from a profile; flags
 //! given here override it.
 
+pub use crate::report::Format as ReportFormat;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -28,6 +29,9 @@ Examples:
 
   Hunt unattended (from cron) and mail the result, or the failure:
     pgbisect --good REL_17_0 --bad master --mail-to you@example.org --smtp localhost:25
+
+  Render the newest hunt's result again, as markdown:
+    pgbisect report --repo ~/src/postgres --format markdown
 
   Check how well the method does on simulated noisy histories:
     pgbisect simulate --trials 200
@@ -58,6 +62,8 @@ pub enum Command {
     Simulate(SimulateArgs),
     /// List the bundled workload profiles.
     Profiles,
+    /// Render the result of a past hunt: text, markdown, JSON or email.
+    Report(ReportArgs),
 }
 
 /// Where and what to hunt.
@@ -121,6 +127,36 @@ pub struct RunArgs {
     /// Sender of the mail (default: pgbisect@<hostname>).
     #[arg(long, value_name = "ADDR")]
     pub mail_from: Option<String>,
+    /// What to print at the end: text (72 columns, for the mailing list),
+    /// markdown or json.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: ReportFormat,
+}
+
+/// `pgbisect report`.
+#[derive(Debug, Args, Clone)]
+pub struct ReportArgs {
+    /// The hunt's work dir (default: the one a hunt in --repo uses).
+    #[arg(long, value_name = "DIR", conflicts_with = "repo")]
+    pub work_dir: Option<PathBuf>,
+    /// The repository the hunt ran in (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
+    /// Which hunt: a folder name under <work dir>/hunts (default: the newest).
+    #[arg(long, value_name = "NAME")]
+    pub hunt: Option<String>,
+    /// How to render the result.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: ReportFormat,
+    /// Write the report to this file instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// The email's sender, e.g. "Jane Doe <jane@example.org>".
+    #[arg(long, value_name = "ADDR", requires = "to")]
+    pub from: Option<String>,
+    /// The email's recipient, e.g. pgsql-hackers@lists.postgresql.org.
+    #[arg(long, value_name = "ADDR", requires = "from")]
+    pub to: Option<String>,
 }
 
 /// `pgbisect simulate`.

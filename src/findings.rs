@@ -167,4 +167,19 @@ pub struct HuntReport {
     /// History order (oldest first).
     pub tested: Vec<TestedCommit>,
     pub totals: Totals,
+    /// The machine the hunt ran on (absent in results of older versions).
+    #[serde(default)]
+    pub machine: Option<crate::machine::Machine>,
+    /// The profile's name (a bundled name, a file path, or `default`).
+    #[serde(default)]
+    pub profile_name: String,
+    /// The profile's TOML exactly as used; empty for the defaults.
+    #[serde(default)]
+    pub profile_toml: String,
+    /// Server settings given to every server, `name = value`, in order.
+    #[serde(default)]
+    pub server_settings: Vec<(String, String)>,
+    /// The user's extra `configure` arguments and `CFLAGS`, as used.
+    #[serde(default)]
+    pub configure_flags: Vec<String>,
 }

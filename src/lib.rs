@@ -24,7 +24,9 @@
 //! | `progress`| telling the user what the hunt is doing |
 //! | `notify`  | telling someone how a hunt ended: a command, mail |
 //! | `simulate`| the engine against simulated histories |
-//! | `report`  | renderers for results |
+//! | `report`  | renderers for results: text, markdown, email, JSON |
+//! | `results` | past hunts' results in a work dir; `pgbisect report` |
+//! | `machine` | the machine a hunt ran on, for reports |
 
 pub mod app;
 pub mod bench;
@@ -37,6 +39,7 @@ pub mod findings;
 pub mod hunt;
 pub mod journal;
 pub mod lab;
+pub mod machine;
 pub mod notify;
 pub mod pg_lab;
 pub mod profile;
@@ -44,6 +47,7 @@ pub mod progress;
 pub mod replay;
 pub mod repo;
 pub mod report;
+pub mod results;
 pub mod server;
 pub mod simulate;
 pub mod stats;

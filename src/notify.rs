@@ -9,7 +9,7 @@
 
 pub mod mail;
 
-use crate::findings::{HuntOutcome, HuntReport};
+use crate::findings::HuntReport;
 use anyhow::{Context, anyhow};
 use mail::{Envelope5322, MailTransport, Sendmail, Smtp};
 use std::path::{Path, PathBuf};
@@ -89,27 +89,9 @@ impl HuntEnd<'_> {
     }
 }
 
-/// The message for a hunt that reached a verdict.
+/// The message for a hunt that reached a verdict: the report's email.
 pub fn finished_message(report: &HuntReport, env: &Envelope5322) -> String {
-    mail::plain_message(env, &finished_subject(report), &crate::report::text(report))
-}
-
-/// `pgbisect: <outcome>: <what>`, short enough for a mail client's list.
-pub fn finished_subject(report: &HuntReport) -> String {
-    let range = format!("{}..{}", report.good.short(), report.bad.short());
-    match (report.outcome, report.culprits.as_slice()) {
-        (HuntOutcome::CulpritFound, [c]) => format!(
-            "pgbisect: culprit found: {} {} ({:+.1}%)",
-            c.commit.get(..8).unwrap_or(&c.commit),
-            c.subject,
-            c.change.pct
-        ),
-        (HuntOutcome::CulpritFound, many) => {
-            format!("pgbisect: {} culprits found in {range}", many.len())
-        }
-        (HuntOutcome::NoRegression, _) => format!("pgbisect: no regression in {range}"),
-        (HuntOutcome::Inconclusive, _) => format!("pgbisect: inconclusive hunt in {range}"),
-    }
+    crate::report::email(report, &env.header_envelope())
 }
 
 /// The message for a hunt that stopped on an error (a failed build of an

@@ -363,3 +363,71 @@ fn missing_endpoints_are_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--good"));
 }
+
+#[test]
+fn hunt_writes_reports_and_report_renders_them_again() {
+    let (repo, shas) = history(&levels_with_drop_at(12, 7), &[]);
+    let work = tempfile::tempdir().unwrap();
+    let profile_path = profile(work.path());
+    let work_dir = work.path().join("w");
+    let out = pgbisect(
+        repo.path(),
+        &work_dir,
+        &[
+            "--good=good",
+            "--bad=bad",
+            "--format=markdown",
+            "--profile",
+            profile_path.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(printed.starts_with("# pgbisect: "), "{printed}");
+    let hunt_dir = std::fs::read_dir(work_dir.join("hunts"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let result = json(&hunt_dir.join("result.json"));
+    assert!(
+        result["machine"]["cpus"].as_u64().unwrap() >= 1,
+        "{result:#}"
+    );
+    assert_eq!(
+        result["profile_toml"].as_str().unwrap(),
+        std::fs::read_to_string(&profile_path).unwrap()
+    );
+    let md = std::fs::read_to_string(hunt_dir.join("report.md")).unwrap();
+    assert_eq!(md, printed);
+    let text = std::fs::read_to_string(hunt_dir.join("report.txt")).unwrap();
+    assert!(
+        text.contains(&format!("first bad commit: {}", shas[7])),
+        "{text}"
+    );
+    let again = Command::new(env!("CARGO_BIN_EXE_pgbisect"))
+        .args(["report", "--work-dir"])
+        .arg(&work_dir)
+        .output()
+        .expect("pgbisect runs");
+    assert_eq!(String::from_utf8_lossy(&again.stdout), text);
+}
+
+#[test]
+fn hunt_cannot_print_an_email() {
+    let (repo, _) = history(&[1000; 3], &[]);
+    let work = tempfile::tempdir().unwrap();
+    let out = pgbisect(
+        repo.path(),
+        work.path(),
+        &["--good", "good", "--bad", "bad", "--format", "email"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("pgbisect report --format email"));
+}

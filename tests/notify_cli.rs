@@ -142,7 +142,7 @@ fn smtp_transport_delivers_to_a_real_server() {
         Some("one@example.org, two@example.org")
     );
     assert!(
-        header(m, "Subject").is_some_and(|s| s.starts_with("=?UTF-8?B?")),
+        header(m, "Subject").is_some_and(|s| s.to_ascii_uppercase().starts_with("=?UTF-8?B?")),
         "{m}"
     );
     assert_eq!(body(m), text);
@@ -404,7 +404,7 @@ fn mail_to_with_smtp_sends_the_result_and_the_failure() {
     assert_eq!(header(m, "From"), Some("bench@example.org"));
     let subject = header(m, "Subject").unwrap();
     assert!(
-        subject.starts_with(&format!("pgbisect: culprit found: {}", &culprit[..8])),
+        subject.starts_with("pgbisect: ") && subject.contains(&culprit[..8]),
         "{subject}"
     );
     assert!(header(m, "Message-ID").is_some() && header(m, "Date").is_some());

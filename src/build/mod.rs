@@ -75,6 +75,14 @@ pub struct BuildSettings {
     pub fixups: Vec<Fixup>,
 }
 
+/// The `configure` (or `meson setup`) arguments builds use, for reports.
+pub fn setup_args(settings: &BuildSettings) -> Vec<String> {
+    match settings.system {
+        BuildSystem::Meson => tree::meson_args(settings),
+        BuildSystem::Auto | BuildSystem::Autoconf => tree::configure_args(settings, false),
+    }
+}
+
 /// `[[build.fixups]]`: a patch applied to the listed commits or a range.
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -546,6 +554,21 @@ fn find_on_path(program: &str) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn setup_args_follow_the_build_system() {
+        let autoconf = setup_args(&BuildSettings::default());
+        assert!(
+            autoconf.contains(&"--enable-depend".to_string()),
+            "{autoconf:?}"
+        );
+        assert!(autoconf.contains(&format!("CFLAGS={DEFAULT_CFLAGS}")));
+        let meson = setup_args(&BuildSettings {
+            system: BuildSystem::Meson,
+            ..BuildSettings::default()
+        });
+        assert!(meson.contains(&"-Dssl=none".to_string()), "{meson:?}");
+    }
 
     #[test]
     fn settings_from_toml() {

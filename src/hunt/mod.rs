@@ -628,6 +628,12 @@ impl<'a> Hunt<'a> {
             notes: self.notes,
             tested,
             totals: Totals::from_lab(self.lab.totals(), measured, wall, own_cpu_seconds()),
+            // What the hunt was set up with is known where it was set up.
+            machine: None,
+            profile_name: String::new(),
+            profile_toml: String::new(),
+            server_settings: Vec::new(),
+            configure_flags: Vec::new(),
         }
     }
 }

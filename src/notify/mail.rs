@@ -7,12 +7,10 @@
 //! SMTP or to the system's `sendmail`.
 
 use anyhow::{Context, anyhow};
-use base64::Engine;
 use lettre::address::{Address, Envelope};
 use lettre::transport::smtp::SmtpTransport;
 use lettre::transport::smtp::extension::ClientId;
 use lettre::{Transport, transport::smtp};
-use std::fmt::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -188,6 +186,15 @@ pub struct Envelope5322 {
 }
 
 impl Envelope5322 {
+    /// The envelope of the message's headers.
+    pub fn header_envelope(&self) -> crate::report::Envelope {
+        crate::report::Envelope {
+            from: self.from.clone(),
+            to: self.to.join(", "),
+            date_unix: self.date,
+        }
+    }
+
     /// Dated now, with this machine's name in the Message-ID.
     pub fn now(from: &str, to: &[String]) -> Self {
         let date = std::time::SystemTime::now()
@@ -202,90 +209,17 @@ impl Envelope5322 {
     }
 }
 
-/// A plain-text message: headers from `env`, `subject`, then `body`.
+/// A plain-text message: headers from `env`, `subject`, then `body`,
+/// rendered by the report's mail renderer, so every message pgbisect writes
+/// has the same form.
 pub fn plain_message(env: &Envelope5322, subject: &str, body: &str) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "Date: {}", rfc5322_date(env.date));
-    let _ = writeln!(out, "From: {}", env.from);
-    let _ = writeln!(out, "To: {}", env.to.join(", "));
-    let _ = writeln!(out, "Subject: {}", encode_header(subject));
-    let _ = writeln!(
-        out,
-        "Message-ID: <pgbisect.{}.{}@{}>",
-        env.date,
-        std::process::id(),
-        env.host
-    );
-    out.push_str("MIME-Version: 1.0\n");
-    out.push_str("Content-Type: text/plain; charset=utf-8\n");
-    out.push_str("Content-Transfer-Encoding: 8bit\n\n");
-    out.push_str(body);
-    if !body.ends_with('\n') {
-        out.push('\n');
-    }
-    out
-}
-
-/// A header value, as RFC 2047 encoded words when it is not plain ASCII.
-pub fn encode_header(value: &str) -> String {
-    let value: String = value.chars().filter(|c| !c.is_control()).collect();
-    if value.is_ascii() {
-        return value;
-    }
-    let mut words = Vec::new();
-    let mut chunk = String::new();
-    for c in value.chars() {
-        if chunk.len() + c.len_utf8() > 45 {
-            words.push(std::mem::take(&mut chunk));
-        }
-        chunk.push(c);
-    }
-    words.push(chunk);
-    words
-        .iter()
-        .map(|w| {
-            let b64 = base64::engine::general_purpose::STANDARD.encode(w.as_bytes());
-            format!("=?UTF-8?B?{b64}?=")
-        })
-        .collect::<Vec<_>>()
-        .join("\n ")
-}
-
-/// `Thu, 03 Dec 2026 05:48:27 +0000` for seconds since the epoch.
-pub fn rfc5322_date(secs: i64) -> String {
-    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    // `YYYY-MM-DDTHH:MM:SSZ`
-    let iso = crate::hunt::rfc3339_from_unix(secs);
-    let weekday = DAYS[secs.div_euclid(86_400).rem_euclid(7) as usize];
-    let month = iso
-        .get(5..7)
-        .and_then(|m| m.parse::<usize>().ok())
-        .and_then(|m| MONTHS.get(m.wrapping_sub(1)))
-        .unwrap_or(&"Jan");
-    format!(
-        "{weekday}, {} {month} {} {} +0000",
-        iso.get(8..10).unwrap_or("01"),
-        iso.get(0..4).unwrap_or("1970"),
-        iso.get(11..19).unwrap_or("00:00:00")
-    )
+    let id = format!("{}.{}", env.host, std::process::id());
+    crate::report::email::render(subject, body, &id, &env.header_envelope())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn dates_are_rfc5322() {
-        assert_eq!(rfc5322_date(0), "Thu, 01 Jan 1970 00:00:00 +0000");
-        assert_eq!(
-            rfc5322_date(1_796_276_907),
-            "Thu, 03 Dec 2026 05:48:27 +0000"
-        );
-        assert_eq!(rfc5322_date(951_782_400), "Tue, 29 Feb 2000 00:00:00 +0000");
-    }
 
     #[test]
     fn smtp_addresses_parse() {
@@ -305,50 +239,9 @@ mod tests {
     }
 
     #[test]
-    fn non_ascii_subjects_are_encoded_words() {
-        assert_eq!(encode_header("plain subject"), "plain subject");
-        assert_eq!(encode_header("a\r\nb"), "ab");
-        let long = "pgbisect: hunt failed: cannot read «données» ".repeat(3);
-        let encoded = encode_header(&long);
-        let mut decoded = String::new();
-        for word in encoded.split("\n ") {
-            assert!(word.len() <= 75, "{word}");
-            let b64 = word
-                .strip_prefix("=?UTF-8?B?")
-                .and_then(|w| w.strip_suffix("?="))
-                .unwrap();
-            let bytes = base64::engine::general_purpose::STANDARD
-                .decode(b64)
-                .unwrap();
-            decoded.push_str(&String::from_utf8(bytes).unwrap());
-        }
-        assert_eq!(decoded, long);
-    }
-
-    #[test]
     fn line_ends_are_normalised() {
         assert_eq!(with_line_ends("a\nb\r\nc", "\r\n"), "a\r\nb\r\nc");
         assert_eq!(with_line_ends("a\r\nb\n", "\n"), "a\nb\n");
-    }
-
-    #[test]
-    fn plain_message_has_the_headers() {
-        let env = Envelope5322 {
-            from: "pgbisect@bench".into(),
-            to: vec!["a@example.org".into(), "b@example.org".into()],
-            date: 0,
-            host: "bench".into(),
-        };
-        let m = plain_message(&env, "pgbisect: hello", "body line");
-        let (head, body) = m.split_once("\n\n").unwrap();
-        assert!(
-            head.contains("\nTo: a@example.org, b@example.org\n"),
-            "{head}"
-        );
-        assert!(head.contains("\nSubject: pgbisect: hello\n"), "{head}");
-        assert!(head.starts_with("Date: Thu, 01 Jan 1970 00:00:00 +0000\n"));
-        assert!(head.contains("Message-ID: <pgbisect.0."), "{head}");
-        assert_eq!(body, "body line\n");
     }
 
     #[test]

@@ -1,0 +1,431 @@
+//! What a report says, before it is laid out.
+//!
+//! The text, markdown and email reports must say the same things; only
+//! their layout differs. So the content is chosen once here, as a small
+//! document of sections, facts, lists and tables, and each format only
+//! lays that document out.
+
+use crate::decide::{Change, Method};
+use crate::findings::{Culprit, HuntOutcome, HuntReport, Judgement, TestedCommit, UnresolvedRange};
+use crate::lab::Commit;
+
+/// A whole report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Document {
+    /// One line saying what was found (also the email's subject).
+    pub title: String,
+    pub sections: Vec<Section>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Section {
+    pub heading: String,
+    pub blocks: Vec<Block>,
+}
+
+/// How a table column is aligned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Align {
+    Left,
+    Right,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Block {
+    /// `label: value` lines.
+    Facts(Vec<(String, String)>),
+    /// A headed group of facts, such as one culprit.
+    Item {
+        title: String,
+        facts: Vec<(String, String)>,
+    },
+    /// Bulleted remarks.
+    List(Vec<String>),
+    Table {
+        columns: Vec<(String, Align)>,
+        rows: Vec<Vec<String>>,
+    },
+    /// Text shown as it is (the profile's TOML).
+    Verbatim(String),
+    Paragraph(String),
+}
+
+fn fact(label: &str, value: impl Into<String>) -> (String, String) {
+    (label.to_string(), value.into())
+}
+
+/// The report's content.
+pub fn document(report: &HuntReport) -> Document {
+    let mut sections = vec![
+        Section {
+            heading: "What was hunted".into(),
+            blocks: vec![Block::Facts(hunted_facts(report))],
+        },
+        Section {
+            heading: "Machine".into(),
+            blocks: vec![Block::Facts(machine_facts(report))],
+        },
+        Section {
+            heading: "Result".into(),
+            blocks: result_blocks(report),
+        },
+        Section {
+            heading: "Tested commits, in history order".into(),
+            blocks: tested_blocks(report),
+        },
+        Section {
+            heading: "Totals".into(),
+            blocks: vec![Block::Facts(totals_facts(report))],
+        },
+    ];
+    if !report.profile_toml.trim().is_empty() {
+        sections.push(Section {
+            heading: format!("Profile {}", report.profile_name),
+            blocks: vec![Block::Verbatim(report.profile_toml.trim_end().to_string())],
+        });
+    }
+    Document {
+        title: headline(report),
+        sections,
+    }
+}
+
+/// One line saying what was found, e.g. `pgbisect: -26.9% TPS at 128
+/// clients, first bad commit ac1d7945 "Make idle backends exit ..."`.
+pub fn headline(report: &HuntReport) -> String {
+    let at = match report.clients {
+        1 => "at 1 client".to_string(),
+        n => format!("at {n} clients"),
+    };
+    let range = format!("{}..{}", report.good.short(), report.bad.short());
+    let whole = pct(report.endpoints.change.pct);
+    match report.outcome {
+        HuntOutcome::NoRegression => {
+            format!("pgbisect: no regression {at} in {range} ({whole} TPS)")
+        }
+        HuntOutcome::Inconclusive => {
+            format!("pgbisect: inconclusive {at} in {range} ({whole} TPS)")
+        }
+        HuntOutcome::CulpritFound => match report.culprits.as_slice() {
+            [] => format!("pgbisect: {whole} TPS {at}, pinned to a range in {range}"),
+            [c] => format!(
+                "pgbisect: {} TPS {at}, first bad commit {} \"{}\"",
+                pct(c.change.pct),
+                short(&c.commit),
+                c.subject
+            ),
+            [c, ..] => format!(
+                "pgbisect: {whole} TPS {at}, first of {} bad commits {} \"{}\"",
+                report.culprits.len(),
+                short(&c.commit),
+                c.subject
+            ),
+        },
+    }
+}
+
+fn short(sha: &str) -> &str {
+    &sha[..sha.len().min(8)]
+}
+
+fn pct(value: f64) -> String {
+    format!("{value:+.1}%")
+}
+
+/// `-26.9% [-28.1%, -25.7%] at 95% confidence`.
+fn change(c: &Change) -> String {
+    format!(
+        "{} [{}, {}] at {:.0}% confidence",
+        pct(c.pct),
+        pct(c.low_pct),
+        pct(c.high_pct),
+        c.confidence * 100.0
+    )
+}
+
+/// `p = 0.0021`, or `p < 0.0001` for what four decimals would show as 0.
+fn p_value(p: f64) -> String {
+    if p < 0.0001 {
+        "p < 0.0001".to_string()
+    } else {
+        format!("p = {p:.4}")
+    }
+}
+
+fn method(m: Method) -> &'static str {
+    match m {
+        Method::WelchT => "Welch's t-test",
+        Method::MannWhitney => "Mann-Whitney U",
+    }
+}
+
+fn hunted_facts(report: &HuntReport) -> Vec<(String, String)> {
+    let profile = if report.profile_name.is_empty() {
+        "default"
+    } else {
+        &report.profile_name
+    };
+    let settings = if report.server_settings.is_empty() {
+        "none given".to_string()
+    } else {
+        report
+            .server_settings
+            .iter()
+            .map(|(k, v)| format!("{k} = {v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    vec![
+        fact(
+            "range",
+            format!(
+                "{}..{} ({} commits)",
+                report.good.short(),
+                report.bad.short(),
+                report.candidates
+            ),
+        ),
+        fact("good", commit_line(&report.good)),
+        fact("bad", commit_line(&report.bad)),
+        fact("profile", profile),
+        fact("clients", report.clients.to_string()),
+        fact("benchmark", report.measurement.clone()),
+        fact("settings", settings),
+        fact("threshold", format!("{:.1}%", report.threshold * 100.0)),
+    ]
+}
+
+fn commit_line(c: &Commit) -> String {
+    if c.subject.is_empty() {
+        c.id.clone()
+    } else {
+        format!("{} {}", c.short(), c.subject)
+    }
+}
+
+fn machine_facts(report: &HuntReport) -> Vec<(String, String)> {
+    let configure = if report.configure_flags.is_empty() {
+        "none recorded".to_string()
+    } else {
+        report.configure_flags.join(" ")
+    };
+    let Some(m) = &report.machine else {
+        return vec![
+            fact("machine", "not recorded"),
+            fact("configure", configure),
+        ];
+    };
+    vec![
+        fact("cpu", format!("{} ({} CPUs)", m.cpu_model, m.cpus)),
+        fact("numa nodes", m.numa_nodes.to_string()),
+        fact("memory", format!("{:.1} GiB", m.memory_gib())),
+        fact("kernel", m.kernel.clone()),
+        fact("compiler", m.compiler.clone()),
+        fact("configure", configure),
+    ]
+}
+
+fn result_blocks(report: &HuntReport) -> Vec<Block> {
+    let e = &report.endpoints;
+    let mut blocks = vec![Block::Facts(vec![
+        fact("outcome", report.outcome.as_str()),
+        fact(
+            "good..bad",
+            format!("{}, {} + {} runs", change(&e.change), e.n_base, e.n_new),
+        ),
+    ])];
+    blocks.extend(report.culprits.iter().map(culprit_item));
+    blocks.extend(report.unresolved.iter().map(unresolved_item));
+    if !report.notes.is_empty() {
+        blocks.push(Block::List(report.notes.clone()));
+    }
+    blocks
+}
+
+fn culprit_item(c: &Culprit) -> Block {
+    Block::Item {
+        title: format!("first bad commit: {}", c.commit),
+        facts: vec![
+            fact("subject", c.subject.clone()),
+            fact("author", c.author.clone()),
+            fact("date", c.date.clone()),
+            fact("tps", format!("{:.1} -> {:.1}", c.before_tps, c.after_tps)),
+            fact("change", change(&c.change)),
+            fact(
+                "runs",
+                format!(
+                    "{} + {} side by side with {} ({}, {})",
+                    c.runs_before,
+                    c.runs_after,
+                    short(&c.parent),
+                    method(c.method),
+                    p_value(c.p_value)
+                ),
+            ),
+        ],
+    }
+}
+
+fn unresolved_item(r: &UnresolvedRange) -> Block {
+    let mut facts = vec![
+        fact(
+            "suspects",
+            r.suspects
+                .iter()
+                .map(|s| short(s))
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
+        fact("reason", r.reason.clone()),
+    ];
+    if let Some(c) = &r.comparison {
+        facts.push(fact(
+            "change",
+            format!("{}, {} + {} runs", change(&c.change), c.n_base, c.n_new),
+        ));
+    }
+    Block::Item {
+        title: format!(
+            "unresolved: {}..{} ({} suspects)",
+            r.last_good.short(),
+            r.first_bad.short(),
+            r.suspects.len()
+        ),
+        facts,
+    }
+}
+
+fn judgement(j: Judgement) -> &'static str {
+    match j {
+        Judgement::GoodEndpoint => "good end",
+        Judgement::BadEndpoint => "bad end",
+        Judgement::GoodLike => "good-like",
+        Judgement::BadLike => "bad-like",
+        Judgement::Unsure => "unsure",
+        Judgement::Unbuildable => "unbuildable",
+        Judgement::RunsFailed => "runs failed",
+    }
+}
+
+fn tested_blocks(report: &HuntReport) -> Vec<Block> {
+    let columns = [
+        ("commit", Align::Left),
+        ("judgement", Align::Left),
+        ("runs", Align::Right),
+        ("median tps", Align::Right),
+        ("(max-min)/max", Align::Right),
+        ("stddev/avg", Align::Right),
+    ]
+    .iter()
+    .map(|(name, align)| (name.to_string(), *align))
+    .collect();
+    let is_culprit = |t: &TestedCommit| report.culprits.iter().any(|c| c.commit == t.commit.id);
+    let rows = report
+        .tested
+        .iter()
+        .map(|t| tested_row(t, is_culprit(t)))
+        .collect();
+    let mut blocks = vec![Block::Table { columns, rows }];
+    if !report.culprits.is_empty() {
+        blocks.push(Block::Paragraph("* first bad commit".into()));
+    }
+    let notes: Vec<String> = report
+        .tested
+        .iter()
+        .filter_map(|t| Some(format!("{}: {}", t.commit.short(), t.note.as_ref()?)))
+        .collect();
+    if !notes.is_empty() {
+        blocks.push(Block::List(notes));
+    }
+    blocks
+}
+
+fn tested_row(t: &TestedCommit, culprit: bool) -> Vec<String> {
+    let mark = if culprit { "*" } else { "" };
+    let mut row = vec![
+        format!("{}{mark}", t.commit.short()),
+        judgement(t.judgement).to_string(),
+        t.samples.len().to_string(),
+    ];
+    match &t.summary {
+        Some(s) => row.extend([
+            format!("{:.1}", s.median),
+            format!("{:.2}%", s.range_ratio * 100.0),
+            format!("{:.2}%", s.cv * 100.0),
+        ]),
+        None => row.extend(["-".to_string(), "-".to_string(), "-".to_string()]),
+    }
+    row
+}
+
+/// `1 h 02 min`, `12 min 03 s` or `45 s`.
+pub fn duration(seconds: f64) -> String {
+    let s = seconds.max(0.0).round() as u64;
+    match s {
+        0..60 => format!("{s} s"),
+        60..3600 => format!("{} min {:02} s", s / 60, s % 60),
+        _ => format!("{} h {:02} min", s / 3600, s / 60 % 60),
+    }
+}
+
+fn totals_facts(report: &HuntReport) -> Vec<(String, String)> {
+    let t = &report.totals;
+    vec![
+        fact(
+            "builds",
+            format!("{} in {}", t.builds, duration(t.build_seconds)),
+        ),
+        fact(
+            "runs",
+            format!(
+                "{} ({} warm-up, {} measured) in {}",
+                t.runs,
+                t.warmup_runs,
+                t.measured_runs,
+                duration(t.bench_seconds)
+            ),
+        ),
+        fact("wall time", duration(t.wall_seconds)),
+        fact(
+            "pgbisect's own CPU",
+            format!(
+                "{:.1} s ({:.2}% of the wall time)",
+                t.cpu_seconds,
+                100.0 * t.cpu_seconds / t.wall_seconds.max(1e-9)
+            ),
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_client_is_singular() {
+        let text = include_str!("../../tests/fixtures/reports/hunt.json");
+        let mut report: HuntReport = serde_json::from_str(text).unwrap();
+        report.outcome = HuntOutcome::NoRegression;
+        report.clients = 1;
+        assert!(headline(&report).starts_with("pgbisect: no regression at 1 client in "));
+    }
+
+    #[test]
+    fn durations_read_naturally() {
+        assert_eq!(duration(0.4), "0 s");
+        assert_eq!(duration(59.0), "59 s");
+        assert_eq!(duration(723.0), "12 min 03 s");
+        assert_eq!(duration(3720.0), "1 h 02 min");
+    }
+
+    #[test]
+    fn change_names_interval_and_confidence() {
+        let c = Change {
+            pct: -26.94,
+            low_pct: -28.1,
+            high_pct: -25.66,
+            confidence: 0.95,
+        };
+        assert_eq!(change(&c), "-26.9% [-28.1%, -25.7%] at 95% confidence");
+    }
+}

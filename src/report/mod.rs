@@ -1,0 +1,66 @@
+//! Renderers of a hunt's findings. Each returns text; none prints.
+//!
+//! [`document`] chooses what a report says; `text`, `markdown` and
+//! `email` only lay it out, so the formats cannot disagree.
+
+pub mod document;
+pub mod email;
+pub mod markdown;
+pub mod text;
+
+use crate::findings::HuntReport;
+use anyhow::Context;
+
+pub use email::Envelope;
+
+/// The result as pretty JSON.
+pub fn json(report: &HuntReport) -> anyhow::Result<String> {
+    serde_json::to_string_pretty(report).context("cannot encode the result as JSON")
+}
+
+/// The report as plain text for the mailing list: at most 72 columns.
+pub fn text(report: &HuntReport) -> String {
+    text::render(&document::document(report))
+}
+
+/// The report as GitHub-flavoured markdown.
+pub fn markdown(report: &HuntReport) -> String {
+    markdown::render(&document::document(report))
+}
+
+/// The report as an RFC 5322 message whose body is [`text`].
+pub fn email(report: &HuntReport, envelope: &Envelope) -> String {
+    let id = format!("{}.{}", report.good.short(), report.bad.short());
+    email::render(&document::headline(report), &text(report), &id, envelope)
+}
+
+/// Report formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Format {
+    /// Plain text for the mailing list, at most 72 columns.
+    #[default]
+    Text,
+    /// GitHub-flavoured markdown with tables.
+    Markdown,
+    /// The result as data.
+    Json,
+    /// An RFC 5322 message with the text as body (needs --from and --to).
+    Email,
+}
+
+/// Renders `report` in `format`; an email needs an envelope.
+pub fn render(
+    report: &HuntReport,
+    format: Format,
+    envelope: Option<&Envelope>,
+) -> anyhow::Result<String> {
+    Ok(match format {
+        Format::Text => text(report),
+        Format::Markdown => markdown(report),
+        Format::Json => json(report)? + "\n",
+        Format::Email => {
+            let envelope = envelope.context("an email report needs a sender and a recipient")?;
+            email(report, envelope)
+        }
+    })
+}

@@ -1,0 +1,149 @@
+//! `pgbisect report` end to end: the binary renders a hunt result found in
+//! a work dir, and says clearly when there is none.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+const FIXTURE: &str = include_str!("fixtures/reports/hunt.json");
+
+fn pgbisect(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pgbisect"))
+        .args(args)
+        .current_dir(cwd)
+        .env("XDG_CACHE_HOME", cwd.join("cache"))
+        .output()
+        .expect("pgbisect runs")
+}
+
+fn work_dir_with_fixture() -> tempfile::TempDir {
+    let work = tempfile::tempdir().unwrap();
+    let hunt = work.path().join("hunts").join("x");
+    std::fs::create_dir_all(&hunt).unwrap();
+    std::fs::write(hunt.join("result.json"), FIXTURE).unwrap();
+    work
+}
+
+fn stdout(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn renders_the_newest_hunt_as_text() {
+    let work = work_dir_with_fixture();
+    let dir = work.path().to_str().unwrap();
+    let text = stdout(&pgbisect(&["report", "--work-dir", dir], work.path()));
+    let expected = pgbisect::report::text(&serde_json::from_str(FIXTURE).unwrap());
+    assert_eq!(text, expected);
+    assert!(text.contains("first bad commit: "), "{text}");
+    assert!(text.lines().all(|l| l.chars().count() <= 72));
+}
+
+#[test]
+fn renders_markdown_json_and_email_into_a_file() {
+    let work = work_dir_with_fixture();
+    let dir = work.path().to_str().unwrap();
+    let md = stdout(&pgbisect(
+        &[
+            "report",
+            "--work-dir",
+            dir,
+            "--hunt",
+            "x",
+            "--format",
+            "markdown",
+        ],
+        work.path(),
+    ));
+    assert!(md.contains("| commit | judgement |"), "{md}");
+    let json = stdout(&pgbisect(
+        &["report", "--work-dir", dir, "--format", "json"],
+        work.path(),
+    ));
+    let back: pgbisect::findings::HuntReport = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, serde_json::from_str(FIXTURE).unwrap());
+    let out_file = work.path().join("mail.eml");
+    let args = [
+        "report",
+        "--work-dir",
+        dir,
+        "--format",
+        "email",
+        "--from",
+        "Jane <jane@example.org>",
+        "--to",
+        "pgsql-hackers@lists.postgresql.org",
+        "--output",
+        out_file.to_str().unwrap(),
+    ];
+    assert_eq!(stdout(&pgbisect(&args, work.path())), "");
+    let mail = std::fs::read_to_string(&out_file).unwrap();
+    assert!(
+        mail.starts_with("From: Jane <jane@example.org>\r\n"),
+        "{mail}"
+    );
+    assert!(mail.contains("\r\nSubject: pgbisect: "), "{mail}");
+}
+
+#[test]
+fn empty_work_dir_says_where_it_looked_and_what_to_run() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().to_str().unwrap();
+    let out = pgbisect(&["report", "--work-dir", dir], work.path());
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("{dir}/hunts/*/result.json")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("pgbisect --good REV --bad REV"), "{stderr}");
+}
+
+#[test]
+fn unreadable_result_names_the_file() {
+    let work = tempfile::tempdir().unwrap();
+    let hunt = work.path().join("hunts").join("broken");
+    std::fs::create_dir_all(&hunt).unwrap();
+    std::fs::write(hunt.join("result.json"), "{\"outcome\": ").unwrap();
+    let out = pgbisect(
+        &["report", "--work-dir", work.path().to_str().unwrap()],
+        work.path(),
+    );
+    assert_eq!(out.status.code(), Some(4));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("broken/result.json"), "{stderr}");
+}
+
+#[test]
+fn email_needs_sender_and_recipient() {
+    let work = work_dir_with_fixture();
+    let dir = work.path().to_str().unwrap();
+    let out = pgbisect(
+        &["report", "--work-dir", dir, "--format", "email"],
+        work.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--from"));
+}
+
+#[test]
+fn default_work_dir_is_the_hunts() {
+    // A hunt in repository `proj` keeps its results in
+    // $XDG_CACHE_HOME/pgbisect/proj; `report --repo proj` must look there.
+    let root = tempfile::tempdir().unwrap();
+    let repo = root.path().join("proj");
+    std::fs::create_dir_all(&repo).unwrap();
+    let hunt = root.path().join("cache/pgbisect/proj/hunts/x");
+    std::fs::create_dir_all(&hunt).unwrap();
+    std::fs::write(hunt.join("result.json"), FIXTURE).unwrap();
+    let text = stdout(&pgbisect(
+        &["report", "--repo", repo.to_str().unwrap()],
+        root.path(),
+    ));
+    assert!(text.contains("first bad commit: "), "{text}");
+}
