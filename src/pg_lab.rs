@@ -216,7 +216,8 @@ impl PgLab {
             let out = self.run_file(spec.run, commit, &format!("warmup{}", w + 1));
             self.totals.runs += 1;
             self.totals.warmup_runs += 1;
-            if let Err(e) = running.run_pgbench(&pgbench, &args, &out) {
+            let limit = server::time_limit(opts.warmup_duration());
+            if let Err(e) = running.run_pgbench(&pgbench, &args, &out, limit) {
                 self.fresh_copy_of = None;
                 self.totals.bench_seconds += started.elapsed().as_secs_f64();
                 return Ok(failed(&e.into()));
@@ -224,7 +225,8 @@ impl PgLab {
         }
         let args = bench::run_args(opts, spec.clients, opts.duration_secs, &conn);
         let out = self.run_file(spec.run, commit, "run");
-        let result = running.run_pgbench(&pgbench, &args, &out);
+        let limit = server::time_limit(opts.duration_secs);
+        let result = running.run_pgbench(&pgbench, &args, &out, limit);
         self.totals.runs += 1;
         self.totals.bench_seconds += started.elapsed().as_secs_f64();
         running.stop()?;

@@ -5,7 +5,7 @@
 use pgbisect::bench::{self, Builtin, PgbenchOptions, QueryMode};
 use pgbisect::server::{
     BenchError, DataTemplate, RunAs, RunningServer, Server, ServerError, SocketDir, TemplateSpec,
-    check_settings, fresh_copy, pick_port, reap_leftovers, registry_dir,
+    check_settings, fresh_copy, pick_port, reap_leftovers, registry_dir, time_limit,
 };
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -236,7 +236,7 @@ fn pgbench_select_only_run_is_parsed() {
     let args = bench::run_args(&opts, 2, 2, &server.conn("postgres"));
     let output = work.path().join("run-1.txt");
     let report = server
-        .run_pgbench(&bin.join("pgbench"), &args, &output)
+        .run_pgbench(&bin.join("pgbench"), &args, &output, time_limit(2))
         .unwrap();
     assert!(report.tps > 100.0, "{report:?}");
     assert!(report.transactions.unwrap() > 0);
@@ -253,6 +253,7 @@ fn pgbench_select_only_run_is_parsed() {
             &bin.join("pgbench"),
             &bench::run_args(&opts, 1, 1, &wrong),
             &output,
+            time_limit(1),
         )
         .unwrap_err();
     let BenchError::Failed { command, tail, .. } = &err else {
@@ -279,7 +280,12 @@ fn crashed_server_gives_an_error_with_the_log_tail() {
         unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
     });
     let args = bench::run_args(&small_workload(), 1, 5, &server.conn("postgres"));
-    let result = server.run_pgbench(&bin.join("pgbench"), &args, &work.path().join("crash.txt"));
+    let result = server.run_pgbench(
+        &bin.join("pgbench"),
+        &args,
+        &work.path().join("crash.txt"),
+        time_limit(5),
+    );
     killer.join().unwrap();
     let err = result.unwrap_err();
     let BenchError::ServerCrashed {

@@ -15,7 +15,7 @@ mod run_as;
 mod template;
 
 pub use config::{check_settings, describe_config, server_version};
-pub use pgbench::{BenchError, run_pgbench};
+pub use pgbench::{BenchError, run_pgbench, time_limit};
 pub use registry::{reap_leftovers, registry_dir};
 pub use run_as::{DEFAULT_USER, RunAs, is_root, lookup_user};
 pub use template::{DataTemplate, TemplateSpec, fresh_copy};

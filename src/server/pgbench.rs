@@ -29,6 +29,15 @@ pub enum BenchError {
         status: String,
         tail: String,
     },
+    #[error(
+        "`{command}` did not finish within {seconds} s and was stopped (a hung server or \
+         client); last lines of its output:\n{tail}"
+    )]
+    TimedOut {
+        command: String,
+        seconds: u64,
+        tail: String,
+    },
     #[error("`{command}` gave no result: {source}")]
     NoResult { command: String, source: ParseError },
     #[error(
@@ -45,32 +54,59 @@ pub enum BenchError {
     },
 }
 
+/// How long a pgbench run of `duration_secs` may take before it counts as
+/// hung: three times its length, plus a minute for connections and the
+/// end of the run.
+pub fn time_limit(duration_secs: u32) -> Duration {
+    Duration::from_secs(u64::from(duration_secs) * 3 + 60)
+}
+
 /// Runs `PGBENCH ARGS` as `run_as`, keeps stdout and stderr in
-/// `output_path`, and reads the result.
+/// `output_path`, and reads the result. A run still going after `limit` is
+/// stopped and is a failure: an unattended hunt must not wait forever on a
+/// commit that hangs.
 pub fn run_pgbench(
     pgbench: &Path,
     args: &[String],
     run_as: &RunAs,
     output_path: &Path,
+    limit: Duration,
 ) -> Result<PgbenchReport, BenchError> {
     let invocation = Invocation::new(pgbench, args);
     let command = invocation.display();
-    let output = run_as
+    let spawn_error = |source| BenchError::Spawn {
+        command: command.clone(),
+        source,
+    };
+    let handle = run_as
         .command(pgbench, args)
         .stdout_capture()
         .stderr_capture()
         .unchecked()
-        .run()
-        .map_err(|source| BenchError::Spawn {
-            command: command.clone(),
-            source,
-        })?;
+        .start()
+        .map_err(spawn_error)?;
+    let finished = handle.wait_timeout(limit).map_err(spawn_error)?.cloned();
+    let timed_out = finished.is_none();
+    let output = match finished {
+        Some(output) => output,
+        None => {
+            handle.kill().map_err(spawn_error)?;
+            handle.wait().map_err(spawn_error)?.clone()
+        }
+    };
     let text = combined_output(&output);
     let kept = format!("$ {command}\n{text}");
     std::fs::write(output_path, kept).map_err(|source| BenchError::Output {
         path: output_path.to_path_buf(),
         source,
     })?;
+    if timed_out {
+        return Err(BenchError::TimedOut {
+            command,
+            seconds: limit.as_secs(),
+            tail: tail_lines(&text, TAIL_LINES),
+        });
+    }
     if !output.status.success() {
         return Err(BenchError::Failed {
             command,
@@ -85,7 +121,7 @@ impl BenchError {
     /// The pgbench output's tail this error carries, if any.
     fn bench_tail(&self) -> String {
         match self {
-            BenchError::Failed { tail, .. } => tail.clone(),
+            BenchError::Failed { tail, .. } | BenchError::TimedOut { tail, .. } => tail.clone(),
             BenchError::NoResult {
                 source: ParseError::NoTps { tail },
                 ..
@@ -105,9 +141,10 @@ impl RunningServer {
         pgbench: &Path,
         args: &[String],
         output_path: &Path,
+        limit: Duration,
     ) -> Result<PgbenchReport, BenchError> {
         let log_len = self.log_len();
-        let result = run_pgbench(pgbench, args, self.run_as(), output_path);
+        let result = run_pgbench(pgbench, args, self.run_as(), output_path, limit);
         // Clients can see the postmaster die a moment before it is gone.
         let grace = if result.is_err() {
             Duration::from_secs(3)
@@ -128,5 +165,39 @@ impl RunningServer {
             log_tail: tail_lines(&super::read_lossy(self.log_path(), 0), LOG_TAIL_LINES),
             bench_tail,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hung_pgbench_is_stopped_and_is_a_failure() {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = dir.path().join("pgbench");
+        std::fs::write(&fake, "#!/bin/sh\necho starting\nexec sleep 30\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let out = dir.path().join("out.txt");
+        let started = std::time::Instant::now();
+        let err = run_pgbench(
+            &fake,
+            &[],
+            &RunAs::CurrentUser,
+            &out,
+            Duration::from_millis(500),
+        )
+        .unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(10));
+        assert!(matches!(err, BenchError::TimedOut { .. }), "{err}");
+        assert!(err.to_string().contains("starting"), "{err}");
+        assert!(std::fs::read_to_string(&out).unwrap().contains("starting"));
+    }
+
+    #[test]
+    fn time_limits_grow_with_the_run() {
+        assert_eq!(time_limit(5), Duration::from_secs(75));
+        assert!(time_limit(1800) > Duration::from_secs(1800));
     }
 }
