@@ -79,7 +79,9 @@ for variant in $variants; do
       check "exit code 0 (culprit found)" test "$code" = 0
       check "both injected commits in the JSON" test "$(culprits_in_json "$work/$variant.json")" = "$want"
       if "$pgbisect" report --help > /dev/null 2>&1; then
-        "$pgbisect" report --work-dir "$work/work-$variant" --format email > "$work/$variant.eml"
+        "$pgbisect" report --work-dir "$work/work-$variant" --format email \
+          --from "pgbisect <pgbisect@localhost>" --to pgsql-hackers@lists.postgresql.org \
+          > "$work/$variant.eml"
         for sha in "${expected[@]}"; do
           check "email names ${sha:0:12}" grep -q "$sha" "$work/$variant.eml"
         done
