@@ -38,6 +38,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Some(Command::Simulate(args)) => simulate_command(&args),
         Some(Command::Profiles) => list_profiles(),
         Some(Command::Report(args)) => crate::results::report_command(&args),
+        Some(Command::Resume(args)) => crate::resume::resume_command(&args),
     }
 }
 
@@ -245,7 +246,8 @@ struct Finished {
 
 /// Runs the hunt, then tells whoever `--notify-cmd` and `--mail-to` name
 /// how it ended, whether it reached a verdict or failed.
-fn hunt(args: &RunArgs) -> anyhow::Result<ExitCode> {
+/// A hunt, with notifications at its end.
+pub(crate) fn hunt(args: &RunArgs) -> anyhow::Result<ExitCode> {
     if args.format == ReportFormat::Email {
         return Err(UsageError(
             "a hunt prints text, markdown or json; for an email, run \
@@ -298,6 +300,7 @@ fn run_hunt(args: &RunArgs, work_dir: &mut Option<PathBuf>) -> anyhow::Result<Fi
     ));
     std::fs::create_dir_all(&hunt_dir)
         .with_context(|| format!("cannot create {}", hunt_dir.display()))?;
+    crate::resume::save(&hunt_dir, args, &plan.repo_dir, &plan.work_dir)?;
     let journal_path = hunt_dir.join("journal.jsonl");
     let past = Journal::load(&journal_path)?;
     let mut real_lab = make_lab(&plan, args, &hunt_dir.join("runs"))?;

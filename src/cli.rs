@@ -6,6 +6,7 @@
 
 pub use crate::report::Format as ReportFormat;
 use clap::{Args, Parser, Subcommand};
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 /// Exit code: a hunt found at least one culprit (or a command succeeded).
@@ -64,10 +65,15 @@ pub enum Command {
     Profiles,
     /// Render the result of a past hunt: text, markdown, JSON or email.
     Report(ReportArgs),
+    /// Continue a hunt that was stopped (killed, interrupted, a reboot):
+    /// nothing already built or measured is done again.
+    Resume(ResumeArgs),
 }
 
-/// Where and what to hunt.
-#[derive(Debug, Args, Clone, Default)]
+/// Where and what to hunt. Saved with each hunt, so `resume` can run it
+/// again as it was given.
+#[derive(Debug, Args, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RunArgs {
     /// A commit, tag or branch that is fast.
     #[arg(long, value_name = "REV")]
@@ -133,18 +139,33 @@ pub struct RunArgs {
     pub format: ReportFormat,
 }
 
-/// `pgbisect report`.
+/// Which past hunt a command is about.
 #[derive(Debug, Args, Clone)]
-pub struct ReportArgs {
+pub struct HuntLocation {
     /// The hunt's work dir (default: the one a hunt in --repo uses).
     #[arg(long, value_name = "DIR", conflicts_with = "repo")]
     pub work_dir: Option<PathBuf>,
     /// The repository the hunt ran in (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub repo: Option<PathBuf>,
-    /// Which hunt: a folder name under <work dir>/hunts (default: the newest).
+    /// Which hunt: a folder name under <work dir>/hunts (default: the
+    /// newest).
     #[arg(long, value_name = "NAME")]
     pub hunt: Option<String>,
+}
+
+/// `pgbisect resume`.
+#[derive(Debug, Args, Clone)]
+pub struct ResumeArgs {
+    #[command(flatten)]
+    pub at: HuntLocation,
+}
+
+/// `pgbisect report`.
+#[derive(Debug, Args, Clone)]
+pub struct ReportArgs {
+    #[command(flatten)]
+    pub at: HuntLocation,
     /// How to render the result.
     #[arg(long, value_enum, default_value_t)]
     pub format: ReportFormat,

@@ -48,6 +48,7 @@ pub mod replay;
 pub mod repo;
 pub mod report;
 pub mod results;
+pub mod resume;
 pub mod server;
 pub mod simulate;
 pub mod stats;

@@ -26,6 +26,12 @@ pub struct PastHunt {
 
 /// Every hunt under `work_dir` that has a result, newest first.
 pub fn past_hunts(work_dir: &Path) -> anyhow::Result<Vec<PastHunt>> {
+    past_hunts_with(work_dir, RESULT_FILE)
+}
+
+/// Every hunt under `work_dir` whose folder holds `marker`, newest (by the
+/// marker's time) first.
+pub fn past_hunts_with(work_dir: &Path, marker: &str) -> anyhow::Result<Vec<PastHunt>> {
     let hunts = work_dir.join("hunts");
     let entries = match std::fs::read_dir(&hunts) {
         Ok(e) => e,
@@ -36,7 +42,7 @@ pub fn past_hunts(work_dir: &Path) -> anyhow::Result<Vec<PastHunt>> {
     for entry in entries {
         let entry = entry.with_context(|| format!("cannot list {}", hunts.display()))?;
         let dir = entry.path();
-        let Ok(meta) = std::fs::metadata(dir.join(RESULT_FILE)) else {
+        let Ok(meta) = std::fs::metadata(dir.join(marker)) else {
             continue;
         };
         found.push(PastHunt {
@@ -51,12 +57,17 @@ pub fn past_hunts(work_dir: &Path) -> anyhow::Result<Vec<PastHunt>> {
 
 /// The hunt named `name`, or the newest one.
 pub fn choose(work_dir: &Path, name: Option<&str>) -> anyhow::Result<PastHunt> {
-    let hunts = past_hunts(work_dir)?;
-    let looked = work_dir.join("hunts").join("*").join(RESULT_FILE);
+    choose_with(work_dir, name, RESULT_FILE)
+}
+
+/// The hunt named `name`, or the newest one, among those holding `marker`.
+pub fn choose_with(work_dir: &Path, name: Option<&str>, marker: &str) -> anyhow::Result<PastHunt> {
+    let hunts = past_hunts_with(work_dir, marker)?;
+    let looked = work_dir.join("hunts").join("*").join(marker);
     match name {
         None => hunts.into_iter().next().ok_or_else(|| {
             UsageError(format!(
-                "no hunt result in {} (looked for {})\n\
+                "no hunt in {} (looked for {})\n\
                  hint: run a hunt first (pgbisect --good REV --bad REV), or pass the \
                  --work-dir or --repo it used",
                 work_dir.display(),
@@ -68,7 +79,7 @@ pub fn choose(work_dir: &Path, name: Option<&str>) -> anyhow::Result<PastHunt> {
             let known: Vec<String> = hunts.iter().map(|h| h.name.clone()).collect();
             hunts.into_iter().find(|h| h.name == name).ok_or_else(|| {
                 UsageError(format!(
-                    "no hunt named `{name}` with a result in {}; known: {}",
+                    "no hunt named `{name}` with a {marker} in {}; known: {}",
                     work_dir.join("hunts").display(),
                     if known.is_empty() {
                         "none".to_string()
@@ -79,6 +90,15 @@ pub fn choose(work_dir: &Path, name: Option<&str>) -> anyhow::Result<PastHunt> {
                 .into()
             })
         }
+    }
+}
+
+/// The work dir given, or the one a hunt in `repo` (default: the current
+/// directory) uses.
+pub fn work_dir_of(work_dir: Option<&Path>, repo: Option<&Path>) -> anyhow::Result<PathBuf> {
+    match work_dir {
+        Some(w) => Ok(w.to_path_buf()),
+        None => crate::app::default_work_dir(repo.unwrap_or(Path::new("."))),
     }
 }
 
@@ -122,11 +142,8 @@ pub fn report_command(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         }
         _ => None,
     };
-    let work_dir = match &args.work_dir {
-        Some(w) => w.clone(),
-        None => crate::app::default_work_dir(args.repo.as_deref().unwrap_or(Path::new(".")))?,
-    };
-    let hunt = choose(&work_dir, args.hunt.as_deref())?;
+    let work_dir = work_dir_of(args.at.work_dir.as_deref(), args.at.repo.as_deref())?;
+    let hunt = choose(&work_dir, args.at.hunt.as_deref())?;
     let found = load(&hunt)?;
     let text = report::render(&found, args.format, envelope.as_ref())?;
     match &args.output {

@@ -76,6 +76,16 @@ fn pgbisect(repo: &Path, work: &Path, extra: &[&str]) -> Output {
         .expect("pgbisect runs")
 }
 
+/// The folder of the only hunt under `work`.
+fn only_hunt_dir(work: &Path) -> PathBuf {
+    std::fs::read_dir(work.join("hunts"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+}
+
 fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
@@ -294,12 +304,7 @@ fn rerun_resumes_from_the_journal_without_measuring_twice() {
         String::from_utf8_lossy(&first.stderr)
     );
     let runs_first = std::fs::read_to_string(&calls).unwrap().lines().count();
-    let hunt_dir = std::fs::read_dir(wdir.join("hunts"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let hunt_dir = only_hunt_dir(&wdir);
     let journal = hunt_dir.join("journal.jsonl");
     // Cut the journal as a crash would, half way through the runs.
     let text = std::fs::read_to_string(&journal).unwrap();
@@ -389,12 +394,7 @@ fn hunt_writes_reports_and_report_renders_them_again() {
     );
     let printed = String::from_utf8_lossy(&out.stdout);
     assert!(printed.starts_with("# pgbisect: "), "{printed}");
-    let hunt_dir = std::fs::read_dir(work_dir.join("hunts"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let hunt_dir = only_hunt_dir(&work_dir);
     let result = json(&hunt_dir.join("result.json"));
     assert!(
         result["machine"]["cpus"].as_u64().unwrap() >= 1,
@@ -430,4 +430,148 @@ fn hunt_cannot_print_an_email() {
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("pgbisect report --format email"));
+}
+
+/// A profile like [`profile`] whose benchmark takes a while and counts its
+/// calls in `calls`.
+fn slow_counting_profile(dir: &Path, calls: &Path, seconds: &str) -> PathBuf {
+    let path = dir.join("slow.toml");
+    let base = std::fs::read_to_string(profile(dir)).unwrap();
+    let slow = base.replace(
+        "command = \"awk",
+        &format!(
+            "command = \"sleep {seconds} && echo run >> {} && awk",
+            calls.display()
+        ),
+    );
+    std::fs::write(&path, slow).unwrap();
+    path
+}
+
+/// Run numbers in the journal of the only hunt under `work`.
+fn journaled_runs(work: &Path) -> std::collections::BTreeSet<u64> {
+    let Ok(mut hunts) = std::fs::read_dir(work.join("hunts")) else {
+        return Default::default();
+    };
+    let Some(Ok(hunt)) = hunts.next() else {
+        return Default::default();
+    };
+    let text = std::fs::read_to_string(hunt.path().join("journal.jsonl")).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["event"] == "run")
+        .filter_map(|v| v["run"].as_u64())
+        .collect()
+}
+
+fn line_count(path: &Path) -> usize {
+    std::fs::read_to_string(path).map_or(0, |t| t.lines().count())
+}
+
+/// Starts a hunt in the background and waits until it has journaled
+/// `runs` runs.
+fn start_hunt(repo: &Path, work: &Path, profile: &Path, runs: usize) -> std::process::Child {
+    let child = Command::new(env!("CARGO_BIN_EXE_pgbisect"))
+        .arg("--repo")
+        .arg(repo)
+        .arg("--work-dir")
+        .arg(work)
+        .args(["--good", "good", "--bad", "bad", "--profile"])
+        .arg(profile)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while journaled_runs(work).len() < runs {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the hunt made no runs"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child
+}
+
+#[test]
+fn killed_hunt_resumes_without_measuring_twice() {
+    let (repo, shas) = history(&levels_with_drop_at(40, 23), &[]);
+    let work = tempfile::tempdir().unwrap();
+    let calls = work.path().join("calls");
+    let slow = slow_counting_profile(work.path(), &calls, "0.05");
+    let wdir = work.path().join("w");
+    let mut child = start_hunt(repo.path(), &wdir, &slow, 12);
+    child.kill().unwrap(); // SIGKILL: no chance to clean up
+    child.wait().unwrap();
+    let before = journaled_runs(&wdir).len();
+    assert!(
+        line_count(&calls) <= before + 1,
+        "at most the run in flight is lost"
+    );
+
+    let out = Command::new(env!("CARGO_BIN_EXE_pgbisect"))
+        .args(["resume", "--work-dir"])
+        .arg(&wdir)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("resuming"), "{stderr}");
+    let hunt_dir = only_hunt_dir(&wdir);
+    let v = json(&hunt_dir.join("result.json"));
+    assert_eq!(v["culprits"][0]["commit"], shas[23].as_str());
+    let all = journaled_runs(&wdir).len();
+    assert!(all > before, "the resumed hunt went on");
+    assert!(
+        line_count(&calls) <= all + 1,
+        "{} benchmark calls for {all} runs: something was measured twice",
+        line_count(&calls)
+    );
+}
+
+#[test]
+fn second_hunt_in_the_same_work_dir_is_refused() {
+    let (repo, _) = history(&levels_with_drop_at(20, 7), &[]);
+    let work = tempfile::tempdir().unwrap();
+    let slow = slow_counting_profile(work.path(), &work.path().join("calls"), "0.2");
+    let wdir = work.path().join("w");
+    let mut first = start_hunt(repo.path(), &wdir, &slow, 1);
+    let second = pgbisect(
+        repo.path(),
+        &wdir,
+        &[
+            "--good",
+            "good",
+            "--bad",
+            "bad",
+            "--profile",
+            slow.to_str().unwrap(),
+        ],
+    );
+    first.kill().unwrap();
+    first.wait().unwrap();
+    assert_eq!(second.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        stderr.contains(&format!("pid {}", first.id())) && stderr.contains("--work-dir"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn resume_without_a_hunt_says_where_it_looked() {
+    let work = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_pgbisect"))
+        .args(["resume", "--work-dir"])
+        .arg(work.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("command.json"), "{stderr}");
 }

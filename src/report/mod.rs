@@ -35,7 +35,18 @@ pub fn email(report: &HuntReport, envelope: &Envelope) -> String {
 }
 
 /// Report formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
 pub enum Format {
     /// Plain text for the mailing list, at most 72 columns.
     #[default]
