@@ -39,6 +39,22 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Some(Command::Profiles) => list_profiles(),
         Some(Command::Report(args)) => crate::results::report_command(&args),
         Some(Command::Resume(args)) => crate::resume::resume_command(&args),
+        Some(Command::Completions { shell }) => completions(shell),
+    }
+}
+
+/// `pgbisect completions SHELL`: the script on standard output (a reader
+/// that stops early, like `head`, is not an error).
+fn completions(shell: clap_complete::Shell) -> anyhow::Result<ExitCode> {
+    use std::io::Write;
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "pgbisect", &mut script);
+    match std::io::stdout().write_all(&script) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(e).context("cannot write the completion script")
+        }
+        _ => Ok(ExitCode::SUCCESS),
     }
 }
 

@@ -68,6 +68,12 @@ pub enum Command {
     /// Continue a hunt that was stopped (killed, interrupted, a reboot):
     /// nothing already built or measured is done again.
     Resume(ResumeArgs),
+    /// Print a shell completion script, e.g.
+    /// `pgbisect completions bash > /etc/bash_completion.d/pgbisect`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 /// Where and what to hunt. Saved with each hunt, so `resume` can run it

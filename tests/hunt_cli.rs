@@ -575,3 +575,26 @@ fn resume_without_a_hunt_says_where_it_looked() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("command.json"), "{stderr}");
 }
+
+#[test]
+fn completions_are_scripts_the_shells_accept() {
+    let out = Command::new(env!("CARGO_BIN_EXE_pgbisect"))
+        .args(["completions", "bash"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let script = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        script.contains("resume") && script.contains("--good"),
+        "{script}"
+    );
+    let check = Command::new("bash")
+        .args(["-n", "-c", &script])
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+}
