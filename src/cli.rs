@@ -97,8 +97,8 @@ pub struct RunArgs {
     /// Workload profile: a bundled name or a .toml file.
     #[arg(long, value_name = "NAME|FILE")]
     pub profile: Option<String>,
-    /// pgbench clients for the hunt.
-    #[arg(long, value_name = "N")]
+    /// pgbench clients for the hunt (one count: a hunt decides on one).
+    #[arg(long, value_name = "N", value_parser = one_client_count)]
     pub clients: Option<u32>,
     /// Smallest drop worth hunting, in percent.
     #[arg(long, value_name = "PCT")]
@@ -209,6 +209,23 @@ pub struct SimulateArgs {
     pub json: Option<PathBuf>,
 }
 
+/// `--clients` of a hunt: one positive count; a list gets a pointer to
+/// `compare`, which measures several.
+fn one_client_count(text: &str) -> Result<u32, String> {
+    if text.contains(',') {
+        return Err(format!(
+            "a hunt decides on one client count, e.g. --clients 128; to measure {text} \
+             side by side, use `pgbisect compare A B --clients {text}`"
+        ));
+    }
+    match text.trim().parse::<u32>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!(
+            "`{text}` is not a client count: give a number of at least 1"
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,6 +234,16 @@ mod tests {
     #[test]
     fn definitions_are_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn a_list_of_clients_points_to_compare() {
+        let err =
+            Cli::try_parse_from(["pgbisect", "--good", "A", "--bad", "B", "--clients", "1,8"])
+                .unwrap_err()
+                .to_string();
+        assert!(err.contains("pgbisect compare"), "{err}");
+        assert!(Cli::try_parse_from(["pgbisect", "--clients", "0"]).is_err());
     }
 
     #[test]
