@@ -56,6 +56,16 @@ const INSTALLED_DIRS: [&str; 11] = [
     "contrib/pgbench",
 ];
 
+/// Directories installed only when their Makefile has an `install` rule:
+/// since PostgreSQL 18 `postgres.bki` is installed from
+/// `src/include/catalog`, whose Makefile has no such rule before.
+const INSTALLED_IF_RULE: [&str; 1] = ["src/include/catalog"];
+
+/// True when the Makefile `text` defines an `install` target itself.
+fn has_install_rule(text: &str) -> bool {
+    text.lines().any(|l| l.starts_with("install:"))
+}
+
 /// The build system a commit is built with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum System {
@@ -270,7 +280,15 @@ impl TreeBuild<'_> {
                         return Ok(false);
                     }
                 }
-                for dir in INSTALLED_DIRS.iter().filter(exists) {
+                let with_rule = |dir: &&&str| {
+                    std::fs::read_to_string(self.src.join(dir).join("Makefile"))
+                        .is_ok_and(|t| has_install_rule(&t))
+                };
+                let installed = INSTALLED_DIRS
+                    .iter()
+                    .filter(exists)
+                    .chain(INSTALLED_IF_RULE.iter().filter(with_rule));
+                for dir in installed {
                     if !log.run(&mut self.make_command(&self.tree.join(dir), false, true))? {
                         return Ok(false);
                     }
@@ -395,6 +413,14 @@ fn common_ancestor(a: &Path, b: &Path) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn install_rules_are_found_only_at_the_start_of_a_line() {
+        let master = "all: bki-stamp\n\ninstall: all installdirs\n\t$(INSTALL_DATA) postgres.bki x\n";
+        assert!(has_install_rule(master));
+        let pg15 = "all: distprep generated-header-symlinks\n# no install: here\nclean:\n";
+        assert!(!has_install_rule(pg15));
+    }
 
     #[test]
     fn configure_defaults_and_overrides() {
