@@ -287,6 +287,9 @@ fn write_outputs(report: &HuntReport, hunt_dir: &Path, json: Option<&Path>) -> a
     let body = report::json(report)?;
     let result = hunt_dir.join("result.json");
     std::fs::write(&result, &body).with_context(|| format!("cannot write {}", result.display()))?;
+    let chart = hunt_dir.join("chart.svg");
+    std::fs::write(&chart, crate::chart::hunt_chart(report))
+        .with_context(|| format!("cannot write {}", chart.display()))?;
     if let Some(path) = json {
         std::fs::write(path, &body).with_context(|| format!("cannot write {}", path.display()))?;
     }

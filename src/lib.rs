@@ -24,11 +24,13 @@
 //! | `progress`| telling the user what the hunt is doing |
 //! | `simulate`| the engine against simulated histories |
 //! | `report`  | renderers for results |
+//! | `chart`   | SVG charts of results |
 
 pub mod app;
 pub mod bench;
 pub mod bisect;
 pub mod build;
+pub mod chart;
 pub mod cli;
 pub mod command_lab;
 pub mod decide;
