@@ -35,6 +35,8 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Some(Command::Run(args)) => hunt(&args),
         Some(Command::Simulate(args)) => simulate_command(&args),
         Some(Command::Profiles) => list_profiles(),
+        Some(Command::Compare(args)) => crate::compare::command(&args),
+        Some(Command::Judge(args)) => Ok(crate::judge::command(&args)),
     }
 }
 
@@ -52,21 +54,26 @@ pub fn exit_code_for(err: &anyhow::Error) -> u8 {
 }
 
 /// Everything a hunt needs, resolved from flags and the profile.
-struct Plan {
-    profile: Profile,
-    config: HuntConfig,
-    good: Commit,
-    bad: Commit,
-    candidates: Vec<Commit>,
-    repo_dir: PathBuf,
-    work_dir: PathBuf,
+pub(crate) struct Plan {
+    pub(crate) profile: Profile,
+    pub(crate) config: HuntConfig,
+    pub(crate) good: Commit,
+    pub(crate) bad: Commit,
+    pub(crate) candidates: Vec<Commit>,
+    pub(crate) repo_dir: PathBuf,
+    pub(crate) work_dir: PathBuf,
 }
 
-fn resolve_plan(args: &RunArgs) -> anyhow::Result<Plan> {
-    let profile = match &args.profile {
+/// The profile named by `--profile`, or the default one.
+pub(crate) fn load_profile(name: Option<&str>) -> anyhow::Result<Profile> {
+    Ok(match name {
         Some(p) => Profile::load(p)?,
         None => Profile::default(),
-    };
+    })
+}
+
+pub(crate) fn resolve_plan(args: &RunArgs) -> anyhow::Result<Plan> {
+    let profile = load_profile(args.profile.as_deref())?;
     let (Some(good), Some(bad)) = (&args.good, &args.bad) else {
         return Err(UsageError(
             "a hunt needs --good REV and --bad REV (a fast and a later, slower commit)\n\
@@ -138,7 +145,7 @@ fn resolve_plan(args: &RunArgs) -> anyhow::Result<Plan> {
 /// `$XDG_CACHE_HOME/pgbisect/<repository name>`; as root without
 /// `XDG_CACHE_HOME`, `/var/tmp/pgbisect/<name>`, because root's home is
 /// closed to the unprivileged user that runs the servers.
-fn default_work_dir(repo_dir: &Path) -> anyhow::Result<PathBuf> {
+pub(crate) fn default_work_dir(repo_dir: &Path) -> anyhow::Result<PathBuf> {
     let home_cache = || std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache"));
     let cache = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
@@ -160,7 +167,11 @@ fn default_work_dir(repo_dir: &Path) -> anyhow::Result<PathBuf> {
     Ok(cache.join("pgbisect").join(name))
 }
 
-fn make_lab(plan: &Plan, args: &RunArgs, runs_dir: &Path) -> anyhow::Result<Box<dyn Lab>> {
+pub(crate) fn make_lab(
+    plan: &Plan,
+    args: &RunArgs,
+    runs_dir: &Path,
+) -> anyhow::Result<Box<dyn Lab>> {
     let repo = Repo::open(&plan.repo_dir)?;
     if let Some(benchmark) = &plan.profile.benchmark.command {
         let worktree = WorkTree::open_or_create(&repo, &plan.work_dir.join("checkout"))?;

@@ -25,6 +25,8 @@
 //! | `simulate`| the engine against simulated histories |
 //! | `report`  | renderers for results |
 //! | `chart`   | SVG charts of results |
+//! | `compare` | two builds side by side across client counts |
+//! | `judge`   | one commit against a hunt's endpoints, for `git bisect run` |
 
 pub mod app;
 pub mod bench;
@@ -33,10 +35,12 @@ pub mod build;
 pub mod chart;
 pub mod cli;
 pub mod command_lab;
+pub mod compare;
 pub mod decide;
 pub mod findings;
 pub mod hunt;
 pub mod journal;
+pub mod judge;
 pub mod lab;
 pub mod pg_lab;
 pub mod profile;
