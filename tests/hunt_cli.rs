@@ -432,6 +432,20 @@ fn compare_prints_a_row_per_client_count_and_writes_json_and_chart() {
     assert_eq!(legends, 2);
 }
 
+/// `compare bad --patch PATCH` on `repo` with the test profile.
+fn compare_patch(repo: &Path, work: &Path, patch: &Path, extra: &[&str]) -> Output {
+    let profile = profile(work);
+    let mut args = vec![
+        "bad",
+        "--patch",
+        patch.to_str().unwrap(),
+        "--profile",
+        profile.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    pgbisect_sub("compare", repo, &work.join("w"), &args)
+}
+
 #[test]
 fn compare_with_a_patch_measures_a_new_commit_and_leaves_the_repo_alone() {
     let (repo, _) = history(&[1000, 1000], &[]);
@@ -442,25 +456,15 @@ fn compare_with_a_patch_measures_a_new_commit_and_leaves_the_repo_alone() {
     git(repo.path(), &["checkout", "--", "level"]);
     let head = git(repo.path(), &["rev-parse", "HEAD"]);
     let out_json = work.path().join("c.json");
-    let out = pgbisect_sub(
-        "compare",
-        repo.path(),
-        &work.path().join("w"),
-        &[
-            "bad",
-            "--patch",
-            patch.to_str().unwrap(),
-            "--clients",
-            "8",
-            "--runs",
-            "4",
-            "--profile",
-            profile(work.path()).to_str().unwrap(),
-            "--json",
-            out_json.to_str().unwrap(),
-        ],
-    );
-    assert_code(&out, 0);
+    let extra = [
+        "--clients",
+        "8",
+        "--runs",
+        "4",
+        "--json",
+        out_json.to_str().unwrap(),
+    ];
+    assert_code(&compare_patch(repo.path(), work.path(), &patch, &extra), 0);
     let v = json(&out_json);
     assert!(v["b_label"].as_str().unwrap().ends_with("+slower.patch"));
     assert_ne!(v["a"]["id"], v["b"]["id"]);
@@ -477,23 +481,9 @@ fn compare_with_a_patch_that_does_not_apply_names_it() {
     let (repo, _) = history(&[1000, 1000], &[]);
     let work = tempfile::tempdir().unwrap();
     let patch = work.path().join("stale.patch");
-    std::fs::write(
-        &patch,
-        "diff --git a/level b/level\n--- a/level\n+++ b/level\n@@ -1 +1 @@\n-555\n+700\n",
-    )
-    .unwrap();
-    let out = pgbisect_sub(
-        "compare",
-        repo.path(),
-        &work.path().join("w"),
-        &[
-            "bad",
-            "--patch",
-            patch.to_str().unwrap(),
-            "--profile",
-            profile(work.path()).to_str().unwrap(),
-        ],
-    );
+    let stale = "diff --git a/level b/level\n--- a/level\n+++ b/level\n@@ -1 +1 @@\n-555\n+700\n";
+    std::fs::write(&patch, stale).unwrap();
+    let out = compare_patch(repo.path(), work.path(), &patch, &[]);
     assert_code(&out, 2);
     assert!(String::from_utf8_lossy(&out.stderr).contains("stale.patch"));
 }
