@@ -173,6 +173,11 @@ pub(crate) fn make_lab(
     runs_dir: &Path,
 ) -> anyhow::Result<Box<dyn Lab>> {
     let repo = Repo::open(&plan.repo_dir)?;
+    // Commits made in the private work tree (a patch applied) are readable too.
+    let private_objects = plan.work_dir.join("checkout/.git/objects");
+    if private_objects.is_dir() {
+        repo.add_object_source(&private_objects)?;
+    }
     if let Some(benchmark) = &plan.profile.benchmark.command {
         let worktree = WorkTree::open_or_create(&repo, &plan.work_dir.join("checkout"))?;
         let commands = Commands {
