@@ -12,6 +12,7 @@ use crate::decide::{Class, DecisionConfig, Reference, classify};
 use crate::journal::{Event, Journal};
 use crate::lab::{Prepared, RunOutcome, RunSpec};
 use crate::stats;
+use anyhow::Context;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -27,8 +28,8 @@ pub const EXIT_ABORT: u8 = 128;
 /// Examples for `pgbisect judge --help`.
 pub const AFTER_HELP: &str = "\
 Examples:
-  After a hunt (or with one under way in the same work dir), let git bisect
-  drive, judging each commit against the hunt's good and bad runs:
+  After a hunt, let git bisect drive, judging each commit against the
+  hunt's good and bad runs (--json FILE keeps each verdict):
     pgbisect --good REL_16_0 --bad master --clients 64 --max-runs 8
     git bisect start master REL_16_0
     git bisect run pgbisect judge HEAD --clients 64
@@ -176,7 +177,8 @@ fn judge(args: &JudgeArgs) -> anyhow::Result<u8> {
             continue;
         };
         let matches = |w: &Option<String>, id: &str| w.as_deref().is_none_or(|w| w == id);
-        if matches(&want_good, &hunt.good) && matches(&want_bad, &hunt.bad) {
+        let same_clients = run.clients.is_none() || hunt.clients == run.clients;
+        if matches(&want_good, &hunt.good) && matches(&want_bad, &hunt.bad) && same_clients {
             chosen = Some((path, hunt));
             break;
         }
@@ -184,8 +186,8 @@ fn judge(args: &JudgeArgs) -> anyhow::Result<u8> {
     let Some((journal_path, hunt)) = chosen else {
         return Err(UsageError(format!(
             "no hunt{} in {}: run a hunt first (pgbisect --good A --bad B ...)",
-            if want_good.is_some() || want_bad.is_some() {
-                " with these --good/--bad"
+            if want_good.is_some() || want_bad.is_some() || run.clients.is_some() {
+                " with these --good/--bad/--clients"
             } else {
                 ""
             },
@@ -212,6 +214,7 @@ fn judge(args: &JudgeArgs) -> anyhow::Result<u8> {
         return Ok(EXIT_SKIP);
     }
     let cfg: DecisionConfig = plan.config.decision;
+    let run_json = args.run.json.as_deref();
     let mut tps = Vec::new();
     for run in (hunt.last_run + 1..).take(cfg.max_runs) {
         lab.prepare(&commit)?;
@@ -233,26 +236,44 @@ fn judge(args: &JudgeArgs) -> anyhow::Result<u8> {
             Class::BadLike => (EXIT_BAD, "bad-like"),
             Class::Unclear => continue,
         };
-        report(&commit.id, word, &tps, &hunt);
+        report(&commit.id, word, &tps, &hunt, run_json)?;
         return Ok(code);
     }
-    report(&commit.id, "unsure", &tps, &hunt);
+    report(&commit.id, "unsure", &tps, &hunt, run_json)?;
     Ok(EXIT_SKIP)
 }
 
-fn report(commit: &str, word: &str, tps: &[f64], hunt: &HuntRuns) {
+/// Prints the verdict, and writes it as JSON when asked.
+fn report(
+    commit: &str,
+    word: &str,
+    tps: &[f64],
+    hunt: &HuntRuns,
+    json: Option<&Path>,
+) -> anyhow::Result<()> {
     let median = |v: &[f64]| {
         let mut v = v.to_vec();
         v.sort_by(f64::total_cmp);
         stats::median(&v)
     };
+    let (own, good, bad) = (median(tps), median(&hunt.good_tps), median(&hunt.bad_tps));
     println!(
-        "{commit} {word}: median {:.1} tps over {} runs (good {:.1}, bad {:.1})",
-        median(tps),
-        tps.len(),
-        median(&hunt.good_tps),
-        median(&hunt.bad_tps)
+        "{commit} {word}: median {own:.1} tps over {} runs (good {good:.1}, bad {bad:.1})",
+        tps.len()
     );
+    if let Some(path) = json {
+        let body = serde_json::json!({
+            "commit": commit,
+            "verdict": word,
+            "tps": tps,
+            "median_tps": own,
+            "good": { "commit": hunt.good, "median_tps": good, "runs": hunt.good_tps.len() },
+            "bad": { "commit": hunt.bad, "median_tps": bad, "runs": hunt.bad_tps.len() },
+        });
+        std::fs::write(path, body.to_string())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -517,5 +517,22 @@ fn judge_answers_like_git_bisect_run_after_a_hunt() {
     };
     assert_code(&judge(&shas[2]), 0);
     assert_code(&judge(&shas[12]), 1);
+    let verdict = work.path().join("judge.json");
+    let with_json = pgbisect_sub(
+        "judge",
+        repo.path(),
+        &w,
+        &[
+            &shas[13],
+            "--json",
+            verdict.to_str().unwrap(),
+            "--profile",
+            profile(work.path()).to_str().unwrap(),
+        ],
+    );
+    assert_code(&with_json, 1);
+    assert_eq!(json(&verdict)["verdict"], "bad-like");
+    let other_clients = pgbisect_sub("judge", repo.path(), &w, &[&shas[2], "--clients", "99"]);
+    assert_code(&other_clients, 128);
     assert_code(&judge(&shas[4]), 125);
 }
