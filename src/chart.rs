@@ -231,6 +231,14 @@ pub fn hunt_chart(report: &HuntReport) -> String {
             escape(commit.short())
         );
     }
+    culprit_marks(&mut out, report, &x);
+    out.push_str("</svg>\n");
+    out
+}
+
+/// A dashed line between each culprit and its parent, labelled with the
+/// culprit's short SHA and its change.
+fn culprit_marks(out: &mut String, report: &HuntReport, x: &Axis) {
     for culprit in &report.culprits {
         let Some(tested) = report.tested.iter().find(|t| t.commit.id == culprit.commit) else {
             continue;
@@ -249,8 +257,6 @@ pub fn hunt_chart(report: &HuntReport) -> String {
             culprit.change.pct
         );
     }
-    out.push_str("</svg>\n");
-    out
 }
 
 fn median_of(values: &[f64]) -> Option<f64> {

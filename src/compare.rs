@@ -283,23 +283,9 @@ confidence interval, and a verdict: SLOWER, same, faster or unclear.";
 
 /// `pgbisect compare`: flags in, table out.
 pub fn command(args: &crate::cli::CompareArgs) -> anyhow::Result<std::process::ExitCode> {
-    use crate::app::{UsageError, default_work_dir, load_profile, make_lab};
+    use crate::app::{default_work_dir, load_profile, make_lab};
     use anyhow::Context;
-    if args.runs < 2 {
-        return Err(UsageError("--runs must be at least 2 to measure any spread".into()).into());
-    }
-    if args.clients.is_empty() || args.clients.contains(&0) {
-        return Err(
-            UsageError("--clients needs client counts of at least 1, e.g. 1,8,64".into()).into(),
-        );
-    }
-    let threshold_pct = args.threshold.unwrap_or(5.0);
-    if !(threshold_pct > 0.0 && threshold_pct < 100.0) {
-        return Err(UsageError(format!(
-            "--threshold {threshold_pct}: give a percentage between 0 and 100"
-        ))
-        .into());
-    }
+    let decision = decision_config(args)?;
     let lab_args = &args.lab;
     let repo_dir = lab_args
         .repo
@@ -314,19 +300,7 @@ pub fn command(args: &crate::cli::CompareArgs) -> anyhow::Result<std::process::E
     std::fs::create_dir_all(&work_dir)
         .with_context(|| format!("cannot create the work dir {}", work_dir.display()))?;
     let _lock = crate::workdir::Lock::acquire(&work_dir)?;
-    let (b, b_label) = match (&args.b, &args.patch) {
-        (_, Some(patch)) => patched(&repo, &work_dir, &a, patch)?,
-        (Some(b), None) => {
-            let b = repo.resolve(b)?;
-            let label = b.short().to_string();
-            (b, label)
-        }
-        (None, None) => return Err(UsageError("give B or --patch FILE".into()).into()),
-    };
-    let decision = DecisionConfig {
-        threshold: threshold_pct / 100.0,
-        ..DecisionConfig::default()
-    };
+    let (b, b_label) = side_b(&repo, &work_dir, &a, args)?;
     let plan = crate::app::Plan {
         profile: load_profile(lab_args.profile.as_deref())?,
         config: crate::hunt::HuntConfig {
@@ -374,6 +348,48 @@ pub fn command(args: &crate::cli::CompareArgs) -> anyhow::Result<std::process::E
     write_outputs(&report, &out_dir, args)?;
     print!("{}", table(&report));
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// The decision settings from the flags, which are checked first.
+fn decision_config(args: &crate::cli::CompareArgs) -> anyhow::Result<DecisionConfig> {
+    use crate::app::UsageError;
+    if args.runs < 2 {
+        return Err(UsageError("--runs must be at least 2 to measure any spread".into()).into());
+    }
+    if args.clients.is_empty() || args.clients.contains(&0) {
+        return Err(
+            UsageError("--clients needs client counts of at least 1, e.g. 1,8,64".into()).into(),
+        );
+    }
+    let threshold_pct = args.threshold.unwrap_or(5.0);
+    if !(threshold_pct > 0.0 && threshold_pct < 100.0) {
+        return Err(UsageError(format!(
+            "--threshold {threshold_pct}: give a percentage between 0 and 100"
+        ))
+        .into());
+    }
+    Ok(DecisionConfig {
+        threshold: threshold_pct / 100.0,
+        ..DecisionConfig::default()
+    })
+}
+
+/// B: a commit of the repository, or A with the patch applied.
+fn side_b(
+    repo: &crate::repo::Repo,
+    work_dir: &std::path::Path,
+    a: &Commit,
+    args: &crate::cli::CompareArgs,
+) -> anyhow::Result<(Commit, String)> {
+    match (&args.b, &args.patch) {
+        (_, Some(patch)) => patched(repo, work_dir, a, patch),
+        (Some(b), None) => {
+            let b = repo.resolve(b)?;
+            let label = b.short().to_string();
+            Ok((b, label))
+        }
+        (None, None) => Err(crate::app::UsageError("give B or --patch FILE".into()).into()),
+    }
 }
 
 /// A's commit with the patch applied, made in the work dir's private repository.

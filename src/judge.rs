@@ -171,30 +171,7 @@ fn judge(args: &JudgeArgs) -> anyhow::Result<u8> {
         Some(w) => w.clone(),
         None => default_work_dir(&repo_dir)?,
     };
-    let mut chosen = None;
-    for path in journals(&work_dir) {
-        let Some(hunt) = HuntRuns::from_events(&Journal::load(&path)?) else {
-            continue;
-        };
-        let matches = |w: &Option<String>, id: &str| w.as_deref().is_none_or(|w| w == id);
-        let same_clients = run.clients.is_none() || hunt.clients == run.clients;
-        if matches(&want_good, &hunt.good) && matches(&want_bad, &hunt.bad) && same_clients {
-            chosen = Some((path, hunt));
-            break;
-        }
-    }
-    let Some((journal_path, hunt)) = chosen else {
-        return Err(UsageError(format!(
-            "no hunt{} in {}: run a hunt first (pgbisect --good A --bad B ...)",
-            if want_good.is_some() || want_bad.is_some() || run.clients.is_some() {
-                " with these --good/--bad/--clients"
-            } else {
-                ""
-            },
-            work_dir.join("hunts").display()
-        ))
-        .into());
-    };
+    let (journal_path, hunt) = find_hunt(&work_dir, &want_good, &want_bad, run.clients)?;
     let reference = hunt.reference().ok_or_else(|| {
         UsageError(format!(
             "the hunt in {} has fewer than two runs of an endpoint: let it run longer",
@@ -241,6 +218,37 @@ fn judge(args: &JudgeArgs) -> anyhow::Result<u8> {
     }
     report(&commit.id, "unsure", &tps, &hunt, run_json)?;
     Ok(EXIT_SKIP)
+}
+
+/// The newest hunt in `work_dir` with these endpoints and clients (each
+/// when given), and its journal.
+fn find_hunt(
+    work_dir: &Path,
+    want_good: &Option<String>,
+    want_bad: &Option<String>,
+    clients: Option<u32>,
+) -> anyhow::Result<(PathBuf, HuntRuns)> {
+    let matches = |w: &Option<String>, id: &str| w.as_deref().is_none_or(|w| w == id);
+    for path in journals(work_dir) {
+        let Some(hunt) = HuntRuns::from_events(&Journal::load(&path)?) else {
+            continue;
+        };
+        let same_clients = clients.is_none() || hunt.clients == clients;
+        if matches(want_good, &hunt.good) && matches(want_bad, &hunt.bad) && same_clients {
+            return Ok((path, hunt));
+        }
+    }
+    let filtered = want_good.is_some() || want_bad.is_some() || clients.is_some();
+    Err(UsageError(format!(
+        "no hunt{} in {}: run a hunt first (pgbisect --good A --bad B ...)",
+        if filtered {
+            " with these --good/--bad/--clients"
+        } else {
+            ""
+        },
+        work_dir.join("hunts").display()
+    ))
+    .into())
 }
 
 /// Prints the verdict, and writes it as JSON when asked.
