@@ -94,7 +94,8 @@ impl Axis {
         let mut ticks = Vec::new();
         let mut t = (self.lo / step).ceil() * step;
         while t <= self.hi + step * 1e-9 && ticks.len() < 50 {
-            ticks.push(t);
+            // Snapped to the step, so sums of steps never read -0 or 0.30000000000000004.
+            ticks.push((t / step).round() * step + 0.0);
             t += step;
         }
         ticks
@@ -103,6 +104,8 @@ impl Axis {
 
 /// A number for a tick label: no needless decimals.
 fn tick_label(v: f64) -> String {
+    // -0.0 == 0.0: print zero without a sign.
+    let v = if v == 0.0 { 0.0 } else { v };
     if v.abs() >= 100.0 || v.fract().abs() < 1e-9 {
         format!("{v:.0}")
     } else {
@@ -290,7 +293,8 @@ pub fn compare_chart(title: &str, series: &[Series]) -> String {
     let all_tps = series
         .iter()
         .flat_map(|s| s.points.iter().flat_map(|(_, v)| v.iter().copied()));
-    let y = Axis::over(all_tps.chain([0.0]), 0.05, HEIGHT - BOTTOM, TOP);
+    let mut y = Axis::over(all_tps.chain([0.0]), 0.05, HEIGHT - BOTTOM, TOP);
+    y.lo = 0.0;
     frame(&mut out, &y, "clients", "TPS");
     for c in &clients {
         x_tick(&mut out, x.px(slot(*c)), &c.to_string());
@@ -514,6 +518,15 @@ mod tests {
         assert_eq!(class_count(&doc, "median"), 4);
         assert_eq!(class_count(&doc, "spread"), 4);
         assert!(svg.contains("master &lt;a&amp;b&gt;"));
+    }
+
+    #[test]
+    fn tick_labels_have_no_negative_zero() {
+        let axis = Axis::over([0.0, 4000.0].into_iter(), 0.05, 0.0, 100.0);
+        let labels: Vec<String> = axis.ticks(6).into_iter().map(tick_label).collect();
+        assert!(labels.contains(&"0".to_string()), "{labels:?}");
+        assert!(labels.iter().all(|l| !l.starts_with("-0")), "{labels:?}");
+        assert_eq!(tick_label(-0.0), "0");
     }
 
     #[test]
