@@ -29,6 +29,12 @@ Examples:
   Check how well the method does on simulated noisy histories:
     pgbisect simulate --trials 200
 
+  Set master against master with a patch at several client counts:
+    pgbisect compare master --patch fix.patch --clients 1,16,64
+
+  Let git bisect run drive, judged against the last hunt's endpoints:
+    git bisect run pgbisect judge HEAD
+
 Exit codes:
   0  culprit found (or the command succeeded)
   1  no regression: bad is not slower than good by the threshold

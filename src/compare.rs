@@ -639,6 +639,41 @@ mod tests {
         assert!(lab.order.is_empty());
     }
 
+    fn compare_args(extra: &[&str]) -> crate::cli::CompareArgs {
+        use clap::Parser;
+        let mut argv = vec!["pgbisect", "compare", "A"];
+        argv.extend_from_slice(extra);
+        match crate::cli::Cli::try_parse_from(argv).unwrap().command {
+            Some(crate::cli::Command::Compare(args)) => args,
+            other => panic!("not a compare: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn flags_are_checked_before_anything_runs() {
+        let ok = compare_args(&["B", "--threshold", "3"]);
+        assert_eq!(ok.clients, [1, 8, 16, 32, 64, 128]);
+        assert_eq!(ok.runs, 5);
+        assert!((decision_config(&ok).unwrap().threshold - 0.03).abs() < 1e-12);
+        for bad in [
+            &["B", "--runs", "1"][..],
+            &["B", "--clients", "1,0"],
+            &["B", "--threshold", "120"],
+        ] {
+            let err = decision_config(&compare_args(bad)).unwrap_err();
+            assert!(
+                err.downcast_ref::<crate::app::UsageError>().is_some(),
+                "{bad:?}"
+            );
+        }
+        use clap::Parser;
+        assert!(crate::cli::Cli::try_parse_from(["pgbisect", "compare", "A"]).is_err());
+        assert!(
+            crate::cli::Cli::try_parse_from(["pgbisect", "compare", "A", "B", "--patch", "p"])
+                .is_err()
+        );
+    }
+
     #[test]
     fn plain_diffs_get_git_headers() {
         let plain = "Some words\n--- pg.orig/src/a.c\t2016-01-01 10:00:00\n+++ pg/src/a.c\t2016-01-02\n@@ -1 +1 @@\n-x\n+y\n\
