@@ -29,7 +29,16 @@ pub struct UsageError(pub String);
 
 /// Parses the command line and runs the command.
 pub fn run() -> anyhow::Result<ExitCode> {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // `git bisect run` reads exit code 2 as "bad": a mistyped judge
+        // command must stop the bisection instead.
+        Err(e) if e.use_stderr() && std::env::args().nth(1).as_deref() == Some("judge") => {
+            let _ = e.print();
+            return Ok(ExitCode::from(crate::judge::EXIT_ABORT));
+        }
+        Err(e) => e.exit(),
+    };
     match cli.command {
         None => hunt(&cli.run),
         Some(Command::Run(args)) => hunt(&args),

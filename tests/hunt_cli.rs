@@ -495,6 +495,8 @@ fn judge_answers_like_git_bisect_run_after_a_hunt() {
     let w = work.path().join("w");
     let none = pgbisect_sub("judge", repo.path(), &w, &[&shas[3]]);
     assert_code(&none, 128);
+    let typo = pgbisect_sub("judge", repo.path(), &w, &[&shas[3], "--no-such-flag"]);
+    assert_code(&typo, 128);
     assert!(String::from_utf8_lossy(&none.stderr).contains("no hunt"));
     let (hunt, v) = hunt_json(repo.path(), work.path());
     assert_code(&hunt, 0);
