@@ -1,4 +1,4 @@
-//! One commit judged against a finished (or running) hunt's endpoints.
+//! One commit judged against a hunt's endpoints.
 //!
 //! `git bisect run` wants a program that says good, bad or skip for the
 //! checked-out commit. A hunt's journal already holds many runs of the good
@@ -33,6 +33,9 @@ Examples:
     pgbisect --good REL_16_0 --bad master --clients 64 --max-runs 8
     git bisect start master REL_16_0
     git bisect run pgbisect judge HEAD --clients 64
+
+  Give judge the hunt's --profile (and build flags): the commit must be
+  measured the way the endpoints were.
 
   Judge one commit against a given hunt:
     pgbisect judge 1a2b3c4 --good REL_16_0 --bad master --work-dir /var/tmp/pg
