@@ -273,6 +273,12 @@ fn hunt(args: &RunArgs) -> anyhow::Result<ExitCode> {
     ));
     std::fs::create_dir_all(&hunt_dir)
         .with_context(|| format!("cannot create {}", hunt_dir.display()))?;
+    // `pgbisect judge` measures with the same profile later.
+    let saved_profile = hunt_dir.join(crate::judge::PROFILE_FILE);
+    let profile_json =
+        serde_json::to_string_pretty(&plan.profile).context("cannot encode the profile")?;
+    std::fs::write(&saved_profile, profile_json)
+        .with_context(|| format!("cannot write {}", saved_profile.display()))?;
     let journal_path = hunt_dir.join("journal.jsonl");
     let past = Journal::load(&journal_path)?;
     let mut real_lab = make_lab(&plan, args, &hunt_dir.join("runs"))?;

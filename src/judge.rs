@@ -25,6 +25,9 @@ pub const EXIT_SKIP: u8 = 125;
 /// Exit code: an error; above 127 so `git bisect run` stops.
 pub const EXIT_ABORT: u8 = 128;
 
+/// The hunt's resolved profile, kept in its folder for judge.
+pub const PROFILE_FILE: &str = "profile.json";
+
 /// Examples for `pgbisect judge --help`.
 pub const AFTER_HELP: &str = "\
 Examples:
@@ -34,8 +37,8 @@ Examples:
     git bisect start master REL_16_0
     git bisect run pgbisect judge HEAD --clients 64
 
-  Give judge the hunt's --profile (and build flags): the commit must be
-  measured the way the endpoints were.
+  The commit is measured with the hunt's profile (kept in the hunt's
+  folder) unless --profile is given.
 
   Judge one commit against a given hunt:
     pgbisect judge 1a2b3c4 --good REL_16_0 --bad master --work-dir /var/tmp/pg
@@ -185,8 +188,11 @@ fn judge(args: &JudgeArgs) -> anyhow::Result<u8> {
     run.bad = Some(hunt.bad.clone());
     run.work_dir = Some(work_dir.clone());
     run.clients = run.clients.or(hunt.clients);
-    let plan = resolve_plan(&run)?;
     let hunt_dir = journal_path.parent().unwrap_or(&work_dir).to_path_buf();
+    let mut plan = resolve_plan(&run)?;
+    if run.profile.is_none() {
+        use_saved_profile(&mut plan, &run, &hunt_dir.join(PROFILE_FILE))?;
+    }
     let _lock = crate::workdir::Lock::acquire(&work_dir)?;
     let mut lab = make_lab(&plan, &run, &hunt_dir.join("judge-runs"))?;
     if let Prepared::Unbuildable { reason, .. } = lab.prepare(&commit)? {
@@ -221,6 +227,29 @@ fn judge(args: &JudgeArgs) -> anyhow::Result<u8> {
     }
     report(&commit.id, "unsure", &tps, &hunt, run_json)?;
     Ok(EXIT_SKIP)
+}
+
+/// Measures with the profile the hunt used, when it was kept: its build
+/// and benchmark, and its decision settings unless given as flags.
+fn use_saved_profile(
+    plan: &mut crate::app::Plan,
+    run: &crate::cli::RunArgs,
+    path: &Path,
+) -> anyhow::Result<()> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Ok(());
+    };
+    let profile: crate::profile::Profile = serde_json::from_str(&text)
+        .with_context(|| format!("cannot read the hunt's profile {}", path.display()))?;
+    let decision = &mut plan.config.decision;
+    if let (None, Some(t)) = (run.threshold, profile.hunt.threshold) {
+        decision.threshold = t / 100.0;
+    }
+    if let (None, Some(m)) = (run.max_runs, profile.hunt.max_runs) {
+        decision.max_runs = m.max(decision.min_runs);
+    }
+    plan.profile = profile;
+    Ok(())
 }
 
 /// The newest hunt in `work_dir` with these endpoints and clients (each

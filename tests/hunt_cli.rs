@@ -524,13 +524,7 @@ fn judge_answers_like_git_bisect_run_after_a_hunt() {
         "judge",
         repo.path(),
         &w,
-        &[
-            &shas[13],
-            "--json",
-            verdict.to_str().unwrap(),
-            "--profile",
-            profile(work.path()).to_str().unwrap(),
-        ],
+        &[&shas[13], "--json", verdict.to_str().unwrap()],
     );
     assert_code(&with_json, 1);
     assert_eq!(json(&verdict)["verdict"], "bad-like");
