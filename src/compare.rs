@@ -327,7 +327,7 @@ pub fn command(args: &crate::cli::CompareArgs) -> anyhow::Result<std::process::E
         ..Default::default()
     };
     let mut lab = make_lab(&plan, &run_args, &out_dir.join("runs"))?;
-    let a_label = a.short().to_string();
+    let a_label = args.a.clone();
     let rows = measure(
         lab.as_mut(),
         [(&a, "A"), (&b, "B")],
@@ -382,12 +382,8 @@ fn side_b(
     args: &crate::cli::CompareArgs,
 ) -> anyhow::Result<(Commit, String)> {
     match (&args.b, &args.patch) {
-        (_, Some(patch)) => patched(repo, work_dir, a, patch),
-        (Some(b), None) => {
-            let b = repo.resolve(b)?;
-            let label = b.short().to_string();
-            Ok((b, label))
-        }
+        (_, Some(patch)) => patched(repo, work_dir, (a, &args.a), patch),
+        (Some(b_rev), None) => Ok((repo.resolve(b_rev)?, b_rev.clone())),
         (None, None) => Err(crate::app::UsageError("give B or --patch FILE".into()).into()),
     }
 }
@@ -396,7 +392,7 @@ fn side_b(
 fn patched(
     repo: &crate::repo::Repo,
     work_dir: &std::path::Path,
-    a: &Commit,
+    (a, a_rev): (&Commit, &str),
     patch: &std::path::Path,
 ) -> anyhow::Result<(Commit, String)> {
     use crate::app::UsageError;
@@ -417,7 +413,7 @@ fn patched(
                 a.short()
             ))
         })?;
-    let label = format!("{}+{name}", a.short());
+    let label = format!("{a_rev}+{name}");
     let commit = Commit {
         id,
         subject: message,
