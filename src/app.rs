@@ -31,7 +31,16 @@ pub struct UsageError(pub String);
 
 /// Parses the command line and runs the command.
 pub fn run() -> anyhow::Result<ExitCode> {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // `git bisect run` reads exit code 2 as "bad": a mistyped judge
+        // command must stop the bisection instead.
+        Err(e) if e.use_stderr() && std::env::args().nth(1).as_deref() == Some("judge") => {
+            let _ = e.print();
+            return Ok(ExitCode::from(crate::judge::EXIT_ABORT));
+        }
+        Err(e) => e.exit(),
+    };
     match cli.command {
         None => hunt(&cli.run),
         Some(Command::Run(args)) => hunt(&args),
@@ -40,6 +49,8 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Some(Command::Report(args)) => crate::results::report_command(&args),
         Some(Command::Resume(args)) => crate::resume::resume_command(&args),
         Some(Command::Completions { shell }) => completions(shell),
+        Some(Command::Compare(args)) => crate::compare::command(&args),
+        Some(Command::Judge(args)) => Ok(crate::judge::command(&args)),
     }
 }
 
@@ -72,21 +83,26 @@ pub fn exit_code_for(err: &anyhow::Error) -> u8 {
 }
 
 /// Everything a hunt needs, resolved from flags and the profile.
-struct Plan {
-    profile: Profile,
-    config: HuntConfig,
-    good: Commit,
-    bad: Commit,
-    candidates: Vec<Commit>,
-    repo_dir: PathBuf,
-    work_dir: PathBuf,
+pub(crate) struct Plan {
+    pub(crate) profile: Profile,
+    pub(crate) config: HuntConfig,
+    pub(crate) good: Commit,
+    pub(crate) bad: Commit,
+    pub(crate) candidates: Vec<Commit>,
+    pub(crate) repo_dir: PathBuf,
+    pub(crate) work_dir: PathBuf,
 }
 
-fn resolve_plan(args: &RunArgs) -> anyhow::Result<Plan> {
-    let profile = match &args.profile {
+/// The profile named by `--profile`, or the default one.
+pub(crate) fn load_profile(name: Option<&str>) -> anyhow::Result<Profile> {
+    Ok(match name {
         Some(p) => Profile::load(p)?,
         None => Profile::default(),
-    };
+    })
+}
+
+pub(crate) fn resolve_plan(args: &RunArgs) -> anyhow::Result<Plan> {
+    let profile = load_profile(args.profile.as_deref())?;
     let (Some(good), Some(bad)) = (&args.good, &args.bad) else {
         return Err(UsageError(
             "a hunt needs --good REV and --bad REV (a fast and a later, slower commit)\n\
@@ -180,8 +196,17 @@ pub(crate) fn default_work_dir(repo_dir: &Path) -> anyhow::Result<PathBuf> {
     Ok(cache.join("pgbisect").join(name))
 }
 
-fn make_lab(plan: &Plan, args: &RunArgs, runs_dir: &Path) -> anyhow::Result<Box<dyn Lab>> {
+pub(crate) fn make_lab(
+    plan: &Plan,
+    args: &RunArgs,
+    runs_dir: &Path,
+) -> anyhow::Result<Box<dyn Lab>> {
     let repo = Repo::open(&plan.repo_dir)?;
+    // Commits made in the private work tree (a patch applied) are readable too.
+    let private_objects = plan.work_dir.join("checkout/.git/objects");
+    if private_objects.is_dir() {
+        repo.add_object_source(&private_objects)?;
+    }
     if let Some(benchmark) = &plan.profile.benchmark.command {
         let worktree = WorkTree::open_or_create(&repo, &plan.work_dir.join("checkout"))?;
         let commands = Commands {
@@ -317,6 +342,12 @@ fn run_hunt(args: &RunArgs, work_dir: &mut Option<PathBuf>) -> anyhow::Result<Fi
     std::fs::create_dir_all(&hunt_dir)
         .with_context(|| format!("cannot create {}", hunt_dir.display()))?;
     crate::resume::save(&hunt_dir, args, &plan.repo_dir, &plan.work_dir)?;
+    // `pgbisect judge` measures with the same profile later.
+    let saved_profile = hunt_dir.join(crate::judge::PROFILE_FILE);
+    let profile_json =
+        serde_json::to_string_pretty(&plan.profile).context("cannot encode the profile")?;
+    std::fs::write(&saved_profile, profile_json)
+        .with_context(|| format!("cannot write {}", saved_profile.display()))?;
     let journal_path = hunt_dir.join("journal.jsonl");
     let past = Journal::load(&journal_path)?;
     let mut real_lab = make_lab(&plan, args, &hunt_dir.join("runs"))?;
@@ -410,6 +441,9 @@ fn write_outputs(report: &HuntReport, hunt_dir: &Path, json: Option<&Path>) -> a
         let path = hunt_dir.join(name);
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     }
+    let chart = hunt_dir.join("chart.svg");
+    std::fs::write(&chart, crate::chart::hunt_chart(report))
+        .with_context(|| format!("cannot write {}", chart.display()))?;
     if let Some(path) = json {
         std::fs::write(path, &body).with_context(|| format!("cannot write {}", path.display()))?;
     }

@@ -37,6 +37,12 @@ Examples:
   Check how well the method does on simulated noisy histories:
     pgbisect simulate --trials 200
 
+  Set master against master with a patch at several client counts:
+    pgbisect compare master --patch fix.patch --clients 1,16,64
+
+  Let git bisect run drive, judged against the last hunt's endpoints:
+    git bisect run pgbisect judge HEAD
+
 Exit codes:
   0  culprit found (or the command succeeded)
   1  no regression: bad is not slower than good by the threshold
@@ -74,6 +80,12 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+    /// Measure A against B (or A against A with a patch) across client counts.
+    #[command(after_help = crate::compare::AFTER_HELP)]
+    Compare(CompareArgs),
+    /// Judge one commit against a hunt's good and bad runs (for `git bisect run`).
+    #[command(after_help = crate::judge::AFTER_HELP)]
+    Judge(JudgeArgs),
 }
 
 /// Where and what to hunt. Saved with each hunt, so `resume` can run it
@@ -184,6 +196,80 @@ pub struct ReportArgs {
     /// The email's recipient, e.g. pgsql-hackers@lists.postgresql.org.
     #[arg(long, value_name = "ADDR", requires = "from")]
     pub to: Option<String>,
+}
+
+/// `pgbisect compare`.
+#[derive(Debug, Args, Clone)]
+pub struct CompareArgs {
+    /// The base commit, tag or branch (A).
+    #[arg(value_name = "A")]
+    pub a: String,
+    /// The commit to set against A (B); not with --patch.
+    #[arg(
+        value_name = "B",
+        required_unless_present = "patch",
+        conflicts_with = "patch"
+    )]
+    pub b: Option<String>,
+    /// Compare A against A with this patch applied.
+    #[arg(long, value_name = "FILE")]
+    pub patch: Option<PathBuf>,
+    /// pgbench client counts, one table row each.
+    #[arg(
+        long,
+        value_name = "N,N,...",
+        value_delimiter = ',',
+        default_value = "1,8,16,32,64,128"
+    )]
+    pub clients: Vec<u32>,
+    /// Runs of each side per client count.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub runs: usize,
+    /// Smallest drop called a regression, in percent.
+    #[arg(long, value_name = "PCT")]
+    pub threshold: Option<f64>,
+    /// Write the result as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the SVG chart to this file.
+    #[arg(long, value_name = "FILE")]
+    pub chart: Option<PathBuf>,
+    #[command(flatten)]
+    pub lab: LabArgs,
+}
+
+/// Where and with what to measure, shared by `compare` with the hunt's flags.
+#[derive(Debug, Args, Clone, Default)]
+pub struct LabArgs {
+    /// The git repository (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
+    /// Where checkouts, builds, logs and results go
+    /// (default: $XDG_CACHE_HOME/pgbisect/<repository>).
+    #[arg(long, value_name = "DIR")]
+    pub work_dir: Option<PathBuf>,
+    /// Workload profile: a bundled name or a .toml file.
+    #[arg(long, value_name = "NAME|FILE")]
+    pub profile: Option<String>,
+    /// Unprivileged user that runs PostgreSQL when pgbisect runs as root.
+    #[arg(long, value_name = "USER")]
+    pub run_as: Option<String>,
+    /// Which pgbench drives the load: good (A's), candidate or fixed:PATH.
+    #[arg(long, value_name = "WHICH")]
+    pub pgbench: Option<String>,
+    /// PostgreSQL installs kept in the build cache.
+    #[arg(long, value_name = "N", default_value_t = 200)]
+    pub cache_size: usize,
+}
+
+/// `pgbisect judge`.
+#[derive(Debug, Args, Clone)]
+pub struct JudgeArgs {
+    /// The commit to judge (e.g. HEAD under `git bisect run`).
+    #[arg(value_name = "COMMIT")]
+    pub commit: String,
+    #[command(flatten)]
+    pub run: RunArgs,
 }
 
 /// `pgbisect simulate`.

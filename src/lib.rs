@@ -27,17 +27,23 @@
 //! | `report`  | renderers for results: text, markdown, email, JSON |
 //! | `results` | past hunts' results in a work dir; `pgbisect report` |
 //! | `machine` | the machine a hunt ran on, for reports |
+//! | `chart`   | SVG charts of results |
+//! | `compare` | two builds side by side across client counts |
+//! | `judge`   | one commit against a hunt's endpoints, for `git bisect run` |
 
 pub mod app;
 pub mod bench;
 pub mod bisect;
 pub mod build;
+pub mod chart;
 pub mod cli;
 pub mod command_lab;
+pub mod compare;
 pub mod decide;
 pub mod findings;
 pub mod hunt;
 pub mod journal;
+pub mod judge;
 pub mod lab;
 pub mod machine;
 pub mod notify;

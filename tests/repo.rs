@@ -495,3 +495,55 @@ fn a_repository_of_another_user_is_refused_with_advice() {
     assert!(matches!(err, RepoError::NotOwned { .. }), "{err}");
     assert!(err.to_string().contains("safe.directory"), "{err}");
 }
+
+#[test]
+fn a_patched_commit_lives_in_the_work_tree_and_is_readable_on_request() {
+    let mut user = TestRepo::new();
+    let base = user.commit("base", &[("level", Some("1000\n"))]);
+    let scratch = TempDir::new().unwrap();
+    let checkout = scratch.path().join("checkout");
+    let repo = user.open();
+    let mut tree = WorkTree::open_or_create(&repo, &checkout).unwrap();
+    let patch = "diff --git a/level b/level\n--- a/level\n+++ b/level\n@@ -1 +1 @@\n-1000\n+700\n";
+    let patched = tree
+        .commit_with_patch(&base, patch.as_bytes(), "base + slower.patch")
+        .unwrap()
+        .expect("the patch applies");
+    let again = tree
+        .commit_with_patch(&base, patch.as_bytes(), "base + slower.patch")
+        .unwrap();
+    assert_eq!(
+        again.as_deref(),
+        Some(patched.as_str()),
+        "same patch, same commit"
+    );
+    assert!(
+        tree.commit_with_patch(
+            &base,
+            b"diff --git a/level b/level\n--- a/level\n+++ b/level\n@@ -1 +1 @@\n-5\n+7\n",
+            "x"
+        )
+        .unwrap()
+        .is_none()
+    );
+    tree.checkout(&patched).unwrap();
+    assert_eq!(fs::read_to_string(checkout.join("level")).unwrap(), "700\n");
+    // The user's repository does not have it, unless asked to look there.
+    let fresh = user.open();
+    assert!(fresh.read_file(&patched, "level").is_err());
+    fresh
+        .add_object_source(&checkout.join(".git/objects"))
+        .unwrap();
+    let text = fresh.read_file(&patched, "level").unwrap().unwrap();
+    assert_eq!(text, b"700\n");
+    assert_eq!(user.git(&["status", "--porcelain"]), "");
+    let in_user_repo = Command::new("git")
+        .args(["cat-file", "-e", &patched])
+        .current_dir(user.path())
+        .status()
+        .unwrap();
+    assert!(
+        !in_user_repo.success(),
+        "nothing is written into the user's repository"
+    );
+}

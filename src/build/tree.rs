@@ -58,8 +58,10 @@ const INSTALLED_DIRS: [&str; 11] = [
 
 /// Directories installed only when their Makefile has an `install` rule:
 /// since PostgreSQL 18 `postgres.bki` is installed from
-/// `src/include/catalog`, whose Makefile has no such rule before.
-const INSTALLED_IF_RULE: [&str; 1] = ["src/include/catalog"];
+/// `src/include/catalog`, whose Makefile has no such rule before. Its rule
+/// also installs a few server headers into `include/server/catalog`, a
+/// directory only a full install creates; it is made beforehand.
+const INSTALLED_IF_RULE: [(&str, &str); 1] = [("src/include/catalog", "include/server/catalog")];
 
 /// True when the Makefile `text` defines an `install` target itself.
 fn has_install_rule(text: &str) -> bool {
@@ -280,14 +282,23 @@ impl TreeBuild<'_> {
                         return Ok(false);
                     }
                 }
-                let with_rule = |dir: &&&str| {
+                let with_rule = |dir: &str| {
                     std::fs::read_to_string(self.src.join(dir).join("Makefile"))
                         .is_ok_and(|t| has_install_rule(&t))
                 };
-                let installed = INSTALLED_DIRS
-                    .iter()
-                    .filter(exists)
-                    .chain(INSTALLED_IF_RULE.iter().filter(with_rule));
+                for (_, stage_dir) in INSTALLED_IF_RULE.iter().filter(|(d, _)| with_rule(d)) {
+                    let needed = self
+                        .stage
+                        .join(PREFIX.trim_start_matches('/'))
+                        .join(stage_dir);
+                    fs::create_dir_all(&needed).map_err(BuildError::io("create", &needed))?;
+                }
+                let installed = INSTALLED_DIRS.iter().filter(exists).copied().chain(
+                    INSTALLED_IF_RULE
+                        .iter()
+                        .map(|(d, _)| *d)
+                        .filter(|d| with_rule(d)),
+                );
                 for dir in installed {
                     if !log.run(&mut self.make_command(&self.tree.join(dir), false, true))? {
                         return Ok(false);
@@ -416,7 +427,8 @@ mod tests {
 
     #[test]
     fn install_rules_are_found_only_at_the_start_of_a_line() {
-        let master = "all: bki-stamp\n\ninstall: all installdirs\n\t$(INSTALL_DATA) postgres.bki x\n";
+        let master =
+            "all: bki-stamp\n\ninstall: all installdirs\n\t$(INSTALL_DATA) postgres.bki x\n";
         assert!(has_install_rule(master));
         let pg15 = "all: distprep generated-header-symlinks\n# no install: here\nclean:\n";
         assert!(!has_install_rule(pg15));

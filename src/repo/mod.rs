@@ -50,6 +50,19 @@ impl Repo {
         Ok(Repo { git, location })
     }
 
+    /// Lets this handle also read the objects kept only in `objects_dir`
+    /// (the private work tree's, where commits with a patch applied are
+    /// made), in memory only: nothing is written into the repository.
+    pub fn add_object_source(&self, objects_dir: &Path) -> Result<(), RepoError> {
+        let action = || format!("reading objects from {}", objects_dir.display());
+        let path = objects_dir.to_str().ok_or_else(|| {
+            RepoError::git(action())(git2::Error::from_str("the path is not UTF-8"))
+        })?;
+        let odb = self.git.odb().map_err(RepoError::git(action()))?;
+        odb.add_disk_alternate(path)
+            .map_err(RepoError::git(action()))
+    }
+
     /// Where the repository is: its checkout, or its git directory when bare.
     pub fn location(&self) -> &Path {
         &self.location

@@ -87,6 +87,46 @@ impl WorkTree {
         remove_if_present(&marker)
     }
 
+    /// Creates (in this private repository only) the commit `base` with
+    /// `patch` (a unified diff, as from `git diff` or `git format-patch`)
+    /// applied, so a patched build is measured like any other commit.
+    /// Author, committer and dates are `base`'s, so the same patch on the
+    /// same base is always the same commit and its build is cached.
+    /// `Ok(None)` when the patch does not apply.
+    pub fn commit_with_patch(
+        &self,
+        base: &str,
+        patch: &[u8],
+        message: &str,
+    ) -> Result<Option<String>, RepoError> {
+        let action = || format!("applying a patch on {base} in {}", self.dir.display());
+        let id = self.find_commit(base)?;
+        let parent = self.git.find_commit(id).map_err(RepoError::git(action()))?;
+        let Ok(diff) = git2::Diff::from_buffer(patch) else {
+            return Ok(None);
+        };
+        let tree = parent.tree().map_err(RepoError::git(action()))?;
+        let Ok(mut index) = self.git.apply_to_tree(&tree, &diff, None) else {
+            return Ok(None);
+        };
+        let new_tree = index
+            .write_tree_to(&self.git)
+            .and_then(|t| self.git.find_tree(t))
+            .map_err(RepoError::git(action()))?;
+        let commit = self
+            .git
+            .commit(
+                None,
+                &parent.author(),
+                &parent.committer(),
+                message,
+                &new_tree,
+                &[&parent],
+            )
+            .map_err(RepoError::git(action()))?;
+        Ok(Some(commit.to_string()))
+    }
+
     fn find_commit(&self, commit: &str) -> Result<Oid, RepoError> {
         let action = || {
             format!(

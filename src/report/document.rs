@@ -370,7 +370,7 @@ pub fn duration(seconds: f64) -> String {
 
 fn totals_facts(report: &HuntReport) -> Vec<(String, String)> {
     let t = &report.totals;
-    vec![
+    let mut facts = vec![
         fact(
             "builds",
             format!("{} in {}", t.builds, duration(t.build_seconds)),
@@ -386,15 +386,19 @@ fn totals_facts(report: &HuntReport) -> Vec<(String, String)> {
             ),
         ),
         fact("wall time", duration(t.wall_seconds)),
-        fact(
-            "pgbisect's own CPU",
+    ];
+    // Results from before it was measured have none.
+    if t.cpu_seconds > 0.0 {
+        facts.push(fact(
+            "pgbisect's CPU",
             format!(
                 "{:.1} s ({:.2}% of the wall time)",
                 t.cpu_seconds,
                 100.0 * t.cpu_seconds / t.wall_seconds.max(1e-9)
             ),
-        ),
-    ]
+        ));
+    }
+    facts
 }
 
 #[cfg(test)]

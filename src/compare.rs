@@ -1,0 +1,714 @@
+//! Two builds side by side across client counts.
+//!
+//! The most common benchmark posted to the list is a table of clients
+//! against the TPS of master and of master with a patch, with the
+//! difference in percent. Run-to-run noise easily reaches a few percent, so
+//! each row here also gives the spread of each side and a confidence
+//! interval with a verdict, and the runs of the two sides alternate
+//! (A, B, A, B, ...) so that drift of the machine hits both alike.
+
+use crate::decide::{self, Comparison, DecisionConfig, Verdict};
+use crate::lab::{Commit, Lab, Prepared, RunOutcome, RunSpec};
+use crate::stats::Sample;
+use serde::{Deserialize, Serialize};
+use std::fmt::Write;
+
+/// Which of the two builds a run is of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SideId {
+    A,
+    B,
+}
+
+/// One run of the schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slot {
+    pub clients: u32,
+    pub side: SideId,
+}
+
+/// The runs in the order they are made: per client count, `runs` rounds
+/// of A then B.
+pub fn schedule(clients: &[u32], runs: usize) -> Vec<Slot> {
+    clients
+        .iter()
+        .flat_map(|&c| {
+            (0..runs)
+                .flat_map(move |_| [SideId::A, SideId::B].map(|side| Slot { clients: c, side }))
+        })
+        .collect()
+}
+
+/// The spread of one side's runs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    pub median: f64,
+    /// (max - min) / max.
+    pub range_ratio: f64,
+    /// Standard deviation over the mean.
+    pub cv: f64,
+}
+
+impl Spread {
+    fn of(values: &[f64]) -> Option<Spread> {
+        let sample = Sample::new(values.to_vec()).ok()?;
+        Some(Spread {
+            median: sample.median(),
+            range_ratio: sample.range_ratio(),
+            cv: sample.cv(),
+        })
+    }
+}
+
+/// One client count: both sides' runs and what they say.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    pub clients: u32,
+    pub a_tps: Vec<f64>,
+    pub b_tps: Vec<f64>,
+    /// Runs that gave no result, per side.
+    pub a_failed: usize,
+    pub b_failed: usize,
+    pub a: Option<Spread>,
+    pub b: Option<Spread>,
+    /// B against A; `None` when a side has fewer than two results.
+    pub comparison: Option<Comparison>,
+}
+
+impl Row {
+    /// Fills in the statistics from the runs.
+    pub fn analyse(&mut self, cfg: &DecisionConfig) {
+        self.a = Spread::of(&self.a_tps);
+        self.b = Spread::of(&self.b_tps);
+        self.comparison = (self.a.is_some()
+            && self.b.is_some()
+            && self.a_tps.len() >= 2
+            && self.b_tps.len() >= 2)
+            .then(|| decide::compare(&self.a_tps, &self.b_tps, cfg, cfg.threshold));
+    }
+}
+
+/// The whole comparison.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompareReport {
+    pub a: Commit,
+    pub b: Commit,
+    /// How B is named in tables: a SHA, or `A+patch.diff`.
+    pub a_label: String,
+    pub b_label: String,
+    /// Smallest change called a regression, as a fraction.
+    pub threshold: f64,
+    pub measurement: String,
+    pub rows: Vec<Row>,
+}
+
+/// Why a comparison could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum CompareError {
+    #[error("{label} ({commit}) cannot be measured: {reason}")]
+    Unbuildable {
+        label: String,
+        commit: String,
+        reason: String,
+    },
+}
+
+/// Measures A and B through `lab`, interleaved, `runs` times each per
+/// client count. `note` hears one line per run.
+pub fn measure(
+    lab: &mut dyn Lab,
+    sides: [(&Commit, &str); 2],
+    clients: &[u32],
+    runs: usize,
+    cfg: &DecisionConfig,
+    note: &mut dyn FnMut(&str),
+) -> anyhow::Result<Vec<Row>> {
+    for (commit, label) in sides {
+        if let Prepared::Unbuildable { reason, .. } = lab.prepare(commit)? {
+            return Err(CompareError::Unbuildable {
+                label: label.to_string(),
+                commit: commit.id.clone(),
+                reason,
+            }
+            .into());
+        }
+    }
+    let mut rows: Vec<Row> = clients
+        .iter()
+        .map(|&c| Row {
+            clients: c,
+            a_tps: vec![],
+            b_tps: vec![],
+            a_failed: 0,
+            b_failed: 0,
+            a: None,
+            b: None,
+            comparison: None,
+        })
+        .collect();
+    for (i, slot) in schedule(clients, runs).into_iter().enumerate() {
+        let (commit, label) = match slot.side {
+            SideId::A => sides[0],
+            SideId::B => sides[1],
+        };
+        let Some(row) = rows.iter_mut().find(|r| r.clients == slot.clients) else {
+            continue;
+        };
+        lab.prepare(commit)?;
+        let spec = RunSpec {
+            clients: slot.clients,
+            run: i as u64 + 1,
+        };
+        let outcome = lab.run(commit, spec)?;
+        let (values, failed) = match slot.side {
+            SideId::A => (&mut row.a_tps, &mut row.a_failed),
+            SideId::B => (&mut row.b_tps, &mut row.b_failed),
+        };
+        match outcome {
+            RunOutcome::Measured(m) if m.tps.is_finite() && m.tps > 0.0 => {
+                note(&format!("{label} c={}: {:.1} tps", slot.clients, m.tps));
+                values.push(m.tps);
+            }
+            RunOutcome::Measured(m) => {
+                note(&format!(
+                    "{label} c={}: unusable tps {}",
+                    slot.clients, m.tps
+                ));
+                *failed += 1;
+            }
+            RunOutcome::Failed { reason } => {
+                note(&format!("{label} c={}: run failed: {reason}", slot.clients));
+                *failed += 1;
+            }
+        }
+    }
+    for row in &mut rows {
+        row.analyse(cfg);
+    }
+    Ok(rows)
+}
+
+fn verdict_word(c: &Comparison) -> &'static str {
+    if c.change.low_pct > 0.0 {
+        "faster"
+    } else {
+        match c.verdict {
+            Verdict::Regressed => "SLOWER",
+            Verdict::Unchanged => "same",
+            Verdict::Unclear => "unclear",
+        }
+    }
+}
+
+/// The table as posted to the list: medians, spreads, the difference with
+/// its interval, and a verdict per row.
+pub fn table(report: &CompareReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "A: {} {}", report.a.short(), report.a_label);
+    let _ = writeln!(out, "B: {} {}", report.b.short(), report.b_label);
+    let _ = writeln!(out, "measured with: {}", report.measurement);
+    let _ = writeln!(
+        out,
+        "\n{:>7} | {:>11} {:>7} | {:>11} {:>7} | {:>7} | {:>19} | {:>4} | verdict",
+        "clients", "A tps", "spread", "B tps", "spread", "diff", "interval", "runs"
+    );
+    let _ = writeln!(out, "{}", "-".repeat(96));
+    for row in &report.rows {
+        let side = |s: &Option<Spread>| match s {
+            Some(s) => format!("{:>11.1} {:>6.1}%", s.median, s.range_ratio * 100.0),
+            None => format!("{:>11} {:>7}", "-", "-"),
+        };
+        let (diff, interval, verdict) = match &row.comparison {
+            Some(c) => (
+                format!("{:+.1}%", c.change.pct),
+                format!(
+                    "{:+.1}% .. {:+.1}%",
+                    c.change.low_pct.max(-100.0),
+                    c.change.high_pct.min(1000.0)
+                ),
+                format!("{} ({:.0}%)", verdict_word(c), c.change.confidence * 100.0),
+            ),
+            None => ("-".into(), "-".into(), "no data".into()),
+        };
+        let _ = writeln!(
+            out,
+            "{:>7} | {} | {} | {:>7} | {:>19} | {:>4} | {}",
+            row.clients,
+            side(&row.a),
+            side(&row.b),
+            diff,
+            interval,
+            format!("{}/{}", row.a_tps.len(), row.b_tps.len()),
+            verdict
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nspread = (max-min)/max of a side's runs; diff = B against A (Welch or \
+         Hodges-Lehmann estimate); SLOWER = B dropped by at least {:.1}% with confidence",
+        report.threshold * 100.0
+    );
+    out
+}
+
+/// The chart's series: A and B per client count.
+pub fn chart_series(report: &CompareReport) -> Vec<crate::chart::Series> {
+    let series = |label: &str, pick: fn(&Row) -> &Vec<f64>| crate::chart::Series {
+        label: label.to_string(),
+        points: report
+            .rows
+            .iter()
+            .map(|r| (r.clients, pick(r).clone()))
+            .collect(),
+    };
+    vec![
+        series(&format!("A {}", report.a_label), |r| &r.a_tps),
+        series(&format!("B {}", report.b_label), |r| &r.b_tps),
+    ]
+}
+
+/// Examples for `pgbisect compare --help`.
+pub const AFTER_HELP: &str = "\
+Examples:
+  master against a patch, 5 runs per side and client count:
+    pgbisect compare master --patch ~/lwlock-fix.patch --clients 1,16,64,128
+
+  Two releases, custom commands, results kept:
+    pgbisect compare REL_16_0 REL_17_0 --profile bench.toml --runs 7 \\
+        --json cmp.json --chart cmp.svg
+
+The runs of A and B alternate (A, B, A, B, ...). Each row gives the median
+TPS of both, their spread ((max-min)/max), B's change against A with its
+confidence interval, and a verdict: SLOWER, same, faster or unclear.";
+
+/// `pgbisect compare`: flags in, table out.
+pub fn command(args: &crate::cli::CompareArgs) -> anyhow::Result<std::process::ExitCode> {
+    use crate::app::{default_work_dir, load_profile, make_lab};
+    use anyhow::Context;
+    let decision = decision_config(args)?;
+    let lab_args = &args.lab;
+    let repo_dir = lab_args
+        .repo
+        .clone()
+        .unwrap_or_else(|| std::path::PathBuf::from("."));
+    let repo = crate::repo::Repo::open(&repo_dir)?;
+    let a = repo.resolve(&args.a)?;
+    let work_dir = match &lab_args.work_dir {
+        Some(w) => w.clone(),
+        None => default_work_dir(&repo_dir)?,
+    };
+    std::fs::create_dir_all(&work_dir)
+        .with_context(|| format!("cannot create the work dir {}", work_dir.display()))?;
+    let _lock = crate::workdir::Lock::acquire(&work_dir)?;
+    let (b, b_label) = side_b(&repo, &work_dir, &a, args)?;
+    let plan = crate::app::Plan {
+        profile: load_profile(lab_args.profile.as_deref())?,
+        config: crate::hunt::HuntConfig {
+            decision,
+            clients: args.clients[0],
+            ..Default::default()
+        },
+        good: a.clone(),
+        bad: b.clone(),
+        candidates: vec![],
+        repo_dir,
+        work_dir: work_dir.clone(),
+    };
+    let out_dir = work_dir.join("compare").join(format!(
+        "{}-{}-{}",
+        a.short(),
+        b.short(),
+        &crate::workdir::fingerprint(&format!("{:?}{:?}", args.clients, plan.profile))[..8]
+    ));
+    let run_args = crate::cli::RunArgs {
+        run_as: lab_args.run_as.clone(),
+        pgbench: lab_args.pgbench.clone(),
+        cache_size: lab_args.cache_size,
+        ..Default::default()
+    };
+    let mut lab = make_lab(&plan, &run_args, &out_dir.join("runs"))?;
+    let a_label = args.a.clone();
+    let rows = measure(
+        lab.as_mut(),
+        [(&a, "A"), (&b, "B")],
+        &args.clients,
+        args.runs,
+        &decision,
+        &mut |line| eprintln!("{line}"),
+    )?;
+    let report = CompareReport {
+        a,
+        b,
+        a_label,
+        b_label,
+        threshold: decision.threshold,
+        measurement: lab.describe(),
+        rows,
+    };
+    write_outputs(&report, &out_dir, args)?;
+    print!("{}", table(&report));
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// The decision settings from the flags, which are checked first.
+fn decision_config(args: &crate::cli::CompareArgs) -> anyhow::Result<DecisionConfig> {
+    use crate::app::UsageError;
+    if args.runs < 2 {
+        return Err(UsageError("--runs must be at least 2 to measure any spread".into()).into());
+    }
+    if args.clients.is_empty() || args.clients.contains(&0) {
+        return Err(
+            UsageError("--clients needs client counts of at least 1, e.g. 1,8,64".into()).into(),
+        );
+    }
+    let threshold_pct = args.threshold.unwrap_or(5.0);
+    if !(threshold_pct > 0.0 && threshold_pct < 100.0) {
+        return Err(UsageError(format!(
+            "--threshold {threshold_pct}: give a percentage between 0 and 100"
+        ))
+        .into());
+    }
+    Ok(DecisionConfig {
+        threshold: threshold_pct / 100.0,
+        ..DecisionConfig::default()
+    })
+}
+
+/// B: a commit of the repository, or A with the patch applied.
+fn side_b(
+    repo: &crate::repo::Repo,
+    work_dir: &std::path::Path,
+    a: &Commit,
+    args: &crate::cli::CompareArgs,
+) -> anyhow::Result<(Commit, String)> {
+    match (&args.b, &args.patch) {
+        (_, Some(patch)) => patched(repo, work_dir, (a, &args.a), patch),
+        (Some(b_rev), None) => Ok((repo.resolve(b_rev)?, b_rev.clone())),
+        (None, None) => Err(crate::app::UsageError("give B or --patch FILE".into()).into()),
+    }
+}
+
+/// A's commit with the patch applied, made in the work dir's private repository.
+fn patched(
+    repo: &crate::repo::Repo,
+    work_dir: &std::path::Path,
+    (a, a_rev): (&Commit, &str),
+    patch: &std::path::Path,
+) -> anyhow::Result<(Commit, String)> {
+    use crate::app::UsageError;
+    let text = std::fs::read(patch)
+        .map_err(|e| UsageError(format!("cannot read the patch {}: {e}", patch.display())))?;
+    let name = patch
+        .file_name()
+        .map_or_else(|| "patch".into(), |n| n.to_string_lossy().into_owned());
+    let text = as_git_diff(&text);
+    let worktree = crate::repo::WorkTree::open_or_create(repo, &work_dir.join("checkout"))?;
+    let message = format!("{} + {name}", a.subject);
+    let id = worktree
+        .commit_with_patch(&a.id, &text, &message)?
+        .ok_or_else(|| {
+            UsageError(format!(
+                "the patch {} does not apply to {} (a patch from git diff, git format-patch or diff -u, applied as with -p1, is expected)",
+                patch.display(),
+                a.short()
+            ))
+        })?;
+    let label = format!("{a_rev}+{name}");
+    let commit = Commit {
+        id,
+        subject: message,
+        author: a.author.clone(),
+        date: a.date.clone(),
+    };
+    Ok((commit, label))
+}
+
+/// A patch as git writes it. Patches made with plain `diff -u` (or
+/// `cvs`/`svn diff`) lack the `diff --git` lines git's patch reader needs;
+/// these are added, the paths read as `git apply -p1` would. A patch that
+/// already has them is returned as it is.
+pub fn as_git_diff(patch: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(patch);
+    if text.lines().any(|l| l.starts_with("diff --git ")) {
+        return patch.to_vec();
+    }
+    let path_of = |line: &str| -> Option<String> {
+        let raw = line.get(4..)?.split('\t').next()?.trim_end();
+        if raw == "/dev/null" {
+            return None;
+        }
+        Some(
+            raw.split_once('/')
+                .map_or(raw, |(_, rest)| rest)
+                .to_string(),
+        )
+    };
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let mut out = String::with_capacity(text.len() + 256);
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        let next = lines.get(i + 1).copied().unwrap_or("");
+        if !(line.starts_with("--- ") && next.starts_with("+++ ")) {
+            out.push_str(line);
+            i += 1;
+            continue;
+        }
+        let (old, new) = (path_of(line), path_of(next));
+        let Some(path) = new.clone().or(old.clone()) else {
+            out.push_str(line);
+            i += 1;
+            continue;
+        };
+        out.push_str(&format!("diff --git a/{path} b/{path}\n"));
+        match (&old, &new) {
+            (None, _) => out.push_str("new file mode 100644\n--- /dev/null\n"),
+            (Some(_), None) => out.push_str(&format!("deleted file mode 100644\n--- a/{path}\n")),
+            _ => out.push_str(&format!("--- a/{path}\n")),
+        }
+        match new {
+            Some(_) => out.push_str(&format!("+++ b/{path}\n")),
+            None => out.push_str("+++ /dev/null\n"),
+        }
+        i += 2;
+    }
+    out.into_bytes()
+}
+
+fn write_outputs(
+    report: &CompareReport,
+    out_dir: &std::path::Path,
+    args: &crate::cli::CompareArgs,
+) -> anyhow::Result<()> {
+    use anyhow::Context;
+    std::fs::create_dir_all(out_dir)
+        .with_context(|| format!("cannot create {}", out_dir.display()))?;
+    let json = serde_json::to_string_pretty(report).context("cannot encode the comparison")?;
+    let title = format!("{} against {}", report.b_label, report.a_label);
+    let svg = crate::chart::compare_chart(&title, &chart_series(report));
+    let files = [
+        (Some(out_dir.join("result.json")), &json),
+        (Some(out_dir.join("chart.svg")), &svg),
+        (args.json.clone(), &json),
+        (args.chart.clone(), &svg),
+    ];
+    for (path, body) in files {
+        if let Some(path) = path {
+            std::fs::write(&path, body)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::{LabTotals, Measurement};
+
+    /// A lab whose commits have fixed levels; records the run order.
+    struct FakeLab {
+        levels: Vec<(String, f64)>,
+        order: Vec<(String, u32)>,
+        broken: Option<String>,
+    }
+
+    impl Lab for FakeLab {
+        fn prepare(&mut self, commit: &Commit) -> anyhow::Result<Prepared> {
+            if self.broken.as_deref() == Some(commit.id.as_str()) {
+                return Ok(Prepared::Unbuildable {
+                    reason: "does not compile".into(),
+                    log: None,
+                });
+            }
+            Ok(Prepared::Ready { cached: true })
+        }
+
+        fn run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
+            self.order.push((commit.id.clone(), spec.clients));
+            let level = self
+                .levels
+                .iter()
+                .find(|(id, _)| *id == commit.id)
+                .map_or(1.0, |(_, l)| *l);
+            // Deterministic noise of about 1%.
+            let wobble = 1.0 + 0.01 * (((spec.run * 7919) % 11) as f64 - 5.0) / 5.0;
+            Ok(RunOutcome::Measured(Measurement {
+                tps: level * spec.clients as f64 * wobble,
+                latency_ms: None,
+                failed_transactions: None,
+                output: None,
+            }))
+        }
+
+        fn totals(&self) -> LabTotals {
+            LabTotals::default()
+        }
+
+        fn describe(&self) -> String {
+            "fake".into()
+        }
+    }
+
+    fn lab(b_level: f64) -> FakeLab {
+        FakeLab {
+            levels: vec![("a".into(), 100.0), ("b".into(), b_level)],
+            order: vec![],
+            broken: None,
+        }
+    }
+
+    #[test]
+    fn schedule_interleaves_sides_per_client_count() {
+        let s = schedule(&[1, 8], 2);
+        let sides: Vec<SideId> = s.iter().map(|x| x.side).collect();
+        use SideId::{A, B};
+        assert_eq!(sides, [A, B, A, B, A, B, A, B]);
+        assert_eq!(s.iter().filter(|x| x.clients == 8).count(), 4);
+        assert_eq!(s[0].clients, 1);
+    }
+
+    #[test]
+    fn a_ten_percent_drop_is_slower_in_every_row() {
+        let mut lab = lab(90.0);
+        let (a, b) = (Commit::bare("a"), Commit::bare("b"));
+        let cfg = DecisionConfig::default();
+        let rows = measure(
+            &mut lab,
+            [(&a, "A"), (&b, "B")],
+            &[1, 16],
+            6,
+            &cfg,
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(lab.order.len(), 24);
+        assert_eq!(lab.order[0].0, "a");
+        assert_eq!(lab.order[1].0, "b");
+        for row in &rows {
+            let c = row.comparison.unwrap();
+            assert_eq!(c.verdict, Verdict::Regressed, "{row:?}");
+            assert!((c.change.pct + 10.0).abs() < 2.0, "{:?}", c.change);
+            assert!(c.change.low_pct < c.change.pct && c.change.pct < c.change.high_pct);
+        }
+        let report = CompareReport {
+            a,
+            b,
+            a_label: "master".into(),
+            b_label: "patched".into(),
+            threshold: cfg.threshold,
+            measurement: "fake".into(),
+            rows,
+        };
+        let text = table(&report);
+        assert_eq!(text.matches("SLOWER").count(), 3, "{text}");
+        assert!(text.contains("-10."), "{text}");
+        assert_eq!(chart_series(&report)[1].points.len(), 2);
+    }
+
+    #[test]
+    fn the_same_build_is_not_called_slower() {
+        let mut lab = lab(100.0);
+        let (a, b) = (Commit::bare("a"), Commit::bare("b"));
+        let cfg = DecisionConfig::default();
+        let rows = measure(&mut lab, [(&a, "A"), (&b, "B")], &[4], 6, &cfg, &mut |_| {}).unwrap();
+        let c = rows[0].comparison.unwrap();
+        assert_ne!(c.verdict, Verdict::Regressed);
+        assert!(c.change.pct.abs() < 2.0);
+    }
+
+    #[test]
+    fn an_unbuildable_side_is_an_error_naming_it() {
+        let mut lab = lab(100.0);
+        lab.broken = Some("b".into());
+        let (a, b) = (Commit::bare("a"), Commit::bare("b"));
+        let err = measure(
+            &mut lab,
+            [(&a, "A"), (&b, "patched")],
+            &[4],
+            3,
+            &DecisionConfig::default(),
+            &mut |_| {},
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("patched"), "{err}");
+        assert!(lab.order.is_empty());
+    }
+
+    fn compare_args(extra: &[&str]) -> crate::cli::CompareArgs {
+        use clap::Parser;
+        let mut argv = vec!["pgbisect", "compare", "A"];
+        argv.extend_from_slice(extra);
+        match crate::cli::Cli::try_parse_from(argv).unwrap().command {
+            Some(crate::cli::Command::Compare(args)) => args,
+            other => panic!("not a compare: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn flags_are_checked_before_anything_runs() {
+        let ok = compare_args(&["B", "--threshold", "3"]);
+        assert_eq!(ok.clients, [1, 8, 16, 32, 64, 128]);
+        assert_eq!(ok.runs, 5);
+        assert!((decision_config(&ok).unwrap().threshold - 0.03).abs() < 1e-12);
+        for bad in [
+            &["B", "--runs", "1"][..],
+            &["B", "--clients", "1,0"],
+            &["B", "--threshold", "120"],
+        ] {
+            let err = decision_config(&compare_args(bad)).unwrap_err();
+            assert!(
+                err.downcast_ref::<crate::app::UsageError>().is_some(),
+                "{bad:?}"
+            );
+        }
+        use clap::Parser;
+        assert!(crate::cli::Cli::try_parse_from(["pgbisect", "compare", "A"]).is_err());
+        assert!(
+            crate::cli::Cli::try_parse_from(["pgbisect", "compare", "A", "B", "--patch", "p"])
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn plain_diffs_get_git_headers() {
+        let plain = "Some words\n--- pg.orig/src/a.c\t2016-01-01 10:00:00\n+++ pg/src/a.c\t2016-01-02\n@@ -1 +1 @@\n-x\n+y\n\
+                     --- /dev/null\n+++ pg/src/new.h\n@@ -0,0 +1 @@\n+z\n";
+        let git = String::from_utf8(as_git_diff(plain.as_bytes())).unwrap();
+        assert!(
+            git.starts_with(
+                "Some words\ndiff --git a/src/a.c b/src/a.c\n--- a/src/a.c\n+++ b/src/a.c\n@@"
+            ),
+            "{git}"
+        );
+        assert!(git.contains("diff --git a/src/new.h b/src/new.h\nnew file mode 100644\n--- /dev/null\n+++ b/src/new.h\n"), "{git}");
+        let already = "diff --git a/x b/x\n--- a/x\n+++ b/x\n";
+        assert_eq!(as_git_diff(already.as_bytes()), already.as_bytes());
+    }
+
+    #[test]
+    fn a_row_without_results_says_no_data() {
+        let mut row = Row {
+            clients: 2,
+            a_tps: vec![100.0],
+            b_tps: vec![],
+            a_failed: 0,
+            b_failed: 3,
+            a: None,
+            b: None,
+            comparison: None,
+        };
+        row.analyse(&DecisionConfig::default());
+        assert!(row.comparison.is_none());
+        let report = CompareReport {
+            a: Commit::bare("a"),
+            b: Commit::bare("b"),
+            a_label: String::new(),
+            b_label: String::new(),
+            threshold: 0.05,
+            measurement: String::new(),
+            rows: vec![row],
+        };
+        assert!(table(&report).contains("no data"));
+    }
+}
