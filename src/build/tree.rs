@@ -57,7 +57,7 @@ const INSTALLED_DIRS: [&str; 11] = [
 ];
 
 /// Directories installed only when their Makefile has an `install` rule:
-/// since PostgreSQL 18 `postgres.bki` is installed from
+/// since PostgreSQL 17 (commit 6ab2e838) `postgres.bki` is installed from
 /// `src/include/catalog`, whose Makefile has no such rule before. Its rule
 /// also installs a few server headers into `include/server/catalog`, a
 /// directory only a full install creates; it is made beforehand.
