@@ -2,7 +2,7 @@
 //! meet. Kept thin: every decision lives in a pure module.
 
 use crate::build::{BuildSettings, BuildSystem, Fixup};
-use crate::cli::{self, Cli, Command, ReportFormat, RunArgs, SimulateArgs};
+use crate::cli::{self, Cli, Command, LabArgs, ReportFormat, RunArgs, SimulateArgs};
 use crate::command_lab::{CommandLab, Commands};
 use crate::decide::DecisionConfig;
 use crate::findings::{HuntOutcome, HuntReport};
@@ -102,7 +102,7 @@ pub(crate) fn load_profile(name: Option<&str>) -> anyhow::Result<Profile> {
 }
 
 pub(crate) fn resolve_plan(args: &RunArgs) -> anyhow::Result<Plan> {
-    let profile = load_profile(args.profile.as_deref())?;
+    let profile = load_profile(args.lab.profile.as_deref())?;
     let (Some(good), Some(bad)) = (&args.good, &args.bad) else {
         return Err(UsageError(
             "a hunt needs --good REV and --bad REV (a fast and a later, slower commit)\n\
@@ -111,7 +111,7 @@ pub(crate) fn resolve_plan(args: &RunArgs) -> anyhow::Result<Plan> {
         )
         .into());
     };
-    let repo_dir = args.repo.clone().unwrap_or_else(|| PathBuf::from("."));
+    let repo_dir = args.lab.repo.clone().unwrap_or_else(|| PathBuf::from("."));
     let repo = Repo::open(&repo_dir)?;
     let good = repo.resolve(good)?;
     let bad = repo.resolve(bad)?;
@@ -156,7 +156,7 @@ pub(crate) fn resolve_plan(args: &RunArgs) -> anyhow::Result<Plan> {
         first_only: args.first_only || profile.hunt.first_only.unwrap_or(false),
         ..HuntConfig::default()
     };
-    let work_dir = match &args.work_dir {
+    let work_dir = match &args.lab.work_dir {
         Some(w) => w.clone(),
         None => default_work_dir(&repo_dir)?,
     };
@@ -198,7 +198,7 @@ pub(crate) fn default_work_dir(repo_dir: &Path) -> anyhow::Result<PathBuf> {
 
 pub(crate) fn make_lab(
     plan: &Plan,
-    args: &RunArgs,
+    args: &LabArgs,
     runs_dir: &Path,
 ) -> anyhow::Result<Box<dyn Lab>> {
     let repo = Repo::open(&plan.repo_dir)?;
@@ -350,7 +350,7 @@ fn run_hunt(args: &RunArgs, work_dir: &mut Option<PathBuf>) -> anyhow::Result<Fi
         .with_context(|| format!("cannot write {}", saved_profile.display()))?;
     let journal_path = hunt_dir.join("journal.jsonl");
     let past = Journal::load(&journal_path)?;
-    let mut real_lab = make_lab(&plan, args, &hunt_dir.join("runs"))?;
+    let mut real_lab = make_lab(&plan, &args.lab, &hunt_dir.join("runs"))?;
     let mut lab = ReplayLab::new(real_lab.as_mut(), &past);
     let mut progress = crate::progress::for_stderr();
     if lab.replayable_runs() > 0 {
@@ -399,8 +399,9 @@ fn with_setup(
     machine: Machine,
 ) -> anyhow::Result<HuntReport> {
     report.machine = Some(machine);
-    report.profile_name = args.profile.clone().unwrap_or_else(|| "default".into());
+    report.profile_name = args.lab.profile.clone().unwrap_or_else(|| "default".into());
     report.profile_toml = args
+        .lab
         .profile
         .as_deref()
         .map(profile_text)

@@ -99,16 +99,9 @@ pub struct RunArgs {
     /// A later commit, tag or branch that is slower.
     #[arg(long, value_name = "REV")]
     pub bad: Option<String>,
-    /// The git repository (default: the current directory).
-    #[arg(long, value_name = "DIR")]
-    pub repo: Option<PathBuf>,
-    /// Where checkouts, builds, logs and results go
-    /// (default: $XDG_CACHE_HOME/pgbisect/<repository>).
-    #[arg(long, value_name = "DIR")]
-    pub work_dir: Option<PathBuf>,
-    /// Workload profile: a bundled name or a .toml file.
-    #[arg(long, value_name = "NAME|FILE")]
-    pub profile: Option<String>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub lab: LabArgs,
     /// pgbench clients for the hunt (one count: a hunt decides on one).
     #[arg(long, value_name = "N", value_parser = one_client_count)]
     pub clients: Option<u32>,
@@ -124,18 +117,6 @@ pub struct RunArgs {
     /// Write the result as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Unprivileged user that runs PostgreSQL when pgbisect runs as root
-    /// (default: postgres).
-    #[arg(long, value_name = "USER")]
-    pub run_as: Option<String>,
-    /// Which pgbench drives the load: good (the good endpoint's, default),
-    /// candidate (each commit's own) or fixed:PATH.
-    #[arg(long, value_name = "WHICH")]
-    pub pgbench: Option<String>,
-    /// PostgreSQL installs kept in the build cache (least recently used
-    /// go first).
-    #[arg(long, value_name = "N", default_value_t = 200)]
-    pub cache_size: usize,
     /// Shell command run when the hunt ends, also on failure; it gets
     /// PGBISECT_OUTCOME, PGBISECT_EXIT_CODE, PGBISECT_RESULT,
     /// PGBISECT_REPORT, PGBISECT_REASON and PGBISECT_CULPRITS.
@@ -238,8 +219,9 @@ pub struct CompareArgs {
     pub lab: LabArgs,
 }
 
-/// Where and with what to measure, shared by `compare` with the hunt's flags.
-#[derive(Debug, Args, Clone, Default)]
+/// Where and with what to measure: shared by hunts, `compare` and `judge`.
+#[derive(Debug, Args, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct LabArgs {
     /// The git repository (default: the current directory).
     #[arg(long, value_name = "DIR")]
@@ -251,13 +233,16 @@ pub struct LabArgs {
     /// Workload profile: a bundled name or a .toml file.
     #[arg(long, value_name = "NAME|FILE")]
     pub profile: Option<String>,
-    /// Unprivileged user that runs PostgreSQL when pgbisect runs as root.
+    /// Unprivileged user that runs PostgreSQL when pgbisect runs as root
+    /// (default: postgres).
     #[arg(long, value_name = "USER")]
     pub run_as: Option<String>,
-    /// Which pgbench drives the load: good (A's), candidate or fixed:PATH.
+    /// Which pgbench drives the load: good (the good endpoint's, or A's in
+    /// compare; the default), candidate (each commit's own) or fixed:PATH.
     #[arg(long, value_name = "WHICH")]
     pub pgbench: Option<String>,
-    /// PostgreSQL installs kept in the build cache.
+    /// PostgreSQL installs kept in the build cache (least recently used
+    /// go first).
     #[arg(long, value_name = "N", default_value_t = 200)]
     pub cache_size: usize,
 }

@@ -320,13 +320,7 @@ pub fn command(args: &crate::cli::CompareArgs) -> anyhow::Result<std::process::E
         b.short(),
         &crate::workdir::fingerprint(&format!("{:?}{:?}", args.clients, plan.profile))[..8]
     ));
-    let run_args = crate::cli::RunArgs {
-        run_as: lab_args.run_as.clone(),
-        pgbench: lab_args.pgbench.clone(),
-        cache_size: lab_args.cache_size,
-        ..Default::default()
-    };
-    let mut lab = make_lab(&plan, &run_args, &out_dir.join("runs"))?;
+    let mut lab = make_lab(&plan, lab_args, &out_dir.join("runs"))?;
     let a_label = args.a.clone();
     let rows = measure(
         lab.as_mut(),

@@ -163,7 +163,7 @@ pub fn command(args: &JudgeArgs) -> ExitCode {
 
 fn judge(args: &JudgeArgs) -> anyhow::Result<u8> {
     let mut run = args.run.clone();
-    let repo_dir = run.repo.clone().unwrap_or_else(|| PathBuf::from("."));
+    let repo_dir = run.lab.repo.clone().unwrap_or_else(|| PathBuf::from("."));
     let repo = crate::repo::Repo::open(&repo_dir)?;
     let commit = repo.resolve(&args.commit)?;
     let want = |rev: &Option<String>| -> anyhow::Result<Option<String>> {
@@ -173,7 +173,7 @@ fn judge(args: &JudgeArgs) -> anyhow::Result<u8> {
         })
     };
     let (want_good, want_bad) = (want(&run.good)?, want(&run.bad)?);
-    let work_dir = match &run.work_dir {
+    let work_dir = match &run.lab.work_dir {
         Some(w) => w.clone(),
         None => default_work_dir(&repo_dir)?,
     };
@@ -186,15 +186,15 @@ fn judge(args: &JudgeArgs) -> anyhow::Result<u8> {
     })?;
     run.good = Some(hunt.good.clone());
     run.bad = Some(hunt.bad.clone());
-    run.work_dir = Some(work_dir.clone());
+    run.lab.work_dir = Some(work_dir.clone());
     run.clients = run.clients.or(hunt.clients);
     let hunt_dir = journal_path.parent().unwrap_or(&work_dir).to_path_buf();
     let mut plan = resolve_plan(&run)?;
-    if run.profile.is_none() {
+    if run.lab.profile.is_none() {
         use_saved_profile(&mut plan, &run, &hunt_dir.join(PROFILE_FILE))?;
     }
     let _lock = crate::workdir::Lock::acquire(&work_dir)?;
-    let mut lab = make_lab(&plan, &run, &hunt_dir.join("judge-runs"))?;
+    let mut lab = make_lab(&plan, &run.lab, &hunt_dir.join("judge-runs"))?;
     if let Prepared::Unbuildable { reason, .. } = lab.prepare(&commit)? {
         eprintln!("{}: cannot be built: {reason}", commit.short());
         return Ok(EXIT_SKIP);

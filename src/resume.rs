@@ -26,9 +26,9 @@ pub fn save(
 ) -> anyhow::Result<()> {
     let absolute = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     let mut saved = args.clone();
-    saved.repo = Some(absolute(repo_dir));
-    saved.work_dir = Some(absolute(work_dir));
-    saved.profile = args.profile.as_ref().map(|p| {
+    saved.lab.repo = Some(absolute(repo_dir));
+    saved.lab.work_dir = Some(absolute(work_dir));
+    saved.lab.profile = args.lab.profile.as_ref().map(|p| {
         let path = Path::new(p);
         if path.is_file() {
             absolute(path).to_string_lossy().into_owned()
@@ -71,6 +71,7 @@ pub fn resume_command(args: &ResumeArgs) -> anyhow::Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::LabArgs;
 
     #[test]
     fn saved_commands_load_back_with_absolute_paths() {
@@ -80,7 +81,10 @@ mod tests {
         let args = RunArgs {
             good: Some("v1".into()),
             bad: Some("v2".into()),
-            profile: Some(profile.to_string_lossy().into_owned()),
+            lab: LabArgs {
+                profile: Some(profile.to_string_lossy().into_owned()),
+                ..LabArgs::default()
+            },
             clients: Some(8),
             first_only: true,
             ..RunArgs::default()
@@ -90,18 +94,24 @@ mod tests {
         assert_eq!(back.good.as_deref(), Some("v1"));
         assert_eq!(back.clients, Some(8));
         assert!(back.first_only);
-        assert!(back.repo.unwrap().is_absolute());
-        assert!(Path::new(&back.profile.unwrap()).is_absolute());
+        assert!(back.lab.repo.unwrap().is_absolute());
+        assert!(Path::new(&back.lab.profile.unwrap()).is_absolute());
     }
 
     #[test]
     fn a_bundled_profile_name_stays_a_name() {
         let dir = tempfile::tempdir().unwrap();
         let args = RunArgs {
-            profile: Some("smoke".into()),
+            lab: LabArgs {
+                profile: Some("smoke".into()),
+                ..LabArgs::default()
+            },
             ..RunArgs::default()
         };
         save(dir.path(), &args, dir.path(), dir.path()).unwrap();
-        assert_eq!(load(dir.path()).unwrap().profile.as_deref(), Some("smoke"));
+        assert_eq!(
+            load(dir.path()).unwrap().lab.profile.as_deref(),
+            Some("smoke")
+        );
     }
 }
