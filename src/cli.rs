@@ -171,6 +171,10 @@ pub struct ReportArgs {
     /// Write the report to this file instead of standard output.
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Also write the hunt's SVG chart (TPS of every tested commit in
+    /// history order, culprits marked) to this file.
+    #[arg(long, value_name = "FILE")]
+    pub chart: Option<PathBuf>,
     /// The email's sender, e.g. "Jane Doe <jane@example.org>".
     #[arg(long, value_name = "ADDR", requires = "to")]
     pub from: Option<String>,

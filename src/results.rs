@@ -146,6 +146,10 @@ pub fn report_command(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     let hunt = choose(&work_dir, args.at.hunt.as_deref())?;
     let found = load(&hunt)?;
     let text = report::render(&found, args.format, envelope.as_ref())?;
+    if let Some(path) = &args.chart {
+        std::fs::write(path, crate::chart::hunt_chart(&found))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
     match &args.output {
         Some(path) => std::fs::write(path, text)
             .with_context(|| format!("cannot write {}", path.display()))?,

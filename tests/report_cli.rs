@@ -91,6 +91,30 @@ fn renders_markdown_json_and_email_into_a_file() {
 }
 
 #[test]
+fn report_writes_the_chart_on_demand() {
+    let work = work_dir_with_fixture();
+    let chart = work.path().join("hunt.svg");
+    let args = [
+        "report",
+        "--work-dir",
+        work.path().to_str().unwrap(),
+        "--chart",
+        chart.to_str().unwrap(),
+    ];
+    assert!(stdout(&pgbisect(&args, work.path())).contains("first bad commit"));
+    let svg = std::fs::read_to_string(&chart).unwrap();
+    let fixture: pgbisect::findings::HuntReport = serde_json::from_str(FIXTURE).unwrap();
+    assert!(svg.starts_with("<svg") || svg.starts_with("<?xml"), "{svg}");
+    for culprit in &fixture.culprits {
+        assert!(
+            svg.contains(&culprit.commit[..8]),
+            "no mark for {}",
+            culprit.commit
+        );
+    }
+}
+
+#[test]
 fn empty_work_dir_says_where_it_looked_and_what_to_run() {
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().to_str().unwrap();
