@@ -13,6 +13,10 @@ use crate::decide::{self, Comparison, Verdict};
 use crate::findings::{Culprit, Judgement, UnresolvedRange};
 use crate::stats;
 
+/// The most commits a range may hold for [`Hunt::narrow`] to check them
+/// pair by pair; a longer one is reported as a range.
+const MAX_NARROWED_PAIRS: usize = 4;
+
 /// The result of a side-by-side check.
 pub(super) struct Check {
     pub(super) side_by_side: Comparison,
@@ -78,6 +82,55 @@ impl Hunt<'_> {
             }
         }
         changes
+    }
+
+    /// Narrows a drop the search could pin only to several commits (unsure
+    /// ones in between) the way a hacker does by hand: each commit side by
+    /// side with its parent, from the bad end down, while the pairs show
+    /// no drop. Returns the pair that shows it with its check; `None` when
+    /// a pair stays unclear, a commit cannot be measured, or no pair shows
+    /// the drop (then the range itself is checked and reported).
+    pub(super) fn narrow(
+        &mut self,
+        last_good: usize,
+        first_bad: usize,
+        range: Range,
+    ) -> anyhow::Result<Option<(usize, usize, Check)>> {
+        let measurable = |s: &Self, pos: usize| {
+            !matches!(
+                s.state[pos].judgement,
+                Some(Judgement::Unbuildable | Judgement::RunsFailed)
+            )
+        };
+        let pairs = first_bad - last_good;
+        if pairs > MAX_NARROWED_PAIRS {
+            return Ok(None);
+        }
+        // Each pair is a chance to blame the wrong commit: together they
+        // spend what one check would (Bonferroni).
+        self.alpha_share = 1.0 / pairs as f64;
+        let mut found = None;
+        for bad in (last_good + 1..=first_bad).rev() {
+            let good = bad - 1;
+            if !measurable(self, good) || !measurable(self, bad) {
+                break;
+            }
+            let check = match self.verify(good, bad, range) {
+                Ok(check) => check,
+                Err(e) => {
+                    self.alpha_share = 1.0;
+                    return Err(e);
+                }
+            };
+            match check.side_by_side.verdict {
+                Verdict::Unchanged => continue,
+                Verdict::Regressed => found = Some((good, bad, check)),
+                Verdict::Unclear => {}
+            }
+            break;
+        }
+        self.alpha_share = 1.0;
+        Ok(found)
     }
 
     /// Whether the drop across `range` no longer holds in the runs of its

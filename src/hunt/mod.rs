@@ -12,7 +12,8 @@
 //!    level measured close to it in time (reference runs are interleaved).
 //! 3. Each culprit is measured side by side with its parent (and with the
 //!    bad end, to see whether the whole drop is explained); a failed check
-//!    sends the search back instead of reporting.
+//!    sends the search back instead of reporting. A drop the search pins
+//!    only to a few commits (unsure ones between) is narrowed pair by pair.
 //! 4. What the culprit does not explain is hunted again, until every step
 //!    of a multi-step drop is found (unless `first_only`).
 
@@ -121,6 +122,9 @@ pub struct Hunt<'a> {
     notes: Vec<String>,
     /// Set when the endpoints' drop vanished in later runs.
     endpoints_gone: Option<Comparison>,
+    /// The share of the error rate a check may spend: below 1 while
+    /// several checks test one drop (see [`Hunt::narrow`]).
+    alpha_share: f64,
 }
 
 impl<'a> Hunt<'a> {
@@ -146,6 +150,7 @@ impl<'a> Hunt<'a> {
             unresolved: Vec::new(),
             notes: Vec::new(),
             endpoints_gone: None,
+            alpha_share: 1.0,
         }
     }
 
@@ -296,6 +301,12 @@ impl<'a> Hunt<'a> {
                             first_bad,
                         } => (range.lo + last_good, range.lo + first_bad),
                     };
+                    if first_bad > last_good + 1
+                        && let Some((good, bad, check)) =
+                            self.narrow(last_good, first_bad, range)?
+                    {
+                        return Ok(self.confirmed(good, bad, range, check));
+                    }
                     let check = self.verify(last_good, first_bad, range)?;
                     match check.side_by_side.verdict {
                         Verdict::Regressed => {
@@ -469,7 +480,10 @@ impl<'a> Hunt<'a> {
     /// differ by which runs landed in the slow mode, so such checks wait
     /// for twice as many runs and spend a quarter of the error rate a look.
     fn per_look(&self) -> DecisionConfig {
-        let d = self.cfg.decision;
+        let d = DecisionConfig {
+            alpha: self.cfg.decision.alpha * self.alpha_share,
+            ..self.cfg.decision
+        };
         let wild = self
             .noise()
             .is_some_and(|n| n.differences >= 20 && n.wild_fraction > 0.05);

@@ -80,3 +80,70 @@ fn own_cpu_time_grows_with_work() {
     }
     assert!(own_cpu_seconds() > before, "{x}");
 }
+
+/// Every commit from `step` on is 15% slower, with a fixed spread of 2%.
+struct StepLab {
+    ids: Vec<String>,
+    step: usize,
+    totals: LabTotals,
+}
+
+impl Lab for StepLab {
+    fn prepare(&mut self, _commit: &Commit) -> anyhow::Result<Prepared> {
+        self.totals.builds += 1;
+        Ok(Prepared::Ready { cached: false })
+    }
+
+    fn run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
+        self.totals.runs += 1;
+        let pos = self.ids.iter().position(|id| *id == commit.id);
+        let hash = spec.run.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40;
+        let jitter = (hash % 1000) as f64 / 1000.0 - 0.5;
+        let level = if pos >= Some(self.step) {
+            850.0
+        } else {
+            1000.0
+        };
+        Ok(RunOutcome::tps_only(level * (1.0 + 0.02 * jitter)))
+    }
+
+    fn totals(&self) -> LabTotals {
+        self.totals
+    }
+
+    fn describe(&self) -> String {
+        "step".into()
+    }
+}
+
+/// The search left 39 good-like, 40 unsure, 41 bad-like; which pair does
+/// narrowing name when the step is at `step`?
+fn narrowed(step: usize, unsure: Judgement) -> Option<(usize, usize)> {
+    let commits: Vec<Commit> = (0..=64).map(|i| Commit::bare(format!("{i:040}"))).collect();
+    let mut lab = StepLab {
+        ids: commits.iter().map(|c| c.id.clone()).collect(),
+        step,
+        totals: LabTotals::default(),
+    };
+    let mut silent = Silent;
+    let mut hunt = Hunt::new(HuntConfig::default(), commits, &mut lab, &mut silent);
+    assert_eq!(hunt.endpoints().unwrap().verdict, Verdict::Regressed);
+    hunt.state[39].judgement = Some(Judgement::GoodLike);
+    hunt.state[40].judgement = Some(unsure);
+    hunt.state[41].judgement = Some(Judgement::BadLike);
+    let range = Range { lo: 0, hi: 64 };
+    let found = hunt.narrow(39, 41, range).unwrap();
+    assert_eq!(hunt.alpha_share, 1.0);
+    found.map(|(good, bad, check)| {
+        assert_eq!(check.side_by_side.verdict, Verdict::Regressed);
+        (good, bad)
+    })
+}
+
+#[test]
+fn an_unsure_commit_is_narrowed_side_by_side() {
+    assert_eq!(narrowed(41, Judgement::Unsure), Some((40, 41)));
+    assert_eq!(narrowed(40, Judgement::Unsure), Some((39, 40)));
+    // An unbuildable commit has no pair to measure: the range stands.
+    assert_eq!(narrowed(41, Judgement::Unbuildable), None);
+}
