@@ -27,8 +27,14 @@ rm -rf "$dest/debian" "$dest/.pc"
 cd "$dest"
 export GIT_AUTHOR_NAME="pgbisect history" GIT_AUTHOR_EMAIL="history@example.org"
 export GIT_COMMITTER_NAME="$GIT_AUTHOR_NAME" GIT_COMMITTER_EMAIL="$GIT_AUTHOR_EMAIL"
+# Fixed dates make the same source give the same SHAs, so rerunning a hunt
+# on a remade history continues it instead of starting over.
+dated() { # N: commit N's date, an hour after commit N-1's
+  export GIT_AUTHOR_DATE="$(( 1767225600 + 3600 * $1 )) +0000" GIT_COMMITTER_DATE="$(( 1767225600 + 3600 * $1 )) +0000"
+}
 git init -q -b main
 git add -A
+dated 0
 git commit -q -m "PostgreSQL source"
 git tag good
 
@@ -49,6 +55,7 @@ PY
 }
 
 for i in $(seq 1 "$commits"); do
+  dated "$i"
   if [ "$i" = "$first_slow" ]; then
     inject src/backend/executor/execMain.c $'\tpgstat_report_query_id(queryDesc->plannedstmt->queryId, false);\n'
     git commit -q -am "Do extra work in ExecutorStart"
