@@ -46,6 +46,11 @@ print(f"  outcome {r['outcome']}; wall {wall:.0f} s; builds {t['builds']} "
       f"({t['build_seconds']:.0f} s); runs {t['runs']} ({t['measured_runs']} measured, "
       f"{t['bench_seconds']:.0f} s of pgbench); pgbisect CPU {t.get('cpu_seconds', 0):.1f} s "
       f"= {100 * t.get('cpu_seconds', 0) / max(wall, 1e-9):.2f}% of wall")
+if t.get("setups"):
+    per_run = t["setup_seconds"] / t["setups"]
+    per_template = t["template_seconds"] / max(t["templates"], 1)
+    print(f"  templates {t['templates']} ({t['template_seconds']:.1f} s); set-up {per_run:.2f} s a run "
+          f"= {100 * per_run / max(per_template, 1e-9):.1f}% of making a template")
 for c in r["culprits"]:
     ch = c["change"]
     print(f"  culprit {c['commit'][:12]} {c['subject']}: {ch['pct']:+.1f}% "

@@ -123,6 +123,8 @@ pub struct Totals {
     /// it started), to show its own overhead.
     #[serde(default)]
     pub cpu_seconds: f64,
+    #[serde(flatten)]
+    pub setup: crate::lab::SetupTotals,
 }
 
 impl Totals {
@@ -141,6 +143,7 @@ impl Totals {
             bench_seconds: lab.bench_seconds,
             wall_seconds,
             cpu_seconds,
+            setup: lab.setup,
         }
     }
 }

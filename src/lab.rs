@@ -106,6 +106,25 @@ pub struct LabTotals {
     /// Of `runs`, how many were warm-ups whose result was discarded.
     pub warmup_runs: u64,
     pub bench_seconds: f64,
+    /// Templates and set-ups (the PostgreSQL lab's).
+    #[serde(flatten)]
+    pub setup: SetupTotals,
+}
+
+/// What preparing the data for runs cost: data templates made (`initdb`
+/// and `pgbench -i`), and set-ups before runs (a fresh copy of a template
+/// when the workload writes, a server start). Results from before these
+/// were counted have none.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct SetupTotals {
+    #[serde(default)]
+    pub templates: u64,
+    #[serde(default)]
+    pub template_seconds: f64,
+    #[serde(default)]
+    pub setups: u64,
+    #[serde(default)]
+    pub setup_seconds: f64,
 }
 
 /// Turns commits into measurements.

@@ -13,7 +13,7 @@ use crate::repo::{Repo, WorkTree};
 use crate::server::{self, DataTemplate, RunAs, Server, ServerError, SocketDir, TemplateSpec};
 use anyhow::Context;
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// Which pgbench drives the load.
@@ -74,6 +74,8 @@ pub struct PgLab {
     sockets: SocketDir,
     /// The template the data directory is an unused-by-writes copy of.
     fresh_copy_of: Option<DataTemplate>,
+    /// Whether the work dir was checked for copies that share blocks.
+    copies_checked: bool,
     totals: LabTotals,
 }
 
@@ -105,6 +107,7 @@ impl PgLab {
             templates: HashMap::new(),
             sockets,
             fresh_copy_of: None,
+            copies_checked: false,
             totals: LabTotals::default(),
         })
     }
@@ -162,7 +165,12 @@ impl PgLab {
             run_as: self.cfg.run_as.clone(),
             registry_dir: Some(server::registry_dir(&self.cfg.work_dir)),
         };
-        let (template, _built) = DataTemplate::ensure(&spec)?;
+        let started = Instant::now();
+        let (template, built) = DataTemplate::ensure(&spec)?;
+        if built {
+            self.totals.setup.templates += 1;
+            self.totals.setup.template_seconds += started.elapsed().as_secs_f64();
+        }
         self.templates.insert(key, template.clone());
         Ok(template)
     }
@@ -179,10 +187,15 @@ impl PgLab {
         // `pgbench -i` on a file system without reflinks.
         let read_only = self.cfg.options.script.is_none()
             && self.cfg.options.builtin == Some(bench::Builtin::SelectOnly);
+        let setup = Instant::now();
         if !read_only || self.fresh_copy_of.as_ref() != Some(&template) {
             self.fresh_copy_of = None;
             server::fresh_copy(&template, &data)?;
             self.fresh_copy_of = Some(template.clone());
+            if !read_only && !self.copies_checked {
+                self.copies_checked = true;
+                note_full_copies(&data);
+            }
         }
         let bin = self.prefix(&commit.id)?.join("bin");
         let pgbench = self.pgbench_for(&commit.id)?;
@@ -200,7 +213,10 @@ impl PgLab {
             run_as: self.cfg.run_as.clone(),
             registry_dir: Some(server::registry_dir(&self.cfg.work_dir)),
         };
-        let running = match server.start() {
+        let started = server.start();
+        self.totals.setup.setups += 1;
+        self.totals.setup.setup_seconds += setup.elapsed().as_secs_f64();
+        let running = match started {
             Ok(r) => r,
             Err(e @ ServerError::Io { .. }) => return Err(e.into()),
             Err(e) => {
@@ -356,6 +372,22 @@ impl Lab for PgLab {
             }
         )
     }
+}
+
+/// Says once when every run of a write workload pays for a full copy of
+/// the data directory: on a file system without shared-block copies
+/// (ext4), a copy at scale 100 costs about as much as `pgbench -i`.
+fn note_full_copies(data: &Path) {
+    let Some(dir) = data.parent() else { return };
+    if server::shares_blocks(dir) {
+        return;
+    }
+    eprintln!(
+        "pgbisect: note: {} cannot share blocks between copies (no reflink, as on ext4): \
+         every run of this write workload copies the whole data directory; \
+         a work dir on XFS (reflink=1) or btrfs makes that copy nearly free",
+        dir.display()
+    );
 }
 
 #[cfg(test)]

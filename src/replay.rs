@@ -101,10 +101,8 @@ impl Lab for ReplayLab<'_> {
         let t = self.inner.totals();
         LabTotals {
             builds: t.builds + self.replayed.builds,
-            build_seconds: t.build_seconds,
             runs: t.runs + self.replayed.runs,
-            warmup_runs: t.warmup_runs,
-            bench_seconds: t.bench_seconds,
+            ..t
         }
     }
 

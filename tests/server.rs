@@ -5,7 +5,7 @@
 use pgbisect::bench::{self, Builtin, PgbenchOptions, QueryMode};
 use pgbisect::server::{
     BenchError, DataTemplate, RunAs, RunningServer, Server, ServerError, SocketDir, TemplateSpec,
-    check_settings, fresh_copy, pick_port, reap_leftovers, registry_dir, time_limit,
+    check_settings, fresh_copy, pick_port, reap_leftovers, registry_dir, shares_blocks, time_limit,
 };
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -375,4 +375,25 @@ fn reap_stops_servers_of_a_killed_process() {
     assert_eq!(reap_leftovers(work.path()).unwrap(), 1);
     assert!(wait_gone(pid));
     assert_eq!(registry_entries(work.path()), 0);
+}
+
+#[test]
+fn shared_block_copies_are_detected_without_leaving_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let shares = shares_blocks(dir.path());
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    assert!(!shares_blocks(&dir.path().join("missing")));
+    // ext4 and tmpfs have no reflinks; XFS may or may not (reflink=1).
+    let fs_type = std::process::Command::new("stat")
+        .args(["-f", "-c", "%T"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let fs_type = String::from_utf8_lossy(&fs_type.stdout).trim().to_string();
+    if fs_type == "ext2/ext3" || fs_type == "tmpfs" {
+        assert!(!shares, "{fs_type}");
+    }
+    if fs_type == "btrfs" {
+        assert!(shares, "{fs_type}");
+    }
 }

@@ -370,6 +370,7 @@ pub fn duration(seconds: f64) -> String {
 
 fn totals_facts(report: &HuntReport) -> Vec<(String, String)> {
     let t = &report.totals;
+    let setup = &t.setup;
     let mut facts = vec![
         fact(
             "builds",
@@ -387,6 +388,27 @@ fn totals_facts(report: &HuntReport) -> Vec<(String, String)> {
         ),
         fact("wall time", duration(t.wall_seconds)),
     ];
+    // Only the PostgreSQL lab makes templates and sets servers up.
+    if setup.templates > 0 {
+        facts.push(fact(
+            "templates",
+            format!(
+                "{} made (initdb, pgbench -i) in {}",
+                setup.templates,
+                duration(setup.template_seconds)
+            ),
+        ));
+    }
+    if setup.setups > 0 {
+        facts.push(fact(
+            "set-up",
+            format!(
+                "{:.2} s a run (data copy, server start), {} in all",
+                setup.setup_seconds / setup.setups as f64,
+                duration(setup.setup_seconds)
+            ),
+        ));
+    }
     // Results from before it was measured have none.
     if t.cpu_seconds > 0.0 {
         facts.push(fact(
@@ -412,6 +434,37 @@ mod tests {
         report.outcome = HuntOutcome::NoRegression;
         report.clients = 1;
         assert!(headline(&report).starts_with("pgbisect: no regression at 1 client in "));
+    }
+
+    #[test]
+    fn data_set_up_is_in_the_totals_only_when_made() {
+        let text = include_str!("../../tests/fixtures/reports/hunt.json");
+        let mut report: HuntReport = serde_json::from_str(text).unwrap();
+        let names = |r: &HuntReport| -> Vec<String> {
+            totals_facts(r).into_iter().map(|(name, _)| name).collect()
+        };
+        assert!(!names(&report).contains(&"set-up".to_string()));
+        report.totals.setup = crate::lab::SetupTotals {
+            templates: 2,
+            template_seconds: 130.0,
+            setups: 40,
+            setup_seconds: 6.0,
+        };
+        let facts = totals_facts(&report);
+        let value = |name: &str| {
+            facts
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.clone())
+        };
+        assert_eq!(
+            value("templates").as_deref(),
+            Some("2 made (initdb, pgbench -i) in 2 min 10 s")
+        );
+        assert_eq!(
+            value("set-up").as_deref(),
+            Some("0.15 s a run (data copy, server start), 6 s in all")
+        );
     }
 
     #[test]

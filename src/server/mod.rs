@@ -18,7 +18,7 @@ pub use config::{check_settings, describe_config, server_version};
 pub use pgbench::{BenchError, run_pgbench, time_limit};
 pub use registry::{reap_leftovers, registry_dir};
 pub use run_as::{DEFAULT_USER, RunAs, is_root, lookup_user};
-pub use template::{DataTemplate, TemplateSpec, fresh_copy};
+pub use template::{DataTemplate, TemplateSpec, fresh_copy, shares_blocks};
 
 use crate::bench::{Conn, tail_lines};
 use std::ffi::OsString;

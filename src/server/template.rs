@@ -141,6 +141,26 @@ fn write_log(path: &Path, text: &str) -> Result<(), ServerError> {
         .map_err(|e| ServerError::io(format!("cannot write {}", path.display()), e))
 }
 
+/// Whether `dir`'s file system makes copies that share blocks
+/// (`cp --reflink=always` works there: XFS with reflink=1, btrfs).
+pub fn shares_blocks(dir: &Path) -> bool {
+    let Ok(probe) = tempfile::tempdir_in(dir) else {
+        return false;
+    };
+    let (from, to) = (probe.path().join("a"), probe.path().join("b"));
+    std::fs::write(&from, [0u8; 4096]).is_ok()
+        && Invocation::new(
+            "cp",
+            [
+                OsString::from("--reflink=always"),
+                from.into_os_string(),
+                to.into_os_string(),
+            ],
+        )
+        .run(&RunAs::CurrentUser)
+        .is_ok()
+}
+
 /// Copies the template's data directory to `dest` (which must not exist,
 /// or be an earlier copy: a data directory, removed first) with
 /// `cp -a --reflink=auto`, keeping owners and modes. Returns how long it took.
