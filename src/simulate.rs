@@ -239,6 +239,15 @@ pub fn standard_scenarios() -> Vec<Scenario> {
                 bound: 0.06,
             },
         ),
+        s(
+            "strong-drift",
+            vec![0.90],
+            NoiseModel::Drift {
+                cv: 0.03,
+                step: 0.02,
+                bound: 0.20,
+            },
+        ),
         Scenario {
             unbuildable: 0.1,
             ..s("unbuildable-10pct", vec![0.90], gauss)

@@ -404,6 +404,30 @@ pub fn robust_log_sigma(groups: &[&[f64]]) -> Option<NoiseEstimate> {
     })
 }
 
+/// Whether series (each in time order) wander: their pooled von Neumann
+/// ratio, the mean squared successive difference over the variance, is
+/// about 2 for independent values whatever their distribution, and well
+/// below 2 when neighbours move together, as runs of one commit do on a
+/// machine whose speed drifts. True when the ratio is below 2 by more than
+/// `z` of its standard errors under independence. `None` below 12 values
+/// in all or without spread.
+pub fn wanders(series: &[&[f64]], z: f64) -> Option<bool> {
+    let (mut successive, mut squares, mut n) = (0.0, 0.0, 0usize);
+    for s in series.iter().filter(|s| s.len() >= 2) {
+        let mean = s.iter().sum::<f64>() / s.len() as f64;
+        squares += s.iter().map(|x| (x - mean).powi(2)).sum::<f64>();
+        successive += s.windows(2).map(|w| (w[1] - w[0]).powi(2)).sum::<f64>();
+        n += s.len();
+    }
+    if n < 12 || squares <= 0.0 {
+        return None;
+    }
+    let ratio = successive / squares;
+    let nf = n as f64;
+    let se = (4.0 * (nf - 2.0) / (nf * nf - 1.0)).sqrt();
+    Some(ratio < 2.0 - z * se)
+}
+
 /// Student's t interval for the mean of a sample.
 pub fn mean_ci(sample: &Sample, confidence: f64) -> (f64, f64) {
     let n = sample.len() as f64;
@@ -419,6 +443,24 @@ pub fn mean_ci(sample: &Sample, confidence: f64) -> (f64, f64) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn wandering_series_are_told_from_independent_ones() {
+        // A slow wave wanders; alternating values are as far from
+        // wandering as a series can be.
+        let wave: Vec<f64> = (0..40).map(|i| (i as f64 / 6.0).sin()).collect();
+        assert_eq!(super::wanders(&[&wave], 3.09), Some(true));
+        let alternating: Vec<f64> = (0..40).map(|i| f64::from(i % 2)).collect();
+        assert_eq!(super::wanders(&[&alternating], 3.09), Some(false));
+        assert_eq!(super::wanders(&[&alternating, &wave], 3.09), Some(false));
+        assert_eq!(super::wanders(&[&wave[..11]], 3.09), None);
+        assert_eq!(super::wanders(&[&[1.0; 20]], 3.09), None);
+        // 1..=12 in order: ratio 11 / 143 = 0.077, far below 2; two
+        // halves of it pooled: 10 / 2 x 17.5 = 0.29.
+        let ramp: Vec<f64> = (1..=12).map(f64::from).collect();
+        assert_eq!(super::wanders(&[&ramp], 3.09), Some(true));
+        assert_eq!(super::wanders(&[&ramp[..6], &ramp[6..]], 3.09), Some(true));
+    }
+
     use super::*;
     use proptest::prelude::*;
 

@@ -140,8 +140,28 @@ impl Hunt<'_> {
     /// drop looks like, so a false alarm costs a few runs, not a run cap
     /// for every commit of the range.
     pub(super) fn range_lost(&self, range: Range, unsure_in_a_row: u32) -> Option<Comparison> {
-        let runs =
-            |pos: usize| -> Vec<f64> { self.recent_runs(pos).iter().map(|r| r.tps).collect() };
+        // While the machine drifts, only runs of the two ends made over
+        // the same stretch of time can be set against each other: the
+        // ends' runs since the later of their windows' starts, which are
+        // fewer, so half a window of them settles it.
+        let drifting = self.drifting();
+        let window = self.cfg.reference_window;
+        let since = if drifting {
+            [range.lo, range.hi]
+                .iter()
+                .filter_map(|&pos| self.last_runs(pos, window).first().map(|r| r.run))
+                .max()
+                .unwrap_or(0)
+        } else {
+            0
+        };
+        let runs = |pos: usize| -> Vec<f64> {
+            self.last_runs(pos, window)
+                .iter()
+                .filter(|r| r.run >= since)
+                .map(|r| r.tps)
+                .collect()
+        };
         let cmp = decide::compare(
             &runs(range.lo),
             &runs(range.hi),
@@ -149,7 +169,7 @@ impl Hunt<'_> {
             self.cfg.decision.threshold,
         );
         let small = cmp.change.pct > -100.0 * self.cfg.decision.threshold / 2.0;
-        let settled = cmp.n_base.min(cmp.n_new) >= self.cfg.reference_window;
+        let settled = cmp.n_base.min(cmp.n_new) >= window / if drifting { 2 } else { 1 };
         let lost = cmp.verdict == Verdict::Unchanged
             || (small && settled)
             || (unsure_in_a_row >= 3 && cmp.verdict != Verdict::Regressed);
@@ -283,7 +303,13 @@ impl Hunt<'_> {
         let before_end = (hunt_rest && good != range.lo).then_some(range.lo);
         let after_end = (hunt_rest && bad != range.hi).then_some(range.hi);
         let d = self.cfg.decision;
+        // While the machine drifts, the ends' levels are measured beside
+        // the pair, or the rest of the drop is judged on stale runs.
         let mut order = vec![good, bad];
+        if self.drifting() {
+            order.extend(before_end.into_iter().chain(after_end));
+        }
+        let first_order = order.clone();
         loop {
             for &pos in &order {
                 if let Measured::Unmeasurable(_) = self.measure(pos)? {
@@ -324,8 +350,8 @@ impl Hunt<'_> {
                     if open_ends.is_empty() {
                         return Ok(check);
                     }
-                    order = vec![good, bad];
-                    order.extend(open_ends);
+                    order = first_order.clone();
+                    order.extend(open_ends.into_iter().filter(|e| !first_order.contains(e)));
                 }
             }
         }

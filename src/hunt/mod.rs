@@ -34,6 +34,9 @@ mod check;
 #[cfg(test)]
 mod tests;
 
+/// Runs of a range end that give its level while the machine drifts.
+const DRIFT_WINDOW: usize = 3;
+
 /// How a hunt is run.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct HuntConfig {
@@ -395,7 +398,7 @@ impl<'a> Hunt<'a> {
     fn refresh_reference(&mut self, range: Range) -> anyhow::Result<()> {
         let last = |pos: usize| self.state[pos].runs.last().map_or(0, |r| r.run);
         let (lo_last, hi_last) = (last(range.lo), last(range.hi));
-        if self.seq.saturating_sub(lo_last.max(hi_last)) < self.cfg.reference_every {
+        if self.seq.saturating_sub(lo_last.max(hi_last)) < self.reference_every() {
             return Ok(());
         }
         let pos = if lo_last <= hi_last {
@@ -440,10 +443,47 @@ impl<'a> Hunt<'a> {
         )
     }
 
-    /// The last `reference_window` runs of `pos`.
+    /// The runs of `pos` that say its level now: the last
+    /// `reference_window`, or the last 3 while the machine drifts.
     fn recent_runs(&self, pos: usize) -> &[RunSample] {
+        let window = if self.drifting() {
+            DRIFT_WINDOW
+        } else {
+            self.cfg.reference_window
+        };
+        self.last_runs(pos, window)
+    }
+
+    fn last_runs(&self, pos: usize, n: usize) -> &[RunSample] {
         let runs = &self.state[pos].runs;
-        &runs[runs.len().saturating_sub(self.cfg.reference_window)..]
+        &runs[runs.len().saturating_sub(n)..]
+    }
+
+    /// How many runs apart reference runs are: every other run while the
+    /// machine drifts, so that a candidate is set against levels measured
+    /// beside it in time.
+    fn reference_every(&self) -> u64 {
+        if self.drifting() {
+            2
+        } else {
+            self.cfg.reference_every
+        }
+    }
+
+    /// Whether the machine's speed wanders between runs, which a fixed
+    /// reference level cannot follow: the runs of each commit measured
+    /// often (the range ends above all), in time order, move together
+    /// (pooled von Neumann ratio, 0.1% level). Independent noise of any
+    /// shape (outliers, two modes) does not trip it.
+    fn drifting(&self) -> bool {
+        let series: Vec<Vec<f64>> = self
+            .state
+            .iter()
+            .filter(|s| s.runs.len() >= 6)
+            .map(|s| s.runs.iter().map(|r| r.tps.ln()).collect())
+            .collect();
+        let refs: Vec<&[f64]> = series.iter().map(Vec::as_slice).collect();
+        stats::wanders(&refs, 3.09) == Some(true)
     }
 
     /// Run-to-run spread of log throughput, pooled over every commit.
