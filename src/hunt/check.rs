@@ -270,15 +270,32 @@ impl Hunt<'_> {
             match cmp.verdict {
                 Verdict::Regressed => rest.push(Range { lo, hi }),
                 Verdict::Unchanged => {}
-                Verdict::Unclear if cmp.change.pct > -100.0 * self.cfg.decision.threshold / 2.0 => {}
-                Verdict::Unclear => self.note(format!(
-                    "{} to {}: a further {:+.1}% [{:+.1}%, {:+.1}%] could not be confirmed or ruled out",
-                    self.commits[lo].short(),
-                    self.commits[hi].short(),
-                    cmp.change.pct,
-                    cmp.change.low_pct,
-                    cmp.change.high_pct
-                )),
+                Verdict::Unclear if cmp.change.pct > -100.0 * self.cfg.decision.threshold / 2.0 => {
+                }
+                Verdict::Unclear => {
+                    // As large as the threshold but not settled at the run
+                    // cap: hunted all the same, since a culprit there must
+                    // pass its own side-by-side check, and a drop that is
+                    // not there stops the search of that part after a few
+                    // runs.
+                    let hunt = cmp.change.pct <= -100.0 * self.cfg.decision.threshold;
+                    self.note(format!(
+                        "{} to {}: a further {:+.1}% [{:+.1}%, {:+.1}%] {}",
+                        self.commits[lo].short(),
+                        self.commits[hi].short(),
+                        cmp.change.pct,
+                        cmp.change.low_pct,
+                        cmp.change.high_pct,
+                        if hunt {
+                            "is not settled; hunting it"
+                        } else {
+                            "could not be confirmed or ruled out"
+                        }
+                    ));
+                    if hunt {
+                        rest.push(Range { lo, hi });
+                    }
+                }
             }
         }
         rest
