@@ -81,6 +81,18 @@ pub enum Method {
     WelchT,
     /// Mann-Whitney U with the Hodges-Lehmann shift (outliers or odd shapes).
     MannWhitney,
+    /// Student's t on the log ratios of runs paired in time (the machine
+    /// drifted; the ratios had no outliers).
+    PairedT,
+    /// Wilcoxon signed-rank with the Hodges-Lehmann shift, on the log
+    /// ratios of runs paired in time (the machine drifted).
+    SignedRank,
+}
+
+impl Method {
+    fn is_rank_based(self) -> bool {
+        matches!(self, Method::MannWhitney | Method::SignedRank)
+    }
 }
 
 /// The change from a base sample to a new one, in percent of the base.
@@ -115,19 +127,81 @@ pub struct Comparison {
 /// `1 - alpha` interval above `-threshold`. Fewer than `min_runs` a side is
 /// always unclear.
 pub fn compare(base: &[f64], new: &[f64], cfg: &DecisionConfig, threshold: f64) -> Comparison {
-    let (change, p_value, method) = estimate_change(base, new, cfg.alpha);
+    let estimate = estimate_change(base, new, cfg.alpha);
     let enough = base.len() >= cfg.min_runs && new.len() >= cfg.min_runs;
+    let verdict = verdict_of(
+        enough,
+        estimate,
+        || rank_based(base, new, cfg.alpha),
+        cfg,
+        threshold,
+    );
+    Comparison::new(verdict, estimate, base.len(), new.len())
+}
+
+/// Compares runs paired in time, `(base, new)` each, as [`compare`] does
+/// two independent samples: on a machine whose speed wanders, the ratio
+/// of two runs made beside each other keeps the change and loses the
+/// wander. Student's t on the log ratios when they have no outliers, the
+/// signed-rank test and the Hodges-Lehmann shift otherwise. Fewer than
+/// `min_runs` pairs is always unclear.
+pub fn compare_paired(pairs: &[(f64, f64)], cfg: &DecisionConfig, threshold: f64) -> Comparison {
+    let ratios: Vec<f64> = pairs.iter().map(|(b, n)| n / b).collect();
+    let clean = pairs.len() >= 3 && !has_outliers(&ratios);
+    let estimate = clean
+        .then(|| paired_t(&ratios, cfg.alpha))
+        .flatten()
+        .unwrap_or_else(|| signed_rank(pairs, cfg.alpha));
+    let enough = pairs.len() >= cfg.min_runs;
+    let verdict = verdict_of(
+        enough,
+        estimate,
+        || signed_rank(pairs, cfg.alpha),
+        cfg,
+        threshold,
+    );
+    Comparison::new(verdict, estimate, pairs.len(), pairs.len())
+}
+
+impl Comparison {
+    fn new(
+        verdict: Verdict,
+        (change, p_value, method): (Change, f64, Method),
+        n_base: usize,
+        n_new: usize,
+    ) -> Self {
+        Comparison {
+            verdict,
+            change,
+            p_value,
+            method,
+            n_base,
+            n_new,
+        }
+    }
+}
+
+/// Regressed needs a one-sided p-value at most `alpha` and an estimated
+/// drop of at least `threshold`; unchanged needs the whole one-sided
+/// `1 - alpha` interval above `-threshold`.
+fn verdict_of(
+    enough: bool,
+    (change, p_value, method): (Change, f64, Method),
+    ranks: impl FnOnce() -> (Change, f64, Method),
+    cfg: &DecisionConfig,
+    threshold: f64,
+) -> Verdict {
     let limit = -threshold * 100.0;
-    // Welch's t can be fooled by two modes in small samples; the ranks
+    // A t-test can be fooled by two modes in small samples; the ranks
     // must agree, on the size too (the Hodges-Lehmann shift), at a looser
     // level, as 4 against 4 runs cannot reach alpha, before a drop counts.
     let ranks_agree = || {
-        method == Method::MannWhitney || {
-            let (rank_change, rank_p, _) = rank_based(base, new, cfg.alpha);
+        method.is_rank_based() || {
+            let (rank_change, rank_p, _) = ranks();
             rank_p <= 5.0 * cfg.alpha && rank_change.pct <= limit
         }
     };
-    let verdict = if !enough {
+    if !enough {
         Verdict::Unclear
     } else if p_value <= cfg.alpha && change.pct <= limit && ranks_agree() {
         Verdict::Regressed
@@ -135,14 +209,6 @@ pub fn compare(base: &[f64], new: &[f64], cfg: &DecisionConfig, threshold: f64) 
         Verdict::Unchanged
     } else {
         Verdict::Unclear
-    };
-    Comparison {
-        verdict,
-        change,
-        p_value,
-        method,
-        n_base: base.len(),
-        n_new: new.len(),
     }
 }
 
@@ -160,7 +226,20 @@ pub fn estimate_change(base: &[f64], new: &[f64], alpha: f64) -> (Change, f64, M
 
 fn rank_based(base: &[f64], new: &[f64], alpha: f64) -> (Change, f64, Method) {
     let p = stats::mann_whitney_u(new, base, Alternative::Less).p_value;
-    let change = match stats::relative_shift(base, new, 1.0 - 2.0 * alpha) {
+    let shift = stats::relative_shift(base, new, 1.0 - 2.0 * alpha);
+    (change_of(shift), p, Method::MannWhitney)
+}
+
+fn signed_rank(pairs: &[(f64, f64)], alpha: f64) -> (Change, f64, Method) {
+    let logs: Vec<f64> = pairs.iter().map(|(b, n)| n.ln() - b.ln()).collect();
+    let p = stats::wilcoxon_signed_rank(&logs, Alternative::Less).p_value;
+    let shift = stats::paired_shift(pairs, 1.0 - 2.0 * alpha);
+    (change_of(shift), p, Method::SignedRank)
+}
+
+/// A rank-based shift as a change; no data, no knowledge.
+fn change_of(shift: Result<stats::Shift, stats::StatsError>) -> Change {
+    match shift {
         Ok(shift) => Change {
             pct: shift.estimate_pct,
             low_pct: shift.low_pct,
@@ -173,8 +252,38 @@ fn rank_based(base: &[f64], new: &[f64], alpha: f64) -> (Change, f64, Method) {
             high_pct: f64::INFINITY,
             confidence: 0.0,
         },
+    }
+}
+
+/// Student's t on the log ratios of pairs. `None` without spread.
+fn paired_t(ratios: &[f64], alpha: f64) -> Option<(Change, f64, Method)> {
+    let (mean, var, n) = log_mean_var(ratios);
+    let se = (var / n).sqrt();
+    if se <= 0.0 || !se.is_finite() || n < 2.0 {
+        return None;
+    }
+    let t_dist = StudentsT::new(0.0, 1.0, n - 1.0).ok()?;
+    Some(t_change(mean, se, &t_dist, alpha, Method::PairedT))
+}
+
+/// A change of `d` in log throughput with standard error `se`, its t
+/// interval and one-sided p-value for a drop.
+fn t_change(
+    d: f64,
+    se: f64,
+    t_dist: &StudentsT,
+    alpha: f64,
+    method: Method,
+) -> (Change, f64, Method) {
+    let q = t_dist.inverse_cdf(1.0 - alpha);
+    let pct = |x: f64| (x.exp() - 1.0) * 100.0;
+    let change = Change {
+        pct: pct(d),
+        low_pct: pct(d - q * se),
+        high_pct: pct(d + q * se),
+        confidence: 1.0 - 2.0 * alpha,
     };
-    (change, p, Method::MannWhitney)
+    (change, t_dist.cdf(d / se), method)
 }
 
 /// Welch's t-test on log throughput. `None` when both samples have no spread.
@@ -189,17 +298,7 @@ fn welch_log(base: &[f64], new: &[f64], alpha: f64) -> Option<(Change, f64, Meth
     let se = se2.sqrt();
     let df = se2 * se2 / (sa * sa / (na - 1.0) + sb * sb / (nb - 1.0));
     let t_dist = StudentsT::new(0.0, 1.0, df.max(1.0)).ok()?;
-    let d = mb - ma;
-    let p = t_dist.cdf(d / se);
-    let q = t_dist.inverse_cdf(1.0 - alpha);
-    let pct = |x: f64| (x.exp() - 1.0) * 100.0;
-    let change = Change {
-        pct: pct(d),
-        low_pct: pct(d - q * se),
-        high_pct: pct(d + q * se),
-        confidence: 1.0 - 2.0 * alpha,
-    };
-    Some((change, p, Method::WelchT))
+    Some(t_change(mb - ma, se, &t_dist, alpha, Method::WelchT))
 }
 
 fn log_mean_var(values: &[f64]) -> (f64, f64, f64) {
@@ -323,6 +422,44 @@ mod tests {
 
     fn cfg() -> DecisionConfig {
         DecisionConfig::default()
+    }
+
+    /// Rounds on a machine whose level swings by a third between rounds;
+    /// in each, the new commit runs at `ratio` of the base (with a little
+    /// noise of its own).
+    fn wandering_pairs(ratio: f64) -> Vec<(f64, f64)> {
+        let levels = [
+            9000.0, 6500.0, 8800.0, 6000.0, 7000.0, 9100.0, 6400.0, 8500.0,
+        ];
+        levels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (*l, l * ratio * (1.0 + 0.004 * (i % 3) as f64 - 0.004)))
+            .collect()
+    }
+
+    #[test]
+    fn runs_paired_in_time_see_through_a_wandering_machine() {
+        let pairs = wandering_pairs(0.88);
+        let (base, new): (Vec<f64>, Vec<f64>) = pairs.iter().copied().unzip();
+        assert_eq!(compare(&base, &new, &cfg(), 0.05).verdict, Verdict::Unclear);
+        let paired = compare_paired(&pairs, &cfg(), 0.05);
+        assert_eq!(paired.verdict, Verdict::Regressed, "{paired:?}");
+        assert_eq!(paired.method, Method::PairedT);
+        assert!((paired.change.pct + 12.0).abs() < 0.5, "{paired:?}");
+        assert_eq!((paired.n_base, paired.n_new), (8, 8));
+        let same = compare_paired(&wandering_pairs(1.0), &cfg(), 0.05);
+        assert_eq!(same.verdict, Verdict::Unchanged, "{same:?}");
+    }
+
+    #[test]
+    fn an_odd_pair_turns_the_paired_comparison_to_ranks() {
+        let mut pairs = wandering_pairs(0.88);
+        pairs[3].1 = pairs[3].0 * 0.3;
+        let c = compare_paired(&pairs, &cfg(), 0.05);
+        assert_eq!(c.method, Method::SignedRank);
+        assert_eq!(c.verdict, Verdict::Regressed, "{c:?}");
+        assert!(compare_paired(&pairs[..3], &cfg(), 0.05).verdict == Verdict::Unclear);
     }
 
     #[test]

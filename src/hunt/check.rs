@@ -7,7 +7,7 @@
 //! explains the whole drop or another step waits on either side, and a
 //! failed check tells which of the two commits was misjudged.
 
-use super::{Hunt, Measured, Range};
+use super::{Hunt, Measured, PAIR_GAP, Range};
 use crate::bisect::Outcome;
 use crate::decide::{self, Comparison, Verdict};
 use crate::findings::{Culprit, Judgement, UnresolvedRange};
@@ -155,19 +155,21 @@ impl Hunt<'_> {
         } else {
             0
         };
-        let runs = |pos: usize| -> Vec<f64> {
+        let runs = |pos: usize| -> Vec<(u64, f64)> {
             self.last_runs(pos, window)
                 .iter()
                 .filter(|r| r.run >= since)
-                .map(|r| r.tps)
+                .map(|r| (r.run, r.tps))
                 .collect()
         };
-        let cmp = decide::compare(
-            &runs(range.lo),
-            &runs(range.hi),
-            &self.cfg.decision,
-            self.cfg.decision.threshold,
-        );
+        let (lo, hi) = (runs(range.lo), runs(range.hi));
+        let (d, threshold) = (&self.cfg.decision, self.cfg.decision.threshold);
+        let cmp = if drifting {
+            decide::compare_paired(&stats::pair_in_time(&lo, &hi, PAIR_GAP), d, threshold)
+        } else {
+            let tps = |runs: &[(u64, f64)]| -> Vec<f64> { runs.iter().map(|r| r.1).collect() };
+            decide::compare(&tps(&lo), &tps(&hi), d, threshold)
+        };
         let small = cmp.change.pct > -100.0 * self.cfg.decision.threshold / 2.0;
         let settled = cmp.n_base.min(cmp.n_new) >= window / if drifting { 2 } else { 1 };
         let lost = cmp.verdict == Verdict::Unchanged
@@ -176,7 +178,11 @@ impl Hunt<'_> {
         lost.then_some(cmp)
     }
 
-    pub(super) fn drop_not_held(&mut self, range: Range, cmp: Comparison) {
+    /// Notes a range whose drop did not hold up. When it is the whole
+    /// range and the later runs do not settle that the drop is gone, the
+    /// endpoints are measured again side by side, which tells "no
+    /// regression" from "inconclusive".
+    pub(super) fn drop_not_held(&mut self, range: Range, cmp: Comparison) -> anyhow::Result<()> {
         self.note(format!(
             "{} to {}: the drop did not hold up in later runs ({:+.1}% [{:+.1}%, {:+.1}%]); this part is not searched further",
             self.commits[range.lo].short(),
@@ -186,8 +192,20 @@ impl Hunt<'_> {
             cmp.change.high_pct
         ));
         if range.lo == 0 && range.hi == self.bad() {
+            let cmp = if cmp.verdict == Verdict::Unchanged {
+                cmp
+            } else {
+                self.phase("measuring the endpoints again, side by side");
+                let again = self.ends_side_by_side(self.seq + 1)?;
+                self.note(format!(
+                    "endpoints measured again side by side: {:+.1}% [{:+.1}%, {:+.1}%]",
+                    again.change.pct, again.change.low_pct, again.change.high_pct
+                ));
+                again
+            };
             self.endpoints_gone = Some(cmp);
         }
+        Ok(())
     }
 
     pub(super) fn give_up(
@@ -384,7 +402,9 @@ impl Hunt<'_> {
     /// Compares a range end with a commit beside it: the end's recent
     /// runs (its endpoint and reference runs, and any made during the
     /// check) against the commit's runs in the check. `end_first` says
-    /// which is the base of the comparison.
+    /// which is the base of the comparison. While the machine drifts and
+    /// the end was measured beside the commit, the runs are compared pair
+    /// by pair.
     pub(super) fn compare_end(
         &self,
         end: usize,
@@ -392,6 +412,18 @@ impl Hunt<'_> {
         since: u64,
         end_first: bool,
     ) -> Comparison {
+        let d = self.per_look();
+        if self.drifting() {
+            let (base, new) = if end_first {
+                (end, inner)
+            } else {
+                (inner, end)
+            };
+            let pairs = self.pairs_since(base, new, since);
+            if pairs.len() >= d.min_runs {
+                return decide::compare_paired(&pairs, &d, d.threshold);
+            }
+        }
         let end_runs: Vec<f64> = self.recent_runs(end).iter().map(|r| r.tps).collect();
         let inner_runs = self.runs_since(inner, since);
         let (base, new) = if end_first {
@@ -399,6 +431,6 @@ impl Hunt<'_> {
         } else {
             (inner_runs, end_runs)
         };
-        decide::compare(&base, &new, &self.per_look(), self.cfg.decision.threshold)
+        decide::compare(&base, &new, &d, self.cfg.decision.threshold)
     }
 }

@@ -37,6 +37,10 @@ mod tests;
 /// Runs of a range end that give its level while the machine drifts.
 const DRIFT_WINDOW: usize = 3;
 
+/// How many run numbers apart two runs may be to count as made side by
+/// side (a round of a check measures up to four commits in turn).
+const PAIR_GAP: u64 = 3;
+
 /// How a hunt is run.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct HuntConfig {
@@ -202,6 +206,14 @@ impl<'a> Hunt<'a> {
     }
 
     fn endpoints(&mut self) -> anyhow::Result<Comparison> {
+        let cmp = self.ends_side_by_side(0)?;
+        self.note_endpoints(&cmp);
+        Ok(cmp)
+    }
+
+    /// Measures the two endpoints in turn, from run `since` on, until their
+    /// comparison settles or reaches the run cap.
+    fn ends_side_by_side(&mut self, since: u64) -> anyhow::Result<Comparison> {
         let bad = self.bad();
         loop {
             for (pos, which) in [(0, "good"), (bad, "bad")] {
@@ -214,8 +226,8 @@ impl<'a> Hunt<'a> {
                     .into());
                 }
             }
-            let cmp = self.compare_positions(0, bad, 0, self.cfg.decision.threshold);
-            let runs = self.state[0].runs.len().min(self.state[bad].runs.len());
+            let cmp = self.compare_positions(0, bad, since, self.cfg.decision.threshold);
+            let runs = cmp.n_base.min(cmp.n_new);
             // "No regression" ends the hunt for good: it waits for two more
             // runs a side than a drop does, so that a good endpoint whose
             // first runs all landed in a slow mode cannot end it.
@@ -224,8 +236,8 @@ impl<'a> Hunt<'a> {
                 Verdict::Unchanged => runs >= self.cfg.decision.min_runs + 2,
                 Verdict::Unclear => false,
             };
-            if settled || runs >= self.cfg.decision.max_runs {
-                self.note_endpoints(&cmp);
+            let cap = self.runs_since(0, since).len() >= self.cfg.decision.max_runs;
+            if settled || cap {
                 return Ok(cmp);
             }
         }
@@ -286,7 +298,7 @@ impl<'a> Hunt<'a> {
                 steps_left: bisection.estimated_steps_left(),
             });
             if let Some(cmp) = self.range_lost(range, unsure_in_a_row) {
-                self.drop_not_held(range, cmp);
+                self.drop_not_held(range, cmp)?;
                 return Ok(Vec::new());
             }
             match bisection.next_step() {
@@ -505,13 +517,33 @@ impl<'a> Hunt<'a> {
     /// Compares the runs of two commits made since `since`. A check looks
     /// at its data after every round, so each look uses half of the
     /// error rate (a Pocock-like spending) to keep the whole check honest.
+    /// While the machine drifts, only runs made side by side are set
+    /// against each other, pair by pair.
     fn compare_positions(&self, base: usize, new: usize, since: u64, threshold: f64) -> Comparison {
+        let cfg = self.per_look();
+        if self.drifting() {
+            return decide::compare_paired(&self.pairs_since(base, new, since), &cfg, threshold);
+        }
         decide::compare(
             &self.runs_since(base, since),
             &self.runs_since(new, since),
-            &self.per_look(),
+            &cfg,
             threshold,
         )
+    }
+
+    /// The runs of `base` and `new` made since `since`, paired with each
+    /// other's neighbours in time.
+    fn pairs_since(&self, base: usize, new: usize, since: u64) -> Vec<(f64, f64)> {
+        let timed = |pos: usize| -> Vec<(u64, f64)> {
+            self.state[pos]
+                .runs
+                .iter()
+                .filter(|r| r.run >= since)
+                .map(|r| (r.run, r.tps))
+                .collect()
+        };
+        stats::pair_in_time(&timed(base), &timed(new), PAIR_GAP)
     }
 
     /// The decision knobs for one look of a check that looks after every

@@ -61,9 +61,9 @@ fn a_drop_that_vanishes_blames_nobody_and_stays_cheap() {
     assert_eq!(report.outcome, HuntOutcome::NoRegression);
     // The bad end's slow first runs read as a machine whose speed changed
     // (to any observer they are one), so reference runs then come every
-    // other run: 137 runs. Before drift was noticed it took under 115;
-    // without the check that the range still holds, the run cap of every
-    // commit it visits.
+    // other run and runs are compared pair by pair: 113 runs. Without the
+    // check that the range still holds, the run cap of every commit it
+    // visits.
     assert!(report.totals.runs < 150, "{} runs", report.totals.runs);
 }
 

@@ -156,6 +156,8 @@ fn method(m: Method) -> &'static str {
     match m {
         Method::WelchT => "Welch's t-test",
         Method::MannWhitney => "Mann-Whitney U",
+        Method::PairedT => "paired t-test",
+        Method::SignedRank => "Wilcoxon signed-rank",
     }
 }
 

@@ -6,6 +6,10 @@
 //! Hodges-Lehmann shift with its distribution-free interval (reported with
 //! the confidence actually achieved, never more), and robust spreads.
 
+mod paired;
+
+pub use paired::{pair_in_time, paired_shift, wilcoxon_signed_rank};
+
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 
@@ -196,14 +200,20 @@ pub fn mann_whitney_u(x: &[f64], y: &[f64], alt: Alternative) -> MannWhitney {
 /// Average ranks of x followed by y, and the tie term sum(t^3 - t).
 fn ranks_of(x: &[f64], y: &[f64]) -> (Vec<f64>, f64) {
     let all: Vec<f64> = x.iter().chain(y).copied().collect();
-    let mut order: Vec<usize> = (0..all.len()).collect();
-    order.sort_by(|&a, &b| all[a].total_cmp(&all[b]));
-    let mut ranks = vec![0.0; all.len()];
+    average_ranks(&all)
+}
+
+/// Ranks of `values` (1-based, ties sharing their average rank) and the
+/// tie term sum(t^3 - t).
+fn average_ranks(values: &[f64]) -> (Vec<f64>, f64) {
+    let mut order: Vec<usize> = (0..values.len()).collect();
+    order.sort_by(|&a, &b| values[a].total_cmp(&values[b]));
+    let mut ranks = vec![0.0; values.len()];
     let mut tie_term = 0.0;
     let mut i = 0;
     while i < order.len() {
         let mut j = i;
-        while j + 1 < order.len() && all[order[j + 1]] == all[order[i]] {
+        while j + 1 < order.len() && values[order[j + 1]] == values[order[i]] {
             j += 1;
         }
         let avg = (i + j) as f64 / 2.0 + 1.0;
