@@ -10,8 +10,11 @@
 #
 # WORK defaults to /var/tmp/pgbisect-e2e; COMMITS 40, slowdowns at 12 and
 # 29; VARIANTS is any of "select-only read-write no-regression" (default
-# all three). Exits non-zero when a check fails.
+# all three). Each injected slowdown is a spin loop of PGBISECT_SPIN
+# iterations (default here 40000, about a tenth of a 1-client select-only
+# transaction on a 2-core machine). Exits non-zero when a check fails.
 set -euo pipefail
+export PGBISECT_SPIN=${PGBISECT_SPIN:-40000}
 here="$(cd "$(dirname "$0")/.." && pwd)"
 work=${1:-/var/tmp/pgbisect-e2e}
 commits=${2:-40}

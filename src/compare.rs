@@ -9,6 +9,7 @@
 
 use crate::decide::{self, Comparison, DecisionConfig, Verdict};
 use crate::lab::{Commit, Lab, Prepared, RunOutcome, RunSpec};
+use crate::report::document::confidence_pct;
 use crate::stats::Sample;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
@@ -226,7 +227,11 @@ pub fn table(report: &CompareReport) -> String {
                     c.change.low_pct.max(-100.0),
                     c.change.high_pct.min(1000.0)
                 ),
-                format!("{} ({:.0}%)", verdict_word(c), c.change.confidence * 100.0),
+                format!(
+                    "{} ({}%)",
+                    verdict_word(c),
+                    confidence_pct(c.change.confidence)
+                ),
             ),
             None => ("-".into(), "-".into(), "no data".into()),
         };

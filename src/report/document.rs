@@ -135,12 +135,23 @@ fn pct(value: f64) -> String {
 /// `-26.9% [-28.1%, -25.7%] at 95% confidence`.
 fn change(c: &Change) -> String {
     format!(
-        "{} [{}, {}] at {:.0}% confidence",
+        "{} [{}, {}] at {}% confidence",
         pct(c.pct),
         pct(c.low_pct),
         pct(c.high_pct),
-        c.confidence * 100.0
+        confidence_pct(c.confidence)
     )
+}
+
+/// A confidence level in percent, rounded down to a tenth so that an
+/// achieved level of 99.99% never reads as a certain 100%.
+pub(crate) fn confidence_pct(confidence: f64) -> String {
+    let tenths = (confidence * 1000.0 + 1e-6).floor().min(999.0);
+    if tenths % 10.0 == 0.0 {
+        format!("{:.0}", tenths / 10.0)
+    } else {
+        format!("{:.1}", tenths / 10.0)
+    }
 }
 
 /// `p = 0.0021`, or `p < 0.0001` for what four decimals would show as 0.
@@ -486,5 +497,14 @@ mod tests {
             confidence: 0.95,
         };
         assert_eq!(change(&c), "-26.9% [-28.1%, -25.7%] at 95% confidence");
+    }
+
+    #[test]
+    fn confidence_is_rounded_down_and_never_reads_as_certain() {
+        assert_eq!(confidence_pct(0.99), "99");
+        assert_eq!(confidence_pct(0.57), "57");
+        assert_eq!(confidence_pct(0.9996), "99.9");
+        assert_eq!(confidence_pct(1.0), "99.9");
+        assert_eq!(confidence_pct(0.9849), "98.4");
     }
 }
