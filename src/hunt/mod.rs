@@ -188,6 +188,20 @@ impl<'a> Hunt<'a> {
         let endpoints = self.endpoints()?;
         let outcome = match endpoints.verdict {
             Verdict::Unchanged => HuntOutcome::NoRegression,
+            Verdict::Unclear if self.smaller_than_threshold(&endpoints) => {
+                self.note(format!(
+                    "the bad end measured {:+.1}% against the good end in {} + {} runs, \
+                     less than the {}% threshold, so no commit is blamed; the noise \
+                     leaves a drop of up to {:.1}% possible: quiet the machine or raise \
+                     --max-runs to rule it out",
+                    endpoints.change.pct,
+                    endpoints.n_base,
+                    endpoints.n_new,
+                    self.cfg.decision.threshold * 100.0,
+                    -endpoints.change.low_pct
+                ));
+                HuntOutcome::NoRegression
+            }
             Verdict::Unclear => HuntOutcome::Inconclusive,
             Verdict::Regressed => {
                 self.search_all()?;
@@ -243,6 +257,14 @@ impl<'a> Hunt<'a> {
         }
     }
 
+    /// Whether endpoints left unclear at the run cap measured a drop
+    /// smaller than the threshold: the regression hunted for did not
+    /// reproduce, so no commit may be blamed, however wide the interval
+    /// the noise left.
+    fn smaller_than_threshold(&self, cmp: &Comparison) -> bool {
+        cmp.verdict == Verdict::Unclear && cmp.change.pct > -self.cfg.decision.threshold * 100.0
+    }
+
     fn note_endpoints(&mut self, cmp: &Comparison) {
         self.state[0].judgement = Some(Judgement::GoodEndpoint);
         let bad = self.bad();
@@ -255,6 +277,9 @@ impl<'a> Hunt<'a> {
             match cmp.verdict {
                 Verdict::Regressed => "regression confirmed",
                 Verdict::Unchanged => "no regression of the threshold's size",
+                Verdict::Unclear if self.smaller_than_threshold(cmp) => {
+                    "at the run cap, smaller than the threshold: no regression reproduced"
+                }
                 Verdict::Unclear => "unclear at the run cap",
             }
         );

@@ -201,3 +201,88 @@ fn a_drifting_machine_is_noticed_and_blames_no_wrong_commit() {
         );
     }
 }
+
+/// Every commit runs at 1000 tps with a wide, fixed pseudo-random spread,
+/// the bad endpoint `drop` slower: a machine too noisy for the run cap.
+struct SpreadLab {
+    bad: String,
+    drop: f64,
+    spread: f64,
+}
+
+impl Lab for SpreadLab {
+    fn prepare(&mut self, _commit: &Commit) -> anyhow::Result<Prepared> {
+        Ok(Prepared::Ready { cached: false })
+    }
+
+    fn run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
+        let hash = (spec.run + 7).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40;
+        let jitter = (hash % 1000) as f64 / 1000.0 - 0.5;
+        let level = if commit.id == self.bad {
+            1.0 - self.drop
+        } else {
+            1.0
+        };
+        Ok(RunOutcome::tps_only(
+            1000.0 * level * (1.0 + self.spread * jitter),
+        ))
+    }
+
+    fn totals(&self) -> LabTotals {
+        LabTotals::default()
+    }
+
+    fn describe(&self) -> String {
+        "spread".into()
+    }
+}
+
+fn hunt_at_the_run_cap(drop: f64, spread: f64) -> HuntReport {
+    let commits: Vec<Commit> = (0..=20).map(|i| Commit::bare(format!("{i:040}"))).collect();
+    let mut lab = SpreadLab {
+        bad: commits[20].id.clone(),
+        drop,
+        spread,
+    };
+    let mut cfg = HuntConfig::default();
+    cfg.decision.max_runs = 6;
+    Hunt::new(cfg, commits, &mut lab, &mut Silent)
+        .run()
+        .unwrap()
+}
+
+#[test]
+fn a_drop_smaller_than_the_threshold_at_the_run_cap_is_no_regression() {
+    let report = hunt_at_the_run_cap(0.0, 0.8);
+    assert_eq!(
+        report.endpoints.verdict,
+        Verdict::Unclear,
+        "{:?}",
+        report.endpoints
+    );
+    assert!(report.endpoints.change.pct > -5.0, "{:?}", report.endpoints);
+    assert_eq!(report.outcome, HuntOutcome::NoRegression);
+    assert!(report.culprits.is_empty());
+    assert!(
+        report.notes.iter().any(|n| n.contains("--max-runs")),
+        "{:?}",
+        report.notes
+    );
+}
+
+#[test]
+fn a_large_drop_left_unclear_at_the_run_cap_is_inconclusive() {
+    let report = hunt_at_the_run_cap(0.2, 0.5);
+    assert_eq!(
+        report.endpoints.verdict,
+        Verdict::Unclear,
+        "{:?}",
+        report.endpoints
+    );
+    assert_eq!(
+        report.outcome,
+        HuntOutcome::Inconclusive,
+        "{:?}",
+        report.endpoints
+    );
+}
