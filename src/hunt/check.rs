@@ -172,9 +172,14 @@ impl Hunt<'_> {
         };
         let small = cmp.change.pct > -100.0 * self.cfg.decision.threshold / 2.0;
         let settled = cmp.n_base.min(cmp.n_new) >= window / if drifting { 2 } else { 1 };
+        // Unsure commits in a row end the range only when its ends do not
+        // still measure a drop of the threshold's size: one pair made side
+        // by side at -40% is too few runs to settle anything, but it is no
+        // sign that the drop has gone.
+        let below_threshold = cmp.change.pct > -100.0 * threshold;
         let lost = cmp.verdict == Verdict::Unchanged
             || (small && settled)
-            || (unsure_in_a_row >= 3 && cmp.verdict != Verdict::Regressed);
+            || (unsure_in_a_row >= 3 && cmp.verdict != Verdict::Regressed && below_threshold);
         lost.then_some(cmp)
     }
 
