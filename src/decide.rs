@@ -108,6 +108,19 @@ pub struct Change {
     pub confidence: f64,
 }
 
+impl Change {
+    /// Whether the estimate is a drop smaller than `fraction` (0.05 = 5%),
+    /// or no drop at all.
+    pub fn drop_smaller_than(&self, fraction: f64) -> bool {
+        self.pct > -100.0 * fraction
+    }
+
+    /// Whether the estimate is a drop of at least `fraction`.
+    pub fn drop_at_least(&self, fraction: f64) -> bool {
+        self.pct <= -100.0 * fraction
+    }
+}
+
 /// A comparison's full answer.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {

@@ -170,13 +170,13 @@ impl Hunt<'_> {
             let tps = |runs: &[(u64, f64)]| -> Vec<f64> { runs.iter().map(|r| r.1).collect() };
             decide::compare(&tps(&lo), &tps(&hi), d, threshold)
         };
-        let small = cmp.change.pct > -100.0 * self.cfg.decision.threshold / 2.0;
+        let small = cmp.change.drop_smaller_than(threshold / 2.0);
         let settled = cmp.n_base.min(cmp.n_new) >= window / if drifting { 2 } else { 1 };
         // Unsure commits in a row end the range only when its ends do not
         // still measure a drop of the threshold's size: one pair made side
         // by side at -40% is too few runs to settle anything, but it is no
         // sign that the drop has gone.
-        let below_threshold = cmp.change.pct > -100.0 * threshold;
+        let below_threshold = cmp.change.drop_smaller_than(threshold);
         let lost = cmp.verdict == Verdict::Unchanged
             || (small && settled)
             || (unsure_in_a_row >= 3 && cmp.verdict != Verdict::Regressed && below_threshold);
@@ -293,15 +293,17 @@ impl Hunt<'_> {
             match cmp.verdict {
                 Verdict::Regressed => rest.push(Range { lo, hi }),
                 Verdict::Unchanged => {}
-                Verdict::Unclear if cmp.change.pct > -100.0 * self.cfg.decision.threshold / 2.0 => {
-                }
+                Verdict::Unclear
+                    if cmp
+                        .change
+                        .drop_smaller_than(self.cfg.decision.threshold / 2.0) => {}
                 Verdict::Unclear => {
                     // As large as the threshold but not settled at the run
                     // cap: hunted all the same, since a culprit there must
                     // pass its own side-by-side check, and a drop that is
                     // not there stops the search of that part after a few
                     // runs.
-                    let hunt = cmp.change.pct <= -100.0 * self.cfg.decision.threshold;
+                    let hunt = cmp.change.drop_at_least(self.cfg.decision.threshold);
                     self.note(format!(
                         "{} to {}: a further {:+.1}% [{:+.1}%, {:+.1}%] {}",
                         self.commits[lo].short(),
@@ -401,7 +403,7 @@ impl Hunt<'_> {
     /// estimate says a further step is likely.
     pub(super) fn rest_is_open(&self, cmp: &Comparison) -> bool {
         cmp.verdict == Verdict::Unclear
-            && cmp.change.pct <= -100.0 * self.cfg.decision.threshold / 2.0
+            && cmp.change.drop_at_least(self.cfg.decision.threshold / 2.0)
     }
 
     /// Compares a range end with a commit beside it: the end's recent

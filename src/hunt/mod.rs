@@ -257,14 +257,15 @@ impl<'a> Hunt<'a> {
         }
     }
 
-    /// Whether endpoints left unclear at the run cap measured a drop
+    /// Whether endpoints (left unclear at the run cap) measured a drop
     /// smaller than half the threshold: the regression hunted for did not
     /// reproduce, so no commit may be blamed, however wide the interval
     /// the noise left. A drop between half and the whole threshold stays
     /// inconclusive: on bimodal noise such a reading comes from a real step
     /// about as often as from none.
     fn under_half_the_threshold(&self, cmp: &Comparison) -> bool {
-        cmp.verdict == Verdict::Unclear && cmp.change.pct > -self.cfg.decision.threshold * 50.0
+        cmp.change
+            .drop_smaller_than(self.cfg.decision.threshold / 2.0)
     }
 
     fn note_endpoints(&mut self, cmp: &Comparison) {

@@ -4,6 +4,12 @@ use super::*;
 use crate::lab::LabTotals;
 use crate::progress::Silent;
 
+/// A fixed pseudo-random number in [-0.5, 0.5) for each `seed`.
+fn jitter(seed: u64) -> f64 {
+    let hash = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40;
+    (hash % 1000) as f64 / 1000.0 - 0.5
+}
+
 /// Every commit runs at 1000 tps with some spread, except
 /// the bad endpoint's first `slow_runs` runs, which are 20% slower: a
 /// drop that does not reproduce.
@@ -22,9 +28,7 @@ impl Lab for TransientLab {
     fn run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
         self.totals.runs += 1;
         // A fixed pseudo-random spread of about 3%.
-        let hash = spec.run.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40;
-        let jitter = (hash % 1000) as f64 / 1000.0 - 0.5;
-        let mut tps = 1000.0 * (1.0 + 0.1 * jitter);
+        let mut tps = 1000.0 * (1.0 + 0.1 * jitter(spec.run));
         if commit.id == self.bad {
             self.bad_runs += 1;
             if self.bad_runs <= self.slow_runs {
@@ -216,15 +220,13 @@ impl Lab for SpreadLab {
     }
 
     fn run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
-        let hash = (spec.run + 7).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40;
-        let jitter = (hash % 1000) as f64 / 1000.0 - 0.5;
         let level = if commit.id == self.bad {
             1.0 - self.drop
         } else {
             1.0
         };
         Ok(RunOutcome::tps_only(
-            1000.0 * level * (1.0 + self.spread * jitter),
+            1000.0 * level * (1.0 + self.spread * jitter(spec.run + 7)),
         ))
     }
 
