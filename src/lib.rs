@@ -58,4 +58,6 @@ pub mod resume;
 pub mod server;
 pub mod simulate;
 pub mod stats;
+#[cfg(test)]
+mod testing;
 pub mod workdir;

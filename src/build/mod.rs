@@ -607,18 +607,14 @@ mod tests {
 
     /// A source tree whose `configure` prints a file and fails: no compiler needed.
     fn failing_source(dir: &Path) -> PathBuf {
-        use std::os::unix::fs::PermissionsExt;
         let src = dir.join("src");
         std::fs::create_dir_all(&src).unwrap();
         std::fs::write(src.join("a.txt"), "one\n").unwrap();
-        let configure = src.join("configure");
-        std::fs::write(
-            &configure,
+        crate::testing::write_script(
+            &src.join("configure"),
             "#!/bin/sh\necho \"content: $(cat \"$(dirname \"$0\")/a.txt\")\"\n\
              echo 'configure: error: this commit cannot be configured' >&2\nexit 1\n",
-        )
-        .unwrap();
-        std::fs::set_permissions(&configure, std::fs::Permissions::from_mode(0o755)).unwrap();
+        );
         src
     }
 

@@ -159,16 +159,13 @@ fn flags_are_checked() {
 /// A stand-in `sendmail` that keeps its arguments and input.
 fn fake_sendmail(dir: &Path, exit: i32) -> Sendmail {
     let path = dir.join("sendmail");
-    std::fs::write(
+    crate::testing::write_script(
         &path,
-        format!(
+        &format!(
             "#!/bin/sh\necho \"$@\" > '{0}/args'\ncat > '{0}/message'\necho 'queue full' >&2\nexit {exit}\n",
             dir.display()
         ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     Sendmail { path }
 }
 

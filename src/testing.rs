@@ -1,0 +1,22 @@
+//! Helpers for the unit tests.
+
+use std::path::Path;
+
+/// Writes an executable script at `path`.
+///
+/// The file is written by a child process, never through a descriptor of
+/// this one: a test thread that forks while another holds a script open
+/// for writing passes the descriptor on, and executing the script then
+/// fails with "Text file busy" until that child has exec'd.
+pub fn write_script(path: &Path, text: &str) {
+    let staged = path.with_extension("staged");
+    std::fs::write(&staged, text).unwrap();
+    let status = std::process::Command::new("install")
+        .arg("-m")
+        .arg("755")
+        .arg(&staged)
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success(), "install {} failed", path.display());
+}
