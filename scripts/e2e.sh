@@ -49,7 +49,9 @@ print(f"  outcome {r['outcome']}; wall {wall:.0f} s; builds {t['builds']} "
       f"({t['build_seconds']:.0f} s); runs {t['runs']} ({t['measured_runs']} measured, "
       f"{t['bench_seconds']:.0f} s of pgbench); pgbisect CPU {t.get('cpu_seconds', 0):.1f} s "
       f"= {100 * t.get('cpu_seconds', 0) / max(wall, 1e-9):.2f}% of wall")
-if t.get("setups"):
+if t.get("processes", 1) > 1:
+    print(f"  resumed: {t['processes']} starts of pgbisect add up to the figures above")
+if t.get("setups") and t.get("templates"):
     per_run = t["setup_seconds"] / t["setups"]
     per_template = t["template_seconds"] / max(t["templates"], 1)
     print(f"  templates {t['templates']} ({t['template_seconds']:.1f} s); set-up {per_run:.2f} s a run "

@@ -371,7 +371,9 @@ fn run_hunt(args: &RunArgs, work_dir: &mut Option<PathBuf>) -> anyhow::Result<Fi
     let machine = Machine::collect();
     let mut commits = vec![plan.good.clone()];
     commits.extend(plan.candidates.iter().cloned());
+    let (earlier, processes) = crate::spent::spent_before(&past);
     let report = Hunt::new(plan.config, commits, &mut lab, progress.as_mut())
+        .with_earlier(earlier, processes)
         .with_journal(&mut journal)
         .with_interrupt(interrupt)
         .run()?;

@@ -5,7 +5,8 @@
 //! all render it, so they can never disagree.
 
 use crate::decide::{Change, Comparison, Method};
-use crate::lab::{Commit, LabTotals};
+use crate::lab::Commit;
+use crate::spent::Spent;
 use serde::{Deserialize, Serialize};
 
 /// How a hunt ended.
@@ -123,17 +124,19 @@ pub struct Totals {
     /// it started), to show its own overhead.
     #[serde(default)]
     pub cpu_seconds: f64,
+    /// How many times pgbisect was started on the hunt: more than one when
+    /// it was resumed. The times above add up every start's part, without
+    /// the time between them.
+    #[serde(default)]
+    pub processes: u64,
     #[serde(flatten)]
     pub setup: crate::lab::SetupTotals,
 }
 
 impl Totals {
-    pub fn from_lab(
-        lab: LabTotals,
-        measured_runs: u64,
-        wall_seconds: f64,
-        cpu_seconds: f64,
-    ) -> Totals {
+    /// The totals of a hunt that cost `spent` in `processes` processes.
+    pub fn from_spent(spent: Spent, measured_runs: u64, processes: u64) -> Totals {
+        let lab = spent.lab;
         Totals {
             builds: lab.builds,
             runs: lab.runs,
@@ -141,8 +144,9 @@ impl Totals {
             measured_runs,
             build_seconds: lab.build_seconds,
             bench_seconds: lab.bench_seconds,
-            wall_seconds,
-            cpu_seconds,
+            wall_seconds: spent.wall_seconds,
+            cpu_seconds: spent.cpu_seconds,
+            processes,
             setup: lab.setup,
         }
     }

@@ -35,6 +35,9 @@ pub enum Event {
         clients: u32,
         outcome: RunOutcome,
     },
+    /// What this process of the hunt has spent so far, written after each
+    /// new build and run (see [`crate::spent`]).
+    Spent { spent: crate::spent::Spent },
     /// The hunt ended with this outcome.
     Finish { outcome: String, at: String },
 }
@@ -84,15 +87,16 @@ impl Journal {
         &self.path
     }
 
-    /// Appends one event and syncs it to disk.
-    pub fn append(&mut self, event: &Event) -> anyhow::Result<()> {
+    /// Appends one event and syncs it to disk; says whether it was new
+    /// (a run or preparation the journal already holds is not written).
+    pub fn append(&mut self, event: &Event) -> anyhow::Result<bool> {
         let fresh = match event {
             Event::Run { run, .. } => self.runs.insert(*run),
             Event::Prepared { commit, .. } => self.prepared.insert(commit.clone()),
             _ => true,
         };
         if !fresh {
-            return Ok(());
+            return Ok(false);
         }
         let mut line = serde_json::to_string(event).context("cannot encode a journal event")?;
         line.push('\n');
@@ -104,7 +108,8 @@ impl Journal {
                     "cannot write the journal {} (is the disk full?)",
                     self.path.display()
                 )
-            })
+            })?;
+        Ok(true)
     }
 
     /// Reads every complete event of the journal at `path`; a last line cut

@@ -20,6 +20,7 @@
 //! | `bisect`  | the search as a step/record state machine |
 //! | `hunt`    | the driver loop that measures and journals |
 //! | `journal` | results on disk after every run |
+//! | `spent`   | what a hunt cost, across resumes |
 //! | `findings`| what a hunt found, as data for every report |
 //! | `progress`| telling the user what the hunt is doing |
 //! | `notify`  | telling someone how a hunt ended: a command, mail |
@@ -57,6 +58,7 @@ pub mod results;
 pub mod resume;
 pub mod server;
 pub mod simulate;
+pub mod spent;
 pub mod stats;
 #[cfg(test)]
 mod testing;

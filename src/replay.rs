@@ -16,7 +16,6 @@ pub struct ReplayLab<'a> {
     runs: HashMap<u64, (String, RunOutcome)>,
     prepared: HashMap<String, Prepared>,
     really_prepared: HashSet<String>,
-    replayed: LabTotals,
 }
 
 impl<'a> ReplayLab<'a> {
@@ -24,7 +23,6 @@ impl<'a> ReplayLab<'a> {
     pub fn new(inner: &'a mut dyn Lab, events: &[Event]) -> Self {
         let mut runs = HashMap::new();
         let mut prepared = HashMap::new();
-        let mut replayed = LabTotals::default();
         for event in events {
             match event {
                 Event::Run {
@@ -34,15 +32,11 @@ impl<'a> ReplayLab<'a> {
                     ..
                 } => {
                     runs.insert(*run, (commit.clone(), outcome.clone()));
-                    replayed.runs += 1;
                 }
                 Event::Prepared {
                     commit,
                     prepared: p,
                 } => {
-                    if matches!(p, Prepared::Ready { cached: false }) {
-                        replayed.builds += 1;
-                    }
                     prepared.insert(commit.clone(), p.clone());
                 }
                 _ => {}
@@ -53,7 +47,6 @@ impl<'a> ReplayLab<'a> {
             runs,
             prepared,
             really_prepared: HashSet::new(),
-            replayed,
         }
     }
 
@@ -97,13 +90,10 @@ impl Lab for ReplayLab<'_> {
         self.inner.run(commit, spec)
     }
 
+    /// This process's work only: what earlier processes spent is in the
+    /// journal (see [`crate::spent`]).
     fn totals(&self) -> LabTotals {
-        let t = self.inner.totals();
-        LabTotals {
-            builds: t.builds + self.replayed.builds,
-            runs: t.runs + self.replayed.runs,
-            ..t
-        }
+        self.inner.totals()
     }
 
     fn describe(&self) -> String {

@@ -212,6 +212,11 @@ fn unbuildable_parent_leaves_a_range_not_a_guess() {
         suspects,
         &vec![serde_json::json!(shas[8]), serde_json::json!(shas[9])]
     );
+    let reason = v["unresolved"][0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(&format!("{} does not build", &shas[8][..8])),
+        "{reason}"
+    );
 }
 
 /// Hunts `good`..`bad` of a fresh history with the test profile, expects a
@@ -330,6 +335,10 @@ fn rerun_resumes_from_the_journal_without_measuring_twice() {
     );
     let v = json(&hunt_dir.join("result.json"));
     assert_eq!(v["culprits"][0]["commit"], shas[11].as_str());
+    // The totals add up both starts: the runs the journal kept and those
+    // made again (the ones the crash took are not in the journal).
+    assert_eq!(v["totals"]["runs"], runs_first as u64);
+    assert_eq!(v["totals"]["processes"], 2);
     // A complete journal replays everything: no run at all.
     let third = pgbisect(repo.path(), &wdir, &args);
     assert_eq!(third.status.code(), Some(0));
@@ -337,6 +346,9 @@ fn rerun_resumes_from_the_journal_without_measuring_twice() {
         std::fs::read_to_string(&calls).unwrap().lines().count(),
         runs_total
     );
+    let v = json(&hunt_dir.join("result.json"));
+    assert_eq!(v["totals"]["runs"], runs_first as u64);
+    assert_eq!(v["totals"]["processes"], 3);
 }
 
 #[test]
@@ -527,6 +539,14 @@ fn killed_hunt_resumes_without_measuring_twice() {
     assert_eq!(v["culprits"][0]["commit"], shas[23].as_str());
     let all = journaled_runs(&wdir).len();
     assert!(all > before, "the resumed hunt went on");
+    // The totals count both starts; at most the run whose cost was not yet
+    // journaled when the first was killed is missing.
+    let runs = v["totals"]["runs"].as_u64().unwrap() as usize;
+    assert!(
+        runs + 1 >= all && runs <= all,
+        "{runs} runs counted, {all} journaled"
+    );
+    assert_eq!(v["totals"]["processes"], 2);
     assert!(
         line_count(&calls) <= all + 1,
         "{} benchmark calls for {all} runs: something was measured twice",

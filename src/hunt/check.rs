@@ -11,6 +11,7 @@ use super::{Hunt, Measured, PAIR_GAP, Range};
 use crate::bisect::Outcome;
 use crate::decide::{self, Comparison, Verdict};
 use crate::findings::{Culprit, Judgement, UnresolvedRange};
+use crate::lab::Prepared;
 use crate::stats;
 
 /// The most commits a range may hold for [`Hunt::narrow`] to check them
@@ -279,7 +280,7 @@ impl Hunt<'_> {
                     .iter()
                     .map(|c| c.id.clone())
                     .collect(),
-                reason: "the commits in between could not be built or judged".into(),
+                reason: self.why_not_narrowed(last_good, first_bad),
                 comparison: Some(cmp),
             });
         }
@@ -324,6 +325,27 @@ impl Hunt<'_> {
             }
         }
         rest
+    }
+
+    /// Why the commits strictly between `last_good` and `first_bad` left
+    /// the drop unpinned, one commit at a time.
+    fn why_not_narrowed(&self, last_good: usize, first_bad: usize) -> String {
+        let each: Vec<String> = (last_good + 1..first_bad)
+            .map(|pos| {
+                let (c, s) = (self.commits[pos].short(), &self.state[pos]);
+                match &s.prepared {
+                    Some(Prepared::Unbuildable { .. }) => format!("{c} does not build"),
+                    _ if s.failures >= self.cfg.max_run_failures => {
+                        format!("{c}'s runs failed")
+                    }
+                    _ => format!("{c} was still unsure after {} runs", s.runs.len()),
+                }
+            })
+            .collect();
+        format!(
+            "the commits in between could not be told good or bad: {}",
+            each.join("; ")
+        )
     }
 
     /// Side-by-side check of `good` and `bad`; the same runs, set against

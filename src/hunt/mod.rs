@@ -25,6 +25,7 @@ use crate::findings::{
 use crate::journal::{Event, Journal};
 use crate::lab::{Commit, Lab, Prepared, RunOutcome, RunSpec};
 use crate::progress::{Progress, ProgressEvent};
+use crate::spent::{Spent, own_cpu_seconds};
 use crate::stats;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -132,6 +133,9 @@ pub struct Hunt<'a> {
     /// The share of the error rate a check may spend: below 1 while
     /// several checks test one drop (see [`Hunt::narrow`]).
     alpha_share: f64,
+    started: std::time::Instant,
+    /// What earlier processes of this hunt spent, and how many there were.
+    earlier: (Spent, u64),
 }
 
 impl<'a> Hunt<'a> {
@@ -158,7 +162,16 @@ impl<'a> Hunt<'a> {
             notes: Vec::new(),
             endpoints_gone: None,
             alpha_share: 1.0,
+            started: std::time::Instant::now(),
+            earlier: (Spent::default(), 0),
         }
+    }
+
+    /// Counts what earlier processes of a resumed hunt spent (see
+    /// [`crate::spent::spent_before`]) in the report's totals.
+    pub fn with_earlier(mut self, spent: Spent, processes: u64) -> Self {
+        self.earlier = (spent, processes);
+        self
     }
 
     /// Journal every result to `journal`.
@@ -179,7 +192,6 @@ impl<'a> Hunt<'a> {
 
     /// Runs the whole hunt and returns what it found.
     pub fn run(mut self) -> anyhow::Result<HuntReport> {
-        let started = std::time::Instant::now();
         anyhow::ensure!(
             self.commits.len() >= 2,
             "a hunt needs a good and a bad commit"
@@ -216,7 +228,7 @@ impl<'a> Hunt<'a> {
             outcome: outcome.as_str().to_string(),
             at: now_rfc3339(),
         })?;
-        Ok(self.report(outcome, endpoints, started.elapsed().as_secs_f64()))
+        Ok(self.report(outcome, endpoints))
     }
 
     fn endpoints(&mut self) -> anyhow::Result<Comparison> {
@@ -629,7 +641,7 @@ impl<'a> Hunt<'a> {
                 commit: commit.short().to_string(),
             });
             let prepared = self.lab.prepare(&commit)?;
-            self.journal_event(&Event::Prepared {
+            self.journal_new(&Event::Prepared {
                 commit: commit.id.clone(),
                 prepared: prepared.clone(),
             })?;
@@ -652,7 +664,7 @@ impl<'a> Hunt<'a> {
             // The run in flight was cut short: it is not a result.
             return Err(HuntError::Interrupted.into());
         }
-        self.journal_event(&Event::Run {
+        self.journal_new(&Event::Run {
             run: self.seq,
             commit: commit.id.clone(),
             clients: self.cfg.clients,
@@ -691,10 +703,29 @@ impl<'a> Hunt<'a> {
             .is_some_and(|f| f.load(Ordering::SeqCst))
     }
 
-    fn journal_event(&mut self, event: &Event) -> anyhow::Result<()> {
+    fn journal_event(&mut self, event: &Event) -> anyhow::Result<bool> {
         match self.journal.as_mut() {
             Some(j) => j.append(event),
-            None => Ok(()),
+            None => Ok(false),
+        }
+    }
+
+    /// Journals a build or run and, when it is new work (not a replay),
+    /// what this process has spent so far.
+    fn journal_new(&mut self, event: &Event) -> anyhow::Result<()> {
+        if self.journal_event(event)? {
+            let spent = self.spent_here();
+            self.journal_event(&Event::Spent { spent })?;
+        }
+        Ok(())
+    }
+
+    /// What this process has spent on the hunt so far.
+    fn spent_here(&self) -> Spent {
+        Spent {
+            lab: self.lab.totals(),
+            wall_seconds: self.started.elapsed().as_secs_f64(),
+            cpu_seconds: own_cpu_seconds(),
         }
     }
 
@@ -707,7 +738,9 @@ impl<'a> Hunt<'a> {
         self.notes.push(text);
     }
 
-    fn report(self, outcome: HuntOutcome, endpoints: Comparison, wall: f64) -> HuntReport {
+    fn report(self, outcome: HuntOutcome, endpoints: Comparison) -> HuntReport {
+        let (earlier, processes) = self.earlier;
+        let spent = earlier.plus(self.spent_here());
         let tested = self
             .state
             .iter()
@@ -741,7 +774,7 @@ impl<'a> Hunt<'a> {
             unresolved: self.unresolved,
             notes: self.notes,
             tested,
-            totals: Totals::from_lab(self.lab.totals(), measured, wall, own_cpu_seconds()),
+            totals: Totals::from_spent(spent, measured, processes + 1),
             // What the hunt was set up with is known where it was set up.
             machine: None,
             profile_name: String::new(),
@@ -750,17 +783,6 @@ impl<'a> Hunt<'a> {
             configure_flags: Vec::new(),
         }
     }
-}
-
-/// User and system CPU time of this process so far (children excluded).
-pub fn own_cpu_seconds() -> f64 {
-    // SAFETY: getrusage only writes into the struct it is given.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
-        return 0.0;
-    }
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    secs(usage.ru_utime) + secs(usage.ru_stime)
 }
 
 /// The current time as RFC 3339 (UTC), without a date crate.

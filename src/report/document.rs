@@ -6,7 +6,9 @@
 //! lays that document out.
 
 use crate::decide::{Change, Method};
-use crate::findings::{Culprit, HuntOutcome, HuntReport, Judgement, TestedCommit, UnresolvedRange};
+use crate::findings::{
+    Culprit, HuntOutcome, HuntReport, Judgement, TestedCommit, Totals, UnresolvedRange,
+};
 use crate::lab::Commit;
 
 /// A whole report.
@@ -109,18 +111,31 @@ pub fn headline(report: &HuntReport) -> String {
         HuntOutcome::CulpritFound => match report.culprits.as_slice() {
             [] => format!("pgbisect: {whole} TPS {at}, pinned to a range in {range}"),
             [c] => format!(
-                "pgbisect: {} TPS {at}, first bad commit {} \"{}\"",
+                "pgbisect: {} TPS {at}, first bad commit {} \"{}\"{}",
                 pct(c.change.pct),
                 short(&c.commit),
-                c.subject
+                c.subject,
+                also_unpinned(report)
             ),
             [c, ..] => format!(
-                "pgbisect: {whole} TPS {at}, first of {} bad commits {} \"{}\"",
+                "pgbisect: {whole} TPS {at}, first of {} bad commits {} \"{}\"{}",
                 report.culprits.len(),
                 short(&c.commit),
-                c.subject
+                c.subject,
+                also_unpinned(report)
             ),
         },
+    }
+}
+
+/// The end of a headline naming culprits when other drops were pinned
+/// only to a range of commits, so the subject line does not read as the
+/// whole story.
+fn also_unpinned(report: &HuntReport) -> String {
+    match report.unresolved.len() {
+        0 => String::new(),
+        1 => ", and a drop in a range of commits".into(),
+        n => format!(", and drops in {n} ranges of commits"),
     }
 }
 
@@ -381,6 +396,18 @@ pub fn duration(seconds: f64) -> String {
     }
 }
 
+/// The wall time, and how many starts it adds up when the hunt was
+/// resumed.
+fn wall_time(t: &Totals) -> String {
+    match t.processes {
+        0 | 1 => duration(t.wall_seconds),
+        n => format!(
+            "{} in {n} starts (resumed; the time between them not counted)",
+            duration(t.wall_seconds)
+        ),
+    }
+}
+
 fn totals_facts(report: &HuntReport) -> Vec<(String, String)> {
     let t = &report.totals;
     let setup = &t.setup;
@@ -399,7 +426,7 @@ fn totals_facts(report: &HuntReport) -> Vec<(String, String)> {
                 duration(t.bench_seconds)
             ),
         ),
-        fact("wall time", duration(t.wall_seconds)),
+        fact("wall time", wall_time(t)),
     ];
     // Only the PostgreSQL lab makes templates and sets servers up.
     if setup.templates > 0 {
@@ -477,6 +504,45 @@ mod tests {
         assert_eq!(
             value("set-up").as_deref(),
             Some("0.15 s a run (data copy, server start), 6 s in all")
+        );
+    }
+
+    fn fixture() -> HuntReport {
+        serde_json::from_str(include_str!("../../tests/fixtures/reports/hunt.json")).unwrap()
+    }
+
+    #[test]
+    fn a_headline_with_a_culprit_also_tells_of_a_drop_left_in_a_range() {
+        let mut report = fixture();
+        report.outcome = HuntOutcome::CulpritFound;
+        report.culprits.truncate(1);
+        assert!(!report.culprits.is_empty());
+        report.unresolved.clear();
+        let plain = headline(&report);
+        assert!(!plain.contains("range"), "{plain}");
+        report.unresolved.push(UnresolvedRange {
+            last_good: report.good.clone(),
+            first_bad: report.bad.clone(),
+            suspects: vec![report.good.id.clone(), report.bad.id.clone()],
+            reason: "unsure".into(),
+            comparison: None,
+        });
+        assert_eq!(
+            headline(&report),
+            format!("{plain}, and a drop in a range of commits")
+        );
+    }
+
+    #[test]
+    fn a_resumed_hunt_says_its_wall_time_adds_up_its_starts() {
+        let mut report = fixture();
+        report.totals.wall_seconds = 723.0;
+        report.totals.processes = 1;
+        assert_eq!(wall_time(&report.totals), "12 min 03 s");
+        report.totals.processes = 2;
+        assert_eq!(
+            wall_time(&report.totals),
+            "12 min 03 s in 2 starts (resumed; the time between them not counted)"
         );
     }
 
