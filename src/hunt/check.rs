@@ -7,7 +7,7 @@
 //! explains the whole drop or another step waits on either side, and a
 //! failed check tells which of the two commits was misjudged.
 
-use super::{Hunt, Measured, PAIR_GAP, Range};
+use super::{Hunt, HuntError, Measured, PAIR_GAP, Range};
 use crate::bisect::Outcome;
 use crate::decide::{self, Comparison, Verdict};
 use crate::findings::{Culprit, Judgement, UnresolvedRange};
@@ -17,6 +17,16 @@ use crate::stats;
 /// The most commits a range may hold for [`Hunt::narrow`] to check them
 /// pair by pair; a longer one is reported as a range.
 const MAX_NARROWED_PAIRS: usize = 4;
+
+/// What the latest runs of a range's ends say of its drop.
+#[derive(Debug)]
+pub(super) enum RangeState {
+    Holds,
+    /// Too weak to go on with unchecked, not weak enough to give up on.
+    InDoubt(Comparison),
+    /// Ruled out.
+    Lost(Comparison),
+}
 
 /// The result of a side-by-side check.
 pub(super) struct Check {
@@ -134,13 +144,15 @@ impl Hunt<'_> {
         Ok(found)
     }
 
-    /// Whether the drop across `range` no longer holds in the runs of its
-    /// ends made since (reference runs keep coming): `Some` with the
-    /// comparison when it is gone. Asked before every step; also after
-    /// commits in a row came out unsure, which is what a range without a
-    /// drop looks like, so a false alarm costs a few runs, not a run cap
-    /// for every commit of the range.
-    pub(super) fn range_lost(&self, range: Range, unsure_in_a_row: u32) -> Option<Comparison> {
+    /// Whether the drop across `range` still holds in the runs of its ends
+    /// made since (reference runs keep coming). Asked before every step.
+    /// A drop is gone when those runs rule it out; it is in doubt when
+    /// they measure less than half of it, or when commits in a row came
+    /// out unsure (which is what a range without a drop looks like), and
+    /// a doubt is settled by measuring the ends side by side (see
+    /// [`Hunt::settle_doubt`]): on noisy machines a few reference runs
+    /// alone measure a real -12% step as anything from -25% to +10%.
+    pub(super) fn range_holds(&self, range: Range, unsure_in_a_row: u32) -> RangeState {
         // While the machine drifts, only runs of the two ends made over
         // the same stretch of time can be set against each other: the
         // ends' runs since the later of their windows' starts, which are
@@ -178,17 +190,100 @@ impl Hunt<'_> {
         // by side at -40% is too few runs to settle anything, but it is no
         // sign that the drop has gone.
         let below_threshold = cmp.change.drop_smaller_than(threshold);
-        let lost = cmp.verdict == Verdict::Unchanged
-            || (small && settled)
-            || (unsure_in_a_row >= 3 && cmp.verdict != Verdict::Regressed && below_threshold);
-        lost.then_some(cmp)
+        if cmp.verdict == Verdict::Unchanged {
+            RangeState::Lost(cmp)
+        } else if (small && settled)
+            || (unsure_in_a_row >= 3 && cmp.verdict != Verdict::Regressed && below_threshold)
+        {
+            RangeState::InDoubt(cmp)
+        } else {
+            RangeState::Holds
+        }
+    }
+
+    /// Measures `lo` and `hi` in turn, from run `since` on, until their
+    /// comparison settles or reaches the run cap. An endpoint that can no
+    /// longer be measured ends the hunt; another commit that cannot leaves
+    /// the comparison unclear.
+    pub(super) fn side_by_side(
+        &mut self,
+        lo: usize,
+        hi: usize,
+        since: u64,
+    ) -> anyhow::Result<Comparison> {
+        let threshold = self.cfg.decision.threshold;
+        loop {
+            for pos in [lo, hi] {
+                if let Measured::Unmeasurable(reason) = self.measure(pos)? {
+                    if pos == 0 || pos == self.bad() {
+                        return Err(HuntError::EndpointUnmeasurable {
+                            which: if pos == 0 { "good" } else { "bad" },
+                            commit: self.commits[pos].id.clone(),
+                            reason,
+                        }
+                        .into());
+                    }
+                    let cmp = self.compare_positions(lo, hi, since, threshold);
+                    return Ok(Comparison {
+                        verdict: Verdict::Unclear,
+                        ..cmp
+                    });
+                }
+            }
+            let cmp = self.compare_positions(lo, hi, since, threshold);
+            let runs = cmp.n_base.min(cmp.n_new);
+            // "No regression" ends the hunt for good: it waits for two more
+            // runs a side than a drop does, so that a good endpoint whose
+            // first runs all landed in a slow mode cannot end it.
+            let settled = match cmp.verdict {
+                Verdict::Regressed => true,
+                Verdict::Unchanged => runs >= self.cfg.decision.min_runs + 2,
+                Verdict::Unclear => false,
+            };
+            let cap = self.runs_since(lo, since).len() >= self.cfg.decision.max_runs;
+            if settled || cap {
+                return Ok(cmp);
+            }
+        }
+    }
+
+    /// Measures the ends of a range whose drop is in doubt side by side,
+    /// until their comparison settles or reaches the run cap. `Some` with
+    /// the comparison when the drop is gone or stays unsettled below the
+    /// threshold; `None` when the range is still worth searching.
+    pub(super) fn settle_doubt(&mut self, range: Range) -> anyhow::Result<Option<Comparison>> {
+        self.phase(&format!(
+            "measuring {} and {} again, side by side",
+            self.commits[range.lo].short(),
+            self.commits[range.hi].short()
+        ));
+        let cmp = self.side_by_side(range.lo, range.hi, self.seq + 1)?;
+        let holds = cmp.verdict == Verdict::Regressed
+            || (cmp.verdict == Verdict::Unclear
+                && cmp.change.drop_at_least(self.cfg.decision.threshold));
+        self.note(format!(
+            "{} to {} measured again side by side: {:+.1}% [{:+.1}%, {:+.1}%]{}",
+            self.commits[range.lo].short(),
+            self.commits[range.hi].short(),
+            cmp.change.pct,
+            cmp.change.low_pct,
+            cmp.change.high_pct,
+            if holds { "; searching on" } else { "" }
+        ));
+        Ok((!holds).then_some(cmp))
     }
 
     /// Notes a range whose drop did not hold up. When it is the whole
-    /// range and the later runs do not settle that the drop is gone, the
-    /// endpoints are measured again side by side, which tells "no
-    /// regression" from "inconclusive".
-    pub(super) fn drop_not_held(&mut self, range: Range, cmp: Comparison) -> anyhow::Result<()> {
+    /// range and neither the later runs nor a side-by-side measurement
+    /// (`side_by_side`) settled that the drop is gone, the endpoints are
+    /// measured again side by side, which tells "no regression" from
+    /// "inconclusive".
+    pub(super) fn drop_not_held(
+        &mut self,
+        range: Range,
+        cmp: Comparison,
+        side_by_side: bool,
+    ) -> anyhow::Result<()> {
         self.note(format!(
             "{} to {}: the drop did not hold up in later runs ({:+.1}% [{:+.1}%, {:+.1}%]); this part is not searched further",
             self.commits[range.lo].short(),
@@ -198,11 +293,12 @@ impl Hunt<'_> {
             cmp.change.high_pct
         ));
         if range.lo == 0 && range.hi == self.bad() {
-            let cmp = if cmp.verdict == Verdict::Unchanged {
+            let cmp = if cmp.verdict == Verdict::Unchanged || side_by_side {
                 cmp
             } else {
                 self.phase("measuring the endpoints again, side by side");
-                let again = self.ends_side_by_side(self.seq + 1)?;
+                let bad = self.bad();
+                let again = self.side_by_side(0, bad, self.seq + 1)?;
                 self.note(format!(
                     "endpoints measured again side by side: {:+.1}% [{:+.1}%, {:+.1}%]",
                     again.change.pct, again.change.low_pct, again.change.high_pct
@@ -245,7 +341,7 @@ impl Hunt<'_> {
         first_bad: usize,
         range: Range,
         check: Check,
-    ) -> Vec<Range> {
+    ) -> anyhow::Result<Vec<Range>> {
         let cmp = check.side_by_side;
         if first_bad == last_good + 1 {
             let before = stats::median(&self.runs_since(last_good, check.since));
@@ -289,8 +385,23 @@ impl Hunt<'_> {
             (check.before, range.lo, last_good),
             (check.after, first_bad, range.hi),
         ];
+        let threshold = self.cfg.decision.threshold;
+        let hunted = |c: &Comparison| {
+            c.verdict == Verdict::Regressed
+                || (c.verdict == Verdict::Unclear && c.change.drop_at_least(threshold))
+        };
+        // A drop the culprit leaves unexplained, with no further step seen
+        // on either side, is looked for side by side.
+        let unexplained = if parts.iter().flat_map(|p| p.0).any(|c| hunted(&c)) {
+            None
+        } else {
+            self.unexplained(range, &cmp)
+        };
         for (cmp, lo, hi) in parts {
-            let Some(cmp) = cmp else { continue };
+            let Some(mut cmp) = cmp else { continue };
+            if let Some(part) = unexplained.filter(|_| cmp.verdict != Verdict::Regressed) {
+                cmp = self.settle_rest(lo, hi, part)?;
+            }
             match cmp.verdict {
                 Verdict::Regressed => rest.push(Range { lo, hi }),
                 Verdict::Unchanged => {}
@@ -324,7 +435,47 @@ impl Hunt<'_> {
                 }
             }
         }
-        rest
+        Ok(rest)
+    }
+
+    /// The part of the drop across `range` that a culprit's change `cmp`
+    /// leaves unexplained, in percent, when it is at least the threshold.
+    /// Both figures come from runs made side by side (the range's ends with
+    /// each other, the culprit with its parent), so their ratio holds even
+    /// when the machine's speed has moved since the ends were measured.
+    pub(super) fn unexplained(&self, range: Range, cmp: &Comparison) -> Option<f64> {
+        let threshold = self.cfg.decision.threshold;
+        let whole = self.compare_positions(range.lo, range.hi, 0, threshold);
+        let rest =
+            100.0 * ((1.0 + whole.change.pct / 100.0) / (1.0 + cmp.change.pct / 100.0) - 1.0);
+        (rest <= -100.0 * threshold).then_some(rest)
+    }
+
+    /// Measures `lo` and `hi` side by side when the culprit leaves
+    /// `unexplained` percent of its range's drop but the check's runs, set
+    /// against the range end's older runs, found no further step: runs
+    /// minutes apart disagree on a machine whose speed moves.
+    fn settle_rest(
+        &mut self,
+        lo: usize,
+        hi: usize,
+        unexplained: f64,
+    ) -> anyhow::Result<Comparison> {
+        self.note(format!(
+            "{unexplained:+.1}% of the drop is not explained by the culprit; measuring {} and {} side by side",
+            self.commits[lo].short(),
+            self.commits[hi].short()
+        ));
+        let cmp = self.side_by_side(lo, hi, self.seq + 1)?;
+        self.note(format!(
+            "{} to {}: {:+.1}% [{:+.1}%, {:+.1}%] side by side",
+            self.commits[lo].short(),
+            self.commits[hi].short(),
+            cmp.change.pct,
+            cmp.change.low_pct,
+            cmp.change.high_pct
+        ));
+        Ok(cmp)
     }
 
     /// Why the commits strictly between `last_good` and `first_bad` left

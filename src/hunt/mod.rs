@@ -35,6 +35,12 @@ mod check;
 #[cfg(test)]
 mod tests;
 
+use check::RangeState;
+
+/// How many times a range's ends are measured side by side to settle a
+/// doubt about its drop before a further doubt ends its search.
+const MAX_DOUBTS: u32 = 2;
+
 /// Runs of a range end that give its level while the machine drifts.
 const DRIFT_WINDOW: usize = 3;
 
@@ -232,41 +238,9 @@ impl<'a> Hunt<'a> {
     }
 
     fn endpoints(&mut self) -> anyhow::Result<Comparison> {
-        let cmp = self.ends_side_by_side(0)?;
+        let cmp = self.side_by_side(0, self.bad(), 0)?;
         self.note_endpoints(&cmp);
         Ok(cmp)
-    }
-
-    /// Measures the two endpoints in turn, from run `since` on, until their
-    /// comparison settles or reaches the run cap.
-    fn ends_side_by_side(&mut self, since: u64) -> anyhow::Result<Comparison> {
-        let bad = self.bad();
-        loop {
-            for (pos, which) in [(0, "good"), (bad, "bad")] {
-                if let Measured::Unmeasurable(reason) = self.measure(pos)? {
-                    return Err(HuntError::EndpointUnmeasurable {
-                        which,
-                        commit: self.commits[pos].id.clone(),
-                        reason,
-                    }
-                    .into());
-                }
-            }
-            let cmp = self.compare_positions(0, bad, since, self.cfg.decision.threshold);
-            let runs = cmp.n_base.min(cmp.n_new);
-            // "No regression" ends the hunt for good: it waits for two more
-            // runs a side than a drop does, so that a good endpoint whose
-            // first runs all landed in a slow mode cannot end it.
-            let settled = match cmp.verdict {
-                Verdict::Regressed => true,
-                Verdict::Unchanged => runs >= self.cfg.decision.min_runs + 2,
-                Verdict::Unclear => false,
-            };
-            let cap = self.runs_since(0, since).len() >= self.cfg.decision.max_runs;
-            if settled || cap {
-                return Ok(cmp);
-            }
-        }
     }
 
     /// Whether endpoints (left unclear at the run cap) measured a drop
@@ -332,13 +306,24 @@ impl<'a> Hunt<'a> {
         let mut bisection = Bisection::new(range.hi - range.lo)?;
         let mut failures = 0;
         let mut unsure_in_a_row = 0;
+        let mut doubts = 0;
         loop {
             self.progress.event(&ProgressEvent::Search {
                 remaining: bisection.remaining(),
                 steps_left: bisection.estimated_steps_left(),
             });
-            if let Some(cmp) = self.range_lost(range, unsure_in_a_row) {
-                self.drop_not_held(range, cmp)?;
+            let lost = match self.range_holds(range, unsure_in_a_row) {
+                RangeState::Holds => None,
+                RangeState::Lost(cmp) => Some((cmp, false)),
+                RangeState::InDoubt(cmp) if doubts >= MAX_DOUBTS => Some((cmp, false)),
+                RangeState::InDoubt(_) => {
+                    doubts += 1;
+                    unsure_in_a_row = 0;
+                    self.settle_doubt(range)?.map(|cmp| (cmp, true))
+                }
+            };
+            if let Some((cmp, side_by_side)) = lost {
+                self.drop_not_held(range, cmp, side_by_side)?;
                 return Ok(Vec::new());
             }
             match bisection.next_step() {
@@ -360,12 +345,12 @@ impl<'a> Hunt<'a> {
                         && let Some((good, bad, check)) =
                             self.narrow(last_good, first_bad, range)?
                     {
-                        return Ok(self.confirmed(good, bad, range, check));
+                        return self.confirmed(good, bad, range, check);
                     }
                     let check = self.verify(last_good, first_bad, range)?;
                     match check.side_by_side.verdict {
                         Verdict::Regressed => {
-                            return Ok(self.confirmed(last_good, first_bad, range, check));
+                            return self.confirmed(last_good, first_bad, range, check);
                         }
                         _ => {
                             failures += 1;

@@ -278,3 +278,86 @@ fn a_large_drop_left_unclear_at_the_run_cap_is_inconclusive() {
         report.endpoints
     );
 }
+
+/// A hunt on 64 commits of `lab` with its endpoints measured and then
+/// eight runs of the bad end at `tps` (and its spread), as a burst of
+/// speed on a noisy machine makes them, after `unsure` unsure commits in a
+/// row: the range's drop is now in doubt.
+fn hunt_in_doubt<'a>(
+    lab: &'a mut StepLab,
+    silent: &'a mut Silent,
+    tps: f64,
+    unsure: u32,
+) -> Hunt<'a> {
+    let mut hunt = Hunt::new(HuntConfig::default(), bare_commits(64), lab, silent);
+    hunt.endpoints().unwrap();
+    for _ in 0..8 {
+        hunt.seq += 1;
+        let run = hunt.seq;
+        let tps = tps * (1.0 + 0.2 * jitter(run));
+        hunt.state[64].runs.push(RunSample { run, tps });
+    }
+    let state = hunt.range_holds(Range { lo: 0, hi: 64 }, unsure);
+    assert!(matches!(state, RangeState::InDoubt(_)), "{state:?}");
+    hunt
+}
+
+#[test]
+fn a_drop_in_doubt_that_holds_side_by_side_is_searched_on() {
+    let mut lab = step_lab(&bare_commits(64), 23, 0.0);
+    let mut silent = Silent;
+    let mut hunt = hunt_in_doubt(&mut lab, &mut silent, 970.0, 3);
+    assert!(
+        hunt.settle_doubt(Range { lo: 0, hi: 64 })
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        hunt.notes.iter().any(|n| n.ends_with("searching on")),
+        "{:?}",
+        hunt.notes
+    );
+}
+
+#[test]
+fn a_drop_in_doubt_that_is_gone_side_by_side_ends_the_range() {
+    // No step at all: only the bad end's burst of runs looked like a drop.
+    let mut lab = step_lab(&bare_commits(64), 65, 0.0);
+    let mut silent = Silent;
+    let mut hunt = hunt_in_doubt(&mut lab, &mut silent, 970.0, 3);
+    let cmp = hunt.settle_doubt(Range { lo: 0, hi: 64 }).unwrap();
+    assert!(
+        cmp.is_some_and(|c| c.verdict != Verdict::Regressed),
+        "{cmp:?}"
+    );
+}
+
+#[test]
+fn the_drop_a_culprit_leaves_unexplained_is_the_ratio_of_the_two() {
+    let mut lab = step_lab(&bare_commits(64), 23, 0.0);
+    let mut silent = Silent;
+    let mut hunt = Hunt::new(
+        HuntConfig::default(),
+        bare_commits(64),
+        &mut lab,
+        &mut silent,
+    );
+    let whole = hunt.endpoints().unwrap();
+    let range = Range { lo: 0, hi: 64 };
+    let with_change = |pct: f64| Comparison {
+        change: crate::decide::Change {
+            pct,
+            ..whole.change
+        },
+        ..whole
+    };
+    // The whole drop, about -15%, is explained by a culprit of that size.
+    assert_eq!(
+        hunt.unexplained(range, &with_change(whole.change.pct)),
+        None
+    );
+    // A -5% culprit leaves (1 - 0.15) / (1 - 0.05) - 1, about -10.5%.
+    let rest = hunt.unexplained(range, &with_change(-5.0)).unwrap();
+    let expected = 100.0 * ((1.0 + whole.change.pct / 100.0) / 0.95 - 1.0);
+    assert!((rest - expected).abs() < 1e-9 && rest < -9.0, "{rest}");
+}
