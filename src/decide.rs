@@ -108,6 +108,18 @@ pub struct Change {
     pub confidence: f64,
 }
 
+/// The estimate and its interval, `-9.6% [-17.8%, -0.7%]`, as the hunt's
+/// notes give it.
+impl std::fmt::Display for Change {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:+.1}% [{:+.1}%, {:+.1}%]",
+            self.pct, self.low_pct, self.high_pct
+        )
+    }
+}
+
 impl Change {
     /// Whether the estimate is a drop smaller than `fraction` (0.05 = 5%),
     /// or no drop at all.
@@ -432,6 +444,17 @@ pub fn classify(runs: &[f64], reference: &Reference, cfg: &DecisionConfig) -> Cl
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_change_reads_as_estimate_and_interval() {
+        let c = Change {
+            pct: -9.627,
+            low_pct: -17.75,
+            high_pct: 0.04,
+            confidence: 0.99,
+        };
+        assert_eq!(c.to_string(), "-9.6% [-17.8%, +0.0%]");
+    }
 
     fn cfg() -> DecisionConfig {
         DecisionConfig::default()

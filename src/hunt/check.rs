@@ -262,12 +262,10 @@ impl Hunt<'_> {
             || (cmp.verdict == Verdict::Unclear
                 && cmp.change.drop_at_least(self.cfg.decision.threshold));
         self.note(format!(
-            "{} to {} measured again side by side: {:+.1}% [{:+.1}%, {:+.1}%]{}",
+            "{} to {} measured again side by side: {}{}",
             self.commits[range.lo].short(),
             self.commits[range.hi].short(),
-            cmp.change.pct,
-            cmp.change.low_pct,
-            cmp.change.high_pct,
+            cmp.change,
             if holds { "; searching on" } else { "" }
         ));
         Ok((!holds).then_some(cmp))
@@ -285,12 +283,10 @@ impl Hunt<'_> {
         side_by_side: bool,
     ) -> anyhow::Result<()> {
         self.note(format!(
-            "{} to {}: the drop did not hold up in later runs ({:+.1}% [{:+.1}%, {:+.1}%]); this part is not searched further",
+            "{} to {}: the drop did not hold up in later runs ({}); this part is not searched further",
             self.commits[range.lo].short(),
             self.commits[range.hi].short(),
-            cmp.change.pct,
-            cmp.change.low_pct,
-            cmp.change.high_pct
+            cmp.change
         ));
         if range.lo == 0 && range.hi == self.bad() {
             let cmp = if cmp.verdict == Verdict::Unchanged || side_by_side {
@@ -300,8 +296,8 @@ impl Hunt<'_> {
                 let bad = self.bad();
                 let again = self.side_by_side(0, bad, self.seq + 1)?;
                 self.note(format!(
-                    "endpoints measured again side by side: {:+.1}% [{:+.1}%, {:+.1}%]",
-                    again.change.pct, again.change.low_pct, again.change.high_pct
+                    "endpoints measured again side by side: {}",
+                    again.change
                 ));
                 again
             };
@@ -362,11 +358,9 @@ impl Hunt<'_> {
                 runs_after: cmp.n_new,
             });
             self.note(format!(
-                "first bad commit: {} {:+.1}% [{:+.1}%, {:+.1}%]",
+                "first bad commit: {} {}",
                 self.commits[first_bad].short(),
-                cmp.change.pct,
-                cmp.change.low_pct,
-                cmp.change.high_pct
+                cmp.change
             ));
         } else {
             self.unresolved.push(UnresolvedRange {
@@ -417,12 +411,10 @@ impl Hunt<'_> {
                     // runs.
                     let hunt = cmp.change.drop_at_least(self.cfg.decision.threshold);
                     self.note(format!(
-                        "{} to {}: a further {:+.1}% [{:+.1}%, {:+.1}%] {}",
+                        "{} to {}: a further {} {}",
                         self.commits[lo].short(),
                         self.commits[hi].short(),
-                        cmp.change.pct,
-                        cmp.change.low_pct,
-                        cmp.change.high_pct,
+                        cmp.change,
                         if hunt {
                             "is not settled; hunting it"
                         } else {
@@ -468,12 +460,10 @@ impl Hunt<'_> {
         ));
         let cmp = self.side_by_side(lo, hi, self.seq + 1)?;
         self.note(format!(
-            "{} to {}: {:+.1}% [{:+.1}%, {:+.1}%] side by side",
+            "{} to {}: {} side by side",
             self.commits[lo].short(),
             self.commits[hi].short(),
-            cmp.change.pct,
-            cmp.change.low_pct,
-            cmp.change.high_pct
+            cmp.change
         ));
         Ok(cmp)
     }

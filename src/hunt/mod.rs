@@ -259,10 +259,8 @@ impl<'a> Hunt<'a> {
         let bad = self.bad();
         self.state[bad].judgement = Some(Judgement::BadEndpoint);
         let text = format!(
-            "endpoints: {:+.1}% [{:+.1}%, {:+.1}%] ({})",
-            cmp.change.pct,
-            cmp.change.low_pct,
-            cmp.change.high_pct,
+            "endpoints: {} ({})",
+            cmp.change,
             match cmp.verdict {
                 Verdict::Regressed => "regression confirmed",
                 Verdict::Unchanged => "no regression of the threshold's size",
