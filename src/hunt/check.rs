@@ -258,9 +258,7 @@ impl Hunt<'_> {
             self.commits[range.hi].short()
         ));
         let cmp = self.side_by_side(range.lo, range.hi, self.seq + 1)?;
-        let holds = cmp.verdict == Verdict::Regressed
-            || (cmp.verdict == Verdict::Unclear
-                && cmp.change.drop_at_least(self.cfg.decision.threshold));
+        let holds = self.drop_stands(&cmp);
         self.note(format!(
             "{} to {} measured again side by side: {}{}",
             self.commits[range.lo].short(),
@@ -379,14 +377,9 @@ impl Hunt<'_> {
             (check.before, range.lo, last_good),
             (check.after, first_bad, range.hi),
         ];
-        let threshold = self.cfg.decision.threshold;
-        let hunted = |c: &Comparison| {
-            c.verdict == Verdict::Regressed
-                || (c.verdict == Verdict::Unclear && c.change.drop_at_least(threshold))
-        };
         // A drop the culprit leaves unexplained, with no further step seen
         // on either side, is looked for side by side.
-        let unexplained = if parts.iter().flat_map(|p| p.0).any(|c| hunted(&c)) {
+        let unexplained = if parts.iter().flat_map(|p| p.0).any(|c| self.drop_stands(&c)) {
             None
         } else {
             self.unexplained(range, &cmp)
@@ -409,7 +402,7 @@ impl Hunt<'_> {
                     // pass its own side-by-side check, and a drop that is
                     // not there stops the search of that part after a few
                     // runs.
-                    let hunt = cmp.change.drop_at_least(self.cfg.decision.threshold);
+                    let hunt = self.drop_stands(&cmp);
                     self.note(format!(
                         "{} to {}: a further {} {}",
                         self.commits[lo].short(),
@@ -428,6 +421,14 @@ impl Hunt<'_> {
             }
         }
         Ok(rest)
+    }
+
+    /// Whether a comparison leaves a drop worth hunting: settled, or as
+    /// large as the threshold though not settled at the run cap.
+    fn drop_stands(&self, cmp: &Comparison) -> bool {
+        cmp.verdict == Verdict::Regressed
+            || (cmp.verdict == Verdict::Unclear
+                && cmp.change.drop_at_least(self.cfg.decision.threshold))
     }
 
     /// The part of the drop across `range` that a culprit's change `cmp`
