@@ -1,11 +1,11 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    match pgbisect::app::run() {
+    match pgbisect::commands::run() {
         Ok(code) => code,
         Err(err) => {
             eprintln!("pgbisect: error: {err:#}");
-            ExitCode::from(pgbisect::app::exit_code_for(&err))
+            ExitCode::from(pgbisect::commands::exit_code_for(&err))
         }
     }
 }

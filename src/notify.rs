@@ -9,7 +9,7 @@
 
 pub mod mail;
 
-use crate::findings::HuntReport;
+use crate::report::findings::HuntReport;
 use anyhow::{Context, anyhow};
 use mail::{Envelope5322, MailTransport, Sendmail, Smtp};
 use std::path::{Path, PathBuf};

@@ -309,9 +309,9 @@ mod tests {
 
     #[test]
     fn bars_follow_a_whole_hunt_on_a_hidden_target() {
-        use crate::findings::Judgement::{BadEndpoint, GoodEndpoint};
-        use crate::hunt::{Hunt, HuntConfig};
-        use crate::simulate::{History, NoiseModel, SimLab};
+        use crate::engine::hunt::{Hunt, HuntConfig};
+        use crate::engine::simulate::{History, NoiseModel, SimLab};
+        use crate::report::findings::Judgement::{BadEndpoint, GoodEndpoint};
         let history = History {
             len: 30,
             steps: vec![(21, 0.8)],

@@ -7,6 +7,7 @@
 //! from scratch once (about 4 minutes on 2 cores with a cold ccache).
 
 use pgbisect::build::{BuildOutcome, BuildSettings, Builder, read_stamp};
+use pgbisect::lab::LabDirs;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -101,7 +102,8 @@ fn build_cache_incremental_and_failure() {
         .status()
         .unwrap();
     assert!(copied.success());
-    let mut builder = Builder::new(&setup.work, setup.settings.clone(), 3).unwrap();
+    let mut builder =
+        Builder::new(&LabDirs::under(&setup.work), setup.settings.clone(), 3).unwrap();
     let (prefix, clean_seconds) = clean_build(&setup, &mut builder);
     cache_hits(&setup, &mut builder, &prefix);
     header_change(&setup, &mut builder, &prefix, clean_seconds);
@@ -150,7 +152,7 @@ fn cache_hits(setup: &Setup, builder: &mut Builder, prefix: &Path) {
     let started = Instant::now();
     let (again, cached, _, _) = installed(builder.ensure("c1", &setup.checkout).unwrap());
     assert!(cached && again == prefix);
-    let mut fresh = Builder::new(&setup.work, setup.settings.clone(), 3).unwrap();
+    let mut fresh = Builder::new(&LabDirs::under(&setup.work), setup.settings.clone(), 3).unwrap();
     let (again, cached, seconds, _) = installed(fresh.ensure("c1", &setup.checkout).unwrap());
     assert!(cached && again == prefix && seconds == 0.0);
     let elapsed = started.elapsed().as_secs_f64();

@@ -1,6 +1,6 @@
 //! The repository layer against real git repositories built in temp dirs.
 
-use pgbisect::lab::Commit;
+use pgbisect::model::Commit;
 use pgbisect::repo::{Repo, RepoError, WorkTree};
 use std::collections::BTreeSet;
 use std::fs;

@@ -65,7 +65,7 @@ fn renders_markdown_json_and_email_into_a_file() {
         &["report", "--work-dir", dir, "--format", "json"],
         work.path(),
     ));
-    let back: pgbisect::findings::HuntReport = serde_json::from_str(&json).unwrap();
+    let back: pgbisect::report::findings::HuntReport = serde_json::from_str(&json).unwrap();
     assert_eq!(back, serde_json::from_str(FIXTURE).unwrap());
     let out_file = work.path().join("mail.eml");
     let args = [
@@ -103,7 +103,7 @@ fn report_writes_the_chart_on_demand() {
     ];
     assert!(stdout(&pgbisect(&args, work.path())).contains("first bad commit"));
     let svg = std::fs::read_to_string(&chart).unwrap();
-    let fixture: pgbisect::findings::HuntReport = serde_json::from_str(FIXTURE).unwrap();
+    let fixture: pgbisect::report::findings::HuntReport = serde_json::from_str(FIXTURE).unwrap();
     assert!(svg.starts_with("<svg") || svg.starts_with("<?xml"), "{svg}");
     for culprit in &fixture.culprits {
         assert!(

@@ -2,7 +2,7 @@
 //! (`tests/snapshots/`): any change in a report's wording or layout shows
 //! up as a failing test with a diff.
 
-use pgbisect::findings::HuntReport;
+use pgbisect::report::findings::HuntReport;
 use pgbisect::report::{self, Envelope};
 
 const FIXTURE: &str = include_str!("fixtures/reports/hunt.json");
@@ -116,13 +116,13 @@ fn one_culprit_is_named_with_its_own_change() {
 #[test]
 fn verdicts_without_culprit_say_so() {
     let mut report = fixture();
-    report.outcome = pgbisect::findings::HuntOutcome::NoRegression;
+    report.outcome = pgbisect::report::findings::HuntOutcome::NoRegression;
     let subject = report::document::headline(&report);
     assert!(
         subject.starts_with("pgbisect: no regression at 128 clients"),
         "{subject}"
     );
-    report.outcome = pgbisect::findings::HuntOutcome::Inconclusive;
+    report.outcome = pgbisect::report::findings::HuntOutcome::Inconclusive;
     let subject = report::document::headline(&report);
     assert!(
         subject.starts_with("pgbisect: inconclusive at 128 clients"),

@@ -5,7 +5,7 @@
 use pgbisect::bench::{self, Builtin, PgbenchOptions, QueryMode};
 use pgbisect::server::{
     BenchError, DataTemplate, RunAs, RunningServer, Server, ServerError, SocketDir, TemplateSpec,
-    check_settings, fresh_copy, pick_port, reap_leftovers, registry_dir, shares_blocks, time_limit,
+    check_settings, fresh_copy, pick_port, reap_leftovers, shares_blocks, time_limit,
 };
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -50,7 +50,7 @@ fn template(bin: &Path, work: &Path, run_as: &RunAs) -> (DataTemplate, bool) {
         dir: work.join("templates/pg15-s1"),
         options: small_workload(),
         run_as: run_as.clone(),
-        registry_dir: Some(registry_dir(work)),
+        registry_dir: Some(work.join("servers")),
     };
     DataTemplate::ensure(&spec).unwrap()
 }
@@ -77,7 +77,7 @@ fn server_on_copy(
             .collect(),
         log: work.join("run/server.log"),
         run_as,
-        registry_dir: Some(registry_dir(work)),
+        registry_dir: Some(work.join("servers")),
     }
 }
 
@@ -108,7 +108,7 @@ fn wait_gone(pid: u32) -> bool {
 }
 
 fn registry_entries(work: &Path) -> usize {
-    std::fs::read_dir(registry_dir(work))
+    std::fs::read_dir(work.join("servers"))
         .map(|d| d.count())
         .unwrap_or(0)
 }
@@ -312,10 +312,10 @@ fn reap_stops_servers_a_dead_run_left_behind() {
     std::mem::forget(server);
     assert!(alive(pid));
     assert_eq!(registry_entries(work.path()), 1);
-    assert_eq!(reap_leftovers(work.path()).unwrap(), 1);
+    assert_eq!(reap_leftovers(&work.path().join("servers")).unwrap(), 1);
     assert!(wait_gone(pid));
     assert_eq!(registry_entries(work.path()), 0);
-    assert_eq!(reap_leftovers(work.path()).unwrap(), 0);
+    assert_eq!(reap_leftovers(&work.path().join("servers")).unwrap(), 0);
 }
 
 /// Set in the child process of `reap_stops_servers_of_a_killed_process`.
@@ -342,7 +342,7 @@ fn helper_starts_a_server_and_waits_to_be_killed() {
         settings: Vec::new(),
         log: work.join("child/server.log"),
         run_as,
-        registry_dir: Some(registry_dir(&work)),
+        registry_dir: Some(work.join("servers")),
     }
     .start()
     .unwrap();
@@ -372,7 +372,7 @@ fn reap_stops_servers_of_a_killed_process() {
     child.kill().unwrap(); // SIGKILL: the child's servers are not stopped
     child.wait().unwrap();
     assert!(alive(pid), "the killed process left its server running");
-    assert_eq!(reap_leftovers(work.path()).unwrap(), 1);
+    assert_eq!(reap_leftovers(&work.path().join("servers")).unwrap(), 1);
     assert!(wait_gone(pid));
     assert_eq!(registry_entries(work.path()), 0);
 }

@@ -28,6 +28,7 @@ mod tree;
 
 pub use cache::{LAST_USED_FILE, STAMP_FILE, Stamp, read_stamp};
 
+use crate::lab::LabDirs;
 use cache::InstallCache;
 use log::BuildLog;
 use serde::{Deserialize, Serialize};
@@ -215,20 +216,20 @@ pub struct Builder {
 }
 
 impl Builder {
-    /// A builder working in `work_dir`, keeping at most `cache_limit`
-    /// installs (at least one).
+    /// A builder working in the labs' folders `dirs`, keeping at most
+    /// `cache_limit` installs (at least one).
     pub fn new(
-        work_dir: &Path,
+        dirs: &LabDirs,
         settings: BuildSettings,
         cache_limit: usize,
     ) -> Result<Builder, BuildError> {
         validate(&settings)?;
-        let build_root = work_dir.join("build");
-        let logs = work_dir.join("logs");
+        let build_root = dirs.build.clone();
+        let logs = dirs.logs.clone();
         for dir in [&build_root, &logs] {
             std::fs::create_dir_all(dir).map_err(BuildError::io("create", dir))?;
         }
-        let cache = InstallCache::open(&work_dir.join("installs"), cache_limit)?;
+        let cache = InstallCache::open(&dirs.installs, cache_limit)?;
         let jobs = settings
             .jobs
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get() as u32));
@@ -289,7 +290,7 @@ impl Builder {
             let bytes = std::fs::read(patch).map_err(BuildError::io("read the fixup", patch))?;
             text.push_str(&String::from_utf8_lossy(&bytes));
         }
-        Ok(crate::workdir::fingerprint(&text))
+        Ok(crate::core::fingerprint::fingerprint(&text))
     }
 
     /// What decides the build tree: everything but jobs and fixups.
@@ -355,7 +356,7 @@ impl Builder {
         let tree = self.build_root.join(format!(
             "{}-{}",
             format!("{system:?}").to_lowercase(),
-            crate::workdir::fingerprint(&self.tree_key())
+            crate::core::fingerprint::fingerprint(&self.tree_key())
         ));
         let stage = self.build_root.join("stage");
         let build = TreeBuild {
@@ -589,13 +590,13 @@ mod tests {
             configure: vec!["--prefix=/usr".into()],
             ..BuildSettings::default()
         };
-        let err = Builder::new(tmp.path(), settings, 3).unwrap_err();
+        let err = Builder::new(&LabDirs::under(tmp.path()), settings, 3).unwrap_err();
         assert!(err.to_string().contains("--prefix=/usr"), "{err}");
         let settings = BuildSettings {
             jobs: Some(0),
             ..BuildSettings::default()
         };
-        assert!(Builder::new(tmp.path(), settings, 3).is_err());
+        assert!(Builder::new(&LabDirs::under(tmp.path()), settings, 3).is_err());
     }
 
     #[test]
@@ -637,7 +638,7 @@ mod tests {
             ..BuildSettings::default()
         };
         let work = tmp.path().join("w");
-        let mut builder = Builder::new(&work, settings, 2).unwrap();
+        let mut builder = Builder::new(&LabDirs::under(&work), settings, 2).unwrap();
         let outcome = builder.ensure("abc123", &src).unwrap();
         let BuildOutcome::Failed { reason, log } = outcome else {
             panic!("{outcome:?}");
@@ -670,7 +671,12 @@ mod tests {
         std::fs::create_dir_all(src.join("src")).unwrap();
         std::fs::write(src.join("configure"), "").unwrap();
         std::fs::write(src.join("src/Makefile.global"), "").unwrap();
-        let mut builder = Builder::new(&tmp.path().join("w"), BuildSettings::default(), 2).unwrap();
+        let mut builder = Builder::new(
+            &LabDirs::under(&tmp.path().join("w")),
+            BuildSettings::default(),
+            2,
+        )
+        .unwrap();
         let err = builder.ensure("abc", &src).unwrap_err();
         assert!(matches!(err, BuildError::ConfiguredInTree { .. }), "{err}");
         assert!(err.to_string().contains("make distclean"), "{err}");

@@ -215,9 +215,9 @@ impl TreeBuild<'_> {
         let mut all = String::new();
         for f in files {
             let bytes = fs::read(self.src.join(f)).unwrap_or_default();
-            all.push_str(&crate::workdir::fingerprint(&String::from_utf8_lossy(
-                &bytes,
-            )));
+            all.push_str(&crate::core::fingerprint::fingerprint(
+                &String::from_utf8_lossy(&bytes),
+            ));
         }
         all
     }

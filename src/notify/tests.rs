@@ -1,8 +1,8 @@
 use super::*;
-use crate::findings::HuntOutcome;
-use crate::hunt::{Hunt, HuntConfig};
+use crate::engine::hunt::{Hunt, HuntConfig};
+use crate::engine::simulate::{History, NoiseModel, SimLab};
 use crate::progress::Silent;
-use crate::simulate::{History, NoiseModel, SimLab};
+use crate::report::findings::HuntOutcome;
 use std::collections::BTreeSet;
 
 /// A real hunt over a simulated history with one 15% drop.

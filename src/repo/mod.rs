@@ -7,12 +7,14 @@
 //! user's repository: not its checkout, not its index, not its HEAD.
 
 mod error;
+mod patch;
 mod worktree;
 
 pub use error::RepoError;
+pub use patch::as_git_diff;
 pub use worktree::WorkTree;
 
-use crate::lab::Commit;
+use crate::model::Commit;
 use git2::{ErrorCode, ObjectType, Oid, Repository};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

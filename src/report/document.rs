@@ -5,11 +5,11 @@
 //! document of sections, facts, lists and tables, and each format only
 //! lays that document out.
 
-use crate::decide::{Change, Method};
-use crate::findings::{
+use crate::core::decide::{Change, Method};
+use crate::model::Commit;
+use crate::report::findings::{
     Culprit, HuntOutcome, HuntReport, Judgement, TestedCommit, Totals, UnresolvedRange,
 };
-use crate::lab::Commit;
 
 /// A whole report.
 #[derive(Debug, Clone, PartialEq)]
@@ -484,7 +484,7 @@ mod tests {
             totals_facts(r).into_iter().map(|(name, _)| name).collect()
         };
         assert!(!names(&report).contains(&"set-up".to_string()));
-        report.totals.setup = crate::lab::SetupTotals {
+        report.totals.setup = crate::model::SetupTotals {
             templates: 2,
             template_seconds: 130.0,
             setups: 40,

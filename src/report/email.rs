@@ -121,7 +121,7 @@ pub fn rfc5322_date(unix: i64) -> String {
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
     // `YYYY-MM-DDTHH:MM:SSZ`, fixed widths.
-    let iso = crate::hunt::rfc3339_from_unix(unix);
+    let iso = crate::time::rfc3339_from_unix(unix);
     let weekday = DAYS[(unix.div_euclid(86_400) + 4).rem_euclid(7) as usize];
     let month: usize = iso.get(5..7).and_then(|m| m.parse().ok()).unwrap_or(1);
     format!(

@@ -3,12 +3,14 @@
 //! [`document`] chooses what a report says; `text`, `markdown` and
 //! `email` only lay it out, so the formats cannot disagree.
 
+pub mod chart;
 pub mod document;
 pub mod email;
+pub mod findings;
 pub mod markdown;
 pub mod text;
 
-use crate::findings::HuntReport;
+use crate::report::findings::HuntReport;
 use anyhow::Context;
 
 pub use email::Envelope;
@@ -35,17 +37,7 @@ pub fn email(report: &HuntReport, envelope: &Envelope) -> String {
 }
 
 /// Report formats.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Default,
-    clap::ValueEnum,
-    serde::Serialize,
-    serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Format {
     /// Plain text for the mailing list, at most 72 columns.

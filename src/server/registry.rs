@@ -22,11 +22,6 @@ struct Entry {
     owner_start: Option<u64>,
 }
 
-/// The registry directory in a work directory.
-pub fn registry_dir(work_dir: &Path) -> PathBuf {
-    work_dir.join("servers")
-}
-
 /// Records a started server; returns the entry's path.
 pub(super) fn register(dir: &Path, server: &Server, pid: u32) -> Result<PathBuf, ServerError> {
     std::fs::create_dir_all(dir)
@@ -45,13 +40,12 @@ pub(super) fn register(dir: &Path, server: &Server, pid: u32) -> Result<PathBuf,
     Ok(path)
 }
 
-/// Stops the servers that runs no longer alive left in `<work_dir>/servers`
+/// Stops the servers that runs no longer alive left registered in `dir`
 /// and forgets them; returns how many were still running. Entries of other
 /// live processes are left alone; entries of this process count as left
 /// behind (call this before starting servers).
-pub fn reap_leftovers(work_dir: &Path) -> Result<usize, ServerError> {
-    let dir = registry_dir(work_dir);
-    let entries = match std::fs::read_dir(&dir) {
+pub fn reap_leftovers(dir: &Path) -> Result<usize, ServerError> {
+    let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
         Err(e) => return Err(ServerError::io(format!("cannot read {}", dir.display()), e)),
@@ -203,17 +197,18 @@ mod tests {
     #[test]
     fn reaping_an_empty_or_missing_registry_stops_nothing() {
         let work = tempfile::tempdir().unwrap();
-        assert_eq!(reap_leftovers(work.path()).unwrap(), 0);
-        std::fs::create_dir_all(registry_dir(work.path())).unwrap();
-        std::fs::write(registry_dir(work.path()).join("junk.json"), "not json").unwrap();
-        assert_eq!(reap_leftovers(work.path()).unwrap(), 0);
-        assert!(!registry_dir(work.path()).join("junk.json").exists());
+        let dir = work.path().join("servers");
+        assert_eq!(reap_leftovers(&dir).unwrap(), 0);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("junk.json"), "not json").unwrap();
+        assert_eq!(reap_leftovers(&dir).unwrap(), 0);
+        assert!(!dir.join("junk.json").exists());
     }
 
     #[test]
     fn entries_of_dead_owners_with_dead_servers_are_dropped() {
         let work = tempfile::tempdir().unwrap();
-        let dir = registry_dir(work.path());
+        let dir = work.path().join("servers");
         std::fs::create_dir_all(&dir).unwrap();
         let entry = Entry {
             postmaster_pid: u32::MAX - 1,
@@ -223,7 +218,7 @@ mod tests {
         };
         let file = dir.join("5432-1.json");
         std::fs::write(&file, serde_json::to_string(&entry).unwrap()).unwrap();
-        assert_eq!(reap_leftovers(work.path()).unwrap(), 0);
+        assert_eq!(reap_leftovers(&dir).unwrap(), 0);
         assert!(!file.exists());
     }
 }

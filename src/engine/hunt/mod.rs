@@ -1,6 +1,6 @@
 //! The one driver loop of a hunt.
 //!
-//! It asks [`crate::bisect`] which commit to look at, asks [`crate::decide`]
+//! It asks [`crate::core::bisect`] which commit to look at, asks [`crate::core::decide`]
 //! whether the runs so far settle it, makes one more run through the
 //! [`Lab`] when they do not, and journals every result at once. The order of
 //! work is deterministic given the results, so a journal replays a hunt.
@@ -17,16 +17,17 @@
 //! 4. What the culprit does not explain is hunted again, until every step
 //!    of a multi-step drop is found (unless `first_only`).
 
-use crate::bisect::{Bisection, Conclusion, Outcome, Step};
-use crate::decide::{self, Class, Comparison, DecisionConfig, Reference, Verdict};
-use crate::findings::{
+use crate::core::bisect::{Bisection, Conclusion, Outcome, Step};
+use crate::core::decide::{self, Class, Comparison, DecisionConfig, Reference, Verdict};
+use crate::core::stats;
+use crate::journal::spent::{Spent, own_cpu_seconds};
+use crate::journal::{Event, Journal};
+use crate::lab::{Lab, RunSpec};
+use crate::model::{Commit, Prepared, RunOutcome};
+use crate::progress::{Progress, ProgressEvent};
+use crate::report::findings::{
     Culprit, HuntOutcome, HuntReport, Judgement, RunSample, TestedCommit, Totals, UnresolvedRange,
 };
-use crate::journal::{Event, Journal};
-use crate::lab::{Commit, Lab, Prepared, RunOutcome, RunSpec};
-use crate::progress::{Progress, ProgressEvent};
-use crate::spent::{Spent, own_cpu_seconds};
-use crate::stats;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -49,7 +50,7 @@ const DRIFT_WINDOW: usize = 3;
 const PAIR_GAP: u64 = 3;
 
 /// How a hunt is run.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct HuntConfig {
     pub decision: DecisionConfig,
     pub clients: u32,
@@ -174,7 +175,7 @@ impl<'a> Hunt<'a> {
     }
 
     /// Counts what earlier processes of a resumed hunt spent (see
-    /// [`crate::spent::spent_before`]) in the report's totals.
+    /// [`crate::journal::spent::spent_before`]) in the report's totals.
     pub fn with_earlier(mut self, spent: Spent, processes: u64) -> Self {
         self.earlier = (spent, processes);
         self
@@ -232,7 +233,7 @@ impl<'a> Hunt<'a> {
         };
         self.journal_event(&Event::Finish {
             outcome: outcome.as_str().to_string(),
-            at: now_rfc3339(),
+            at: crate::time::now_rfc3339(),
         })?;
         Ok(self.report(outcome, endpoints))
     }
@@ -766,34 +767,4 @@ impl<'a> Hunt<'a> {
             configure_flags: Vec::new(),
         }
     }
-}
-
-/// The current time as RFC 3339 (UTC), without a date crate.
-pub fn now_rfc3339() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    rfc3339_from_unix(secs as i64)
-}
-
-/// Formats seconds since the epoch as `YYYY-MM-DDTHH:MM:SSZ`.
-pub fn rfc3339_from_unix(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Civil-from-days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
 }

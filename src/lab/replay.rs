@@ -7,7 +7,8 @@
 //! hands over to the real lab for everything new.
 
 use crate::journal::Event;
-use crate::lab::{Commit, Lab, LabTotals, Prepared, RunOutcome, RunSpec};
+use crate::lab::{Lab, RunSpec};
+use crate::model::{Commit, LabTotals, Prepared, RunOutcome};
 use std::collections::{HashMap, HashSet};
 
 /// A lab that replays journaled results before measuring anew.
@@ -91,7 +92,7 @@ impl Lab for ReplayLab<'_> {
     }
 
     /// This process's work only: what earlier processes spent is in the
-    /// journal (see [`crate::spent`]).
+    /// journal (see [`crate::journal::spent`]).
     fn totals(&self) -> LabTotals {
         self.inner.totals()
     }

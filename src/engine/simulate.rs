@@ -10,10 +10,11 @@
 //! hand (median of 3 runs against a threshold halfway between the
 //! endpoints).
 
-use crate::findings::HuntOutcome;
-use crate::hunt::{Hunt, HuntConfig};
-use crate::lab::{Commit, Lab, LabTotals, Prepared, RunOutcome, RunSpec};
+use crate::engine::hunt::{Hunt, HuntConfig};
+use crate::lab::{Lab, RunSpec};
+use crate::model::{Commit, LabTotals, Prepared, RunOutcome};
 use crate::progress::Silent;
+use crate::report::findings::HuntOutcome;
 use rand::distr::Distribution;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};

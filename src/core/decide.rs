@@ -1,4 +1,4 @@
-//! Sequential decisions built on [`crate::stats`].
+//! Sequential decisions built on [`crate::core::stats`].
 //!
 //! Two questions are asked again and again during a hunt, and each is
 //! answered with as few benchmark runs as the noise allows:
@@ -23,7 +23,7 @@
 //! cannot decide on its own. Every confident answer is checked again side
 //! by side before a culprit is reported.
 
-use crate::stats::{self, Alternative};
+use crate::core::stats::{self, Alternative};
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 

@@ -8,7 +8,8 @@
 
 use crate::bench::{self, PgbenchOptions};
 use crate::build::{BuildOutcome, BuildSettings, Builder};
-use crate::lab::{Commit, Lab, LabTotals, Measurement, Prepared, RunOutcome, RunSpec};
+use crate::lab::{Lab, LabDirs, RunSpec};
+use crate::model::{Commit, LabTotals, Measurement, Prepared, RunOutcome};
 use crate::repo::{Repo, WorkTree};
 use crate::server::{self, DataTemplate, RunAs, Server, ServerError, SocketDir, TemplateSpec};
 use anyhow::Context;
@@ -48,7 +49,10 @@ impl PgbenchChoice {
 /// Everything the lab needs besides the repository.
 #[derive(Debug, Clone)]
 pub struct PgLabConfig {
-    pub work_dir: PathBuf,
+    /// Where builds, data and servers are kept.
+    pub dirs: LabDirs,
+    /// The private git work tree commits are checked out in.
+    pub checkout: PathBuf,
     /// Where each run's full pgbench output is kept (one folder per hunt).
     pub runs_dir: PathBuf,
     pub options: PgbenchOptions,
@@ -81,17 +85,17 @@ pub struct PgLab {
 
 impl PgLab {
     pub fn new(cfg: PgLabConfig, repo: Repo) -> anyhow::Result<PgLab> {
-        let dirs = ["logs", "templates", "data"].map(|sub| cfg.work_dir.join(sub));
-        for dir in dirs.iter().chain([&cfg.runs_dir]) {
+        let dirs = [&cfg.dirs.logs, &cfg.dirs.templates, &cfg.dirs.data];
+        for dir in dirs.into_iter().chain([&cfg.runs_dir]) {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
         }
-        let reaped = server::reap_leftovers(&cfg.work_dir)?;
+        let reaped = server::reap_leftovers(&cfg.dirs.servers)?;
         if reaped > 0 {
             eprintln!("pgbisect: stopped {reaped} server(s) an earlier run left behind");
         }
-        let worktree = WorkTree::open_or_create(&repo, &cfg.work_dir.join("checkout"))?;
-        let mut builder = Builder::new(&cfg.work_dir, cfg.build.clone(), cfg.cache_size)?;
+        let worktree = WorkTree::open_or_create(&repo, &cfg.checkout)?;
+        let mut builder = Builder::new(&cfg.dirs, cfg.build.clone(), cfg.cache_size)?;
         if cfg.pgbench == PgbenchChoice::Good {
             // Its pgbench drives every run: never evict it.
             builder.pin(&cfg.good);
@@ -160,10 +164,10 @@ impl PgLab {
         let spec = TemplateSpec {
             bin: self.prefix(commit)?.join("bin"),
             pgbench: self.pgbench_for(commit)?,
-            dir: self.cfg.work_dir.join("templates").join(&key),
+            dir: self.cfg.dirs.templates.join(&key),
             options: self.cfg.options.clone(),
             run_as: self.cfg.run_as.clone(),
-            registry_dir: Some(server::registry_dir(&self.cfg.work_dir)),
+            registry_dir: Some(self.cfg.dirs.servers.clone()),
         };
         let started = Instant::now();
         let (template, built) = DataTemplate::ensure(&spec)?;
@@ -181,7 +185,7 @@ impl PgLab {
             Ok(t) => t,
             Err(e) => return Ok(failed(&e)),
         };
-        let data = self.cfg.work_dir.join("data").join("current");
+        let data = self.cfg.dirs.data.join("current");
         // A read-only workload leaves the data as it found it, so one copy
         // serves every run of the same data format; a copy costs as much as
         // `pgbench -i` on a file system without reflinks.
@@ -207,11 +211,11 @@ impl PgLab {
             settings: self.cfg.settings.clone(),
             log: self
                 .cfg
-                .work_dir
-                .join("logs")
+                .dirs
+                .logs
                 .join(format!("server-{:05}.log", spec.run)),
             run_as: self.cfg.run_as.clone(),
-            registry_dir: Some(server::registry_dir(&self.cfg.work_dir)),
+            registry_dir: Some(self.cfg.dirs.servers.clone()),
         };
         let started = server.start();
         self.totals.setup.setups += 1;

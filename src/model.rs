@@ -1,9 +1,9 @@
-//! The measuring boundary.
+//! What every floor speaks of: commits, what building one gave, what one
+//! run measured, and what the work cost.
 //!
-//! A hunt needs two things from the outside world: a commit turned into
-//! something runnable, and one benchmark run of it. Both go through [`Lab`],
-//! so the search and the statistics can be driven by the real PostgreSQL lab,
-//! by shell commands from a profile, or by a simulation, without knowing which.
+//! These types sit below the measuring seam ([`crate::lab`]), so the git
+//! layer, the journal and the reports can name a commit or a run without
+//! depending on how runs are made.
 
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -48,15 +48,6 @@ pub enum Prepared {
         reason: String,
         log: Option<PathBuf>,
     },
-}
-
-/// Which run of which workload to make.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RunSpec {
-    /// pgbench clients (`-c`).
-    pub clients: u32,
-    /// Run number within the hunt, counted from 1 over all commits.
-    pub run: u64,
 }
 
 /// One benchmark result.
@@ -125,25 +116,4 @@ pub struct SetupTotals {
     pub setups: u64,
     #[serde(default)]
     pub setup_seconds: f64,
-}
-
-/// Turns commits into measurements.
-///
-/// `Err` is for trouble with the environment (disk full, a missing tool,
-/// an interrupt) that should stop the hunt; a commit that will not build
-/// or a run without a result are ordinary outcomes.
-pub trait Lab {
-    /// Make `commit` runnable. Called before the first run of a commit and
-    /// again whenever the hunt comes back to it; cheap when already built.
-    fn prepare(&mut self, commit: &Commit) -> anyhow::Result<Prepared>;
-
-    /// Run the benchmark once on a prepared commit.
-    fn run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome>;
-
-    /// Work done so far.
-    fn totals(&self) -> LabTotals;
-
-    /// A line describing what measures, for reports (e.g. the pgbench
-    /// command line or the profile's commands).
-    fn describe(&self) -> String;
 }

@@ -1,7 +1,7 @@
 //! The driver against labs with known behaviour.
 
 use super::*;
-use crate::lab::LabTotals;
+use crate::model::LabTotals;
 use crate::progress::Silent;
 
 /// A fixed pseudo-random number in [-0.5, 0.5) for each `seed`.
@@ -69,13 +69,6 @@ fn a_drop_that_vanishes_blames_nobody_and_stays_cheap() {
     // check that the range still holds, the run cap of every commit it
     // visits.
     assert!(report.totals.runs < 150, "{} runs", report.totals.runs);
-}
-
-#[test]
-fn rfc3339_known_dates() {
-    assert_eq!(rfc3339_from_unix(0), "1970-01-01T00:00:00Z");
-    assert_eq!(rfc3339_from_unix(1_461_728_000), "2016-04-27T03:33:20Z");
-    assert_eq!(rfc3339_from_unix(951_782_400), "2000-02-29T00:00:00Z");
 }
 
 /// Every commit from `step` on is 15% slower, with a fixed spread of 2%;
@@ -345,7 +338,7 @@ fn the_drop_a_culprit_leaves_unexplained_is_the_ratio_of_the_two() {
     let whole = hunt.endpoints().unwrap();
     let range = Range { lo: 0, hi: 64 };
     let with_change = |pct: f64| Comparison {
-        change: crate::decide::Change {
+        change: crate::core::decide::Change {
             pct,
             ..whole.change
         },

@@ -6,8 +6,8 @@
 //! hand because the drawing is a few lines, dots and labels, and every
 //! coordinate is checked to be finite so the file always opens.
 
-use crate::findings::HuntReport;
-use crate::stats;
+use crate::core::stats;
+use crate::report::findings::HuntReport;
 use std::fmt::Write;
 
 const WIDTH: f64 = 900.0;
@@ -347,9 +347,11 @@ pub fn compare_chart(title: &str, series: &[Series]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decide::{Change, Comparison, Method, Verdict};
-    use crate::findings::{Culprit, HuntOutcome, Judgement, RunSample, TestedCommit, Totals};
-    use crate::lab::Commit;
+    use crate::core::decide::{Change, Comparison, Method, Verdict};
+    use crate::model::Commit;
+    use crate::report::findings::{
+        Culprit, HuntOutcome, Judgement, RunSample, TestedCommit, Totals,
+    };
 
     fn sha(i: usize) -> String {
         format!("{i:040x}")

@@ -1,4 +1,4 @@
-//! The work directory: one lock per work dir, one folder per hunt.
+//! One hunt at a time per work dir.
 //!
 //! The private checkout and the build tree in a work dir serve one hunt at
 //! a time, so a second pgbisect on the same work dir is refused with the
@@ -77,16 +77,6 @@ fn pid_alive(pid: u32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
 }
 
-/// A short stable hash (FNV-1a, 64 bits) for naming folders after a plan.
-pub fn fingerprint(text: &str) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in text.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{h:016x}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,11 +94,5 @@ mod tests {
         drop(again);
         assert!(!dir.path().join("lock").exists());
         drop(lock);
-    }
-
-    #[test]
-    fn fingerprint_is_stable() {
-        assert_eq!(fingerprint(""), "cbf29ce484222325");
-        assert_ne!(fingerprint("a"), fingerprint("b"));
     }
 }

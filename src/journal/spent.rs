@@ -9,7 +9,7 @@
 //! up the last such record of every earlier process.
 
 use crate::journal::Event;
-use crate::lab::{LabTotals, Prepared};
+use crate::model::{LabTotals, Prepared};
 use serde::{Deserialize, Serialize};
 
 /// Work done by one or more processes of the same hunt.
@@ -32,7 +32,7 @@ impl Spent {
                 runs: a.runs + b.runs,
                 warmup_runs: a.warmup_runs + b.warmup_runs,
                 bench_seconds: a.bench_seconds + b.bench_seconds,
-                setup: crate::lab::SetupTotals {
+                setup: crate::model::SetupTotals {
                     templates: a.setup.templates + b.setup.templates,
                     template_seconds: a.setup.template_seconds + b.setup.template_seconds,
                     setups: a.setup.setups + b.setup.setups,
@@ -115,7 +115,7 @@ pub fn own_cpu_seconds() -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::{Measurement, RunOutcome};
+    use crate::model::{Measurement, RunOutcome};
 
     fn start() -> Event {
         Event::Start {

@@ -6,7 +6,9 @@
 //! results it has seen, replaying the journal's results in order rebuilds
 //! its state exactly: that is how a hunt is resumed.
 
-use crate::lab::{Prepared, RunOutcome};
+pub mod spent;
+
+use crate::model::{Prepared, RunOutcome};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
@@ -36,8 +38,8 @@ pub enum Event {
         outcome: RunOutcome,
     },
     /// What this process of the hunt has spent so far, written after each
-    /// new build and run (see [`crate::spent`]).
-    Spent { spent: crate::spent::Spent },
+    /// new build and run (see [`crate::journal::spent`]).
+    Spent { spent: crate::journal::spent::Spent },
     /// The hunt ended with this outcome.
     Finish { outcome: String, at: String },
 }
@@ -154,7 +156,7 @@ impl Journal {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::Measurement;
+    use crate::model::Measurement;
 
     #[test]
     fn round_trip_and_truncated_tail() {

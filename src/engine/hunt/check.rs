@@ -8,11 +8,11 @@
 //! failed check tells which of the two commits was misjudged.
 
 use super::{Hunt, HuntError, Measured, PAIR_GAP, Range};
-use crate::bisect::Outcome;
-use crate::decide::{self, Comparison, Verdict};
-use crate::findings::{Culprit, Judgement, UnresolvedRange};
-use crate::lab::Prepared;
-use crate::stats;
+use crate::core::bisect::Outcome;
+use crate::core::decide::{self, Comparison, Verdict};
+use crate::core::stats;
+use crate::model::Prepared;
+use crate::report::findings::{Culprit, Judgement, UnresolvedRange};
 
 /// The most commits a range may hold for [`Hunt::narrow`] to check them
 /// pair by pair; a longer one is reported as a range.

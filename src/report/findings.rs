@@ -4,9 +4,9 @@
 //! JSON written with `--json`, the text for the mailing list and the charts
 //! all render it, so they can never disagree.
 
-use crate::decide::{Change, Comparison, Method};
-use crate::lab::Commit;
-use crate::spent::Spent;
+use crate::core::decide::{Change, Comparison, Method};
+use crate::journal::spent::Spent;
+use crate::model::Commit;
 use serde::{Deserialize, Serialize};
 
 /// How a hunt ended.
@@ -102,7 +102,7 @@ pub struct TestedCommit {
     pub position: usize,
     pub judgement: Judgement,
     pub samples: Vec<RunSample>,
-    pub summary: Option<crate::stats::Summary>,
+    pub summary: Option<crate::core::stats::Summary>,
     /// Why it was skipped, when it was.
     pub note: Option<String>,
 }
@@ -130,7 +130,7 @@ pub struct Totals {
     #[serde(default)]
     pub processes: u64,
     #[serde(flatten)]
-    pub setup: crate::lab::SetupTotals,
+    pub setup: crate::model::SetupTotals,
 }
 
 impl Totals {

@@ -7,7 +7,8 @@
 //! environment; the benchmark's output is read like pgbench's.
 
 use crate::bench;
-use crate::lab::{Commit, Lab, LabTotals, Measurement, Prepared, RunOutcome, RunSpec};
+use crate::lab::{Lab, LabDirs, RunSpec};
+use crate::model::{Commit, LabTotals, Measurement, Prepared, RunOutcome};
 use crate::repo::WorkTree;
 use anyhow::Context;
 use std::collections::HashMap;
@@ -28,7 +29,7 @@ pub struct CommandLab {
     commands: Commands,
     worktree: WorkTree,
     checked_out: Option<String>,
-    work_dir: PathBuf,
+    dirs: LabDirs,
     runs_dir: PathBuf,
     prepared: HashMap<String, Prepared>,
     totals: LabTotals,
@@ -36,15 +37,14 @@ pub struct CommandLab {
 
 impl CommandLab {
     /// `worktree` is the private checkout the commands run in; logs and
-    /// install prefixes go under `work_dir`, run outputs into `runs_dir`.
+    /// install prefixes go into `dirs`, run outputs into `runs_dir`.
     pub fn new(
         commands: Commands,
         worktree: WorkTree,
-        work_dir: &Path,
+        dirs: LabDirs,
         runs_dir: &Path,
     ) -> anyhow::Result<Self> {
-        let dirs = ["logs", "installs"].map(|sub| work_dir.join(sub));
-        for dir in dirs.iter().chain([&runs_dir.to_path_buf()]) {
+        for dir in [&dirs.logs, &dirs.installs, &runs_dir.to_path_buf()] {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
         }
@@ -52,7 +52,7 @@ impl CommandLab {
             commands,
             worktree,
             checked_out: None,
-            work_dir: work_dir.to_path_buf(),
+            dirs,
             runs_dir: runs_dir.to_path_buf(),
             prepared: HashMap::new(),
             totals: LabTotals::default(),
@@ -60,7 +60,7 @@ impl CommandLab {
     }
 
     fn prefix(&self, commit: &Commit) -> PathBuf {
-        self.work_dir.join("installs").join(&commit.id)
+        self.dirs.installs.join(&commit.id)
     }
 
     fn checkout(&mut self, commit: &Commit) -> anyhow::Result<()> {
@@ -95,10 +95,7 @@ impl CommandLab {
         }
         std::fs::create_dir_all(&prefix)
             .with_context(|| format!("cannot create {}", prefix.display()))?;
-        let log = self
-            .work_dir
-            .join("logs")
-            .join(format!("build-{}.log", commit.id));
+        let log = self.dirs.logs.join(format!("build-{}.log", commit.id));
         let started = Instant::now();
         let output = self
             .shell(script, commit, None)

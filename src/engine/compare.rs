@@ -7,10 +7,11 @@
 //! interval with a verdict, and the runs of the two sides alternate
 //! (A, B, A, B, ...) so that drift of the machine hits both alike.
 
-use crate::decide::{self, Comparison, DecisionConfig, Verdict};
-use crate::lab::{Commit, Lab, Prepared, RunOutcome, RunSpec};
+use crate::core::decide::{self, Comparison, DecisionConfig, Verdict};
+use crate::core::stats::Sample;
+use crate::lab::{Lab, RunSpec};
+use crate::model::{Commit, Prepared, RunOutcome};
 use crate::report::document::confidence_pct;
-use crate::stats::Sample;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
 
@@ -257,8 +258,8 @@ pub fn table(report: &CompareReport) -> String {
 }
 
 /// The chart's series: A and B per client count.
-pub fn chart_series(report: &CompareReport) -> Vec<crate::chart::Series> {
-    let series = |label: &str, pick: fn(&Row) -> &Vec<f64>| crate::chart::Series {
+pub fn chart_series(report: &CompareReport) -> Vec<crate::report::chart::Series> {
+    let series = |label: &str, pick: fn(&Row) -> &Vec<f64>| crate::report::chart::Series {
         label: label.to_string(),
         points: report
             .rows
@@ -272,238 +273,10 @@ pub fn chart_series(report: &CompareReport) -> Vec<crate::chart::Series> {
     ]
 }
 
-/// Examples for `pgbisect compare --help`.
-pub const AFTER_HELP: &str = "\
-Examples:
-  master against a patch, 5 runs per side and client count:
-    pgbisect compare master --patch ~/lwlock-fix.patch --clients 1,16,64,128
-
-  Two releases, custom commands, results kept:
-    pgbisect compare REL_16_0 REL_17_0 --profile bench.toml --runs 7 \\
-        --json cmp.json --chart cmp.svg
-
-The runs of A and B alternate (A, B, A, B, ...). Each row gives the median
-TPS of both, their spread ((max-min)/max), B's change against A with its
-confidence interval, and a verdict: SLOWER, same, faster or unclear.";
-
-/// `pgbisect compare`: flags in, table out.
-pub fn command(args: &crate::cli::CompareArgs) -> anyhow::Result<std::process::ExitCode> {
-    use crate::app::{default_work_dir, load_profile, make_lab};
-    use anyhow::Context;
-    let decision = decision_config(args)?;
-    let lab_args = &args.lab;
-    let repo_dir = lab_args
-        .repo
-        .clone()
-        .unwrap_or_else(|| std::path::PathBuf::from("."));
-    let repo = crate::repo::Repo::open(&repo_dir)?;
-    let a = repo.resolve(&args.a)?;
-    let work_dir = match &lab_args.work_dir {
-        Some(w) => w.clone(),
-        None => default_work_dir(&repo_dir)?,
-    };
-    std::fs::create_dir_all(&work_dir)
-        .with_context(|| format!("cannot create the work dir {}", work_dir.display()))?;
-    let _lock = crate::workdir::Lock::acquire(&work_dir)?;
-    let (b, b_label) = side_b(&repo, &work_dir, &a, args)?;
-    let plan = crate::app::Plan {
-        profile: load_profile(lab_args.profile.as_deref())?,
-        config: crate::hunt::HuntConfig {
-            decision,
-            clients: args.clients[0],
-            ..Default::default()
-        },
-        good: a.clone(),
-        bad: b.clone(),
-        candidates: vec![],
-        repo_dir,
-        work_dir: work_dir.clone(),
-    };
-    let out_dir = work_dir.join("compare").join(format!(
-        "{}-{}-{}",
-        a.short(),
-        b.short(),
-        &crate::workdir::fingerprint(&format!("{:?}{:?}", args.clients, plan.profile))[..8]
-    ));
-    let mut lab = make_lab(&plan, lab_args, &out_dir.join("runs"))?;
-    let a_label = args.a.clone();
-    let rows = measure(
-        lab.as_mut(),
-        [(&a, "A"), (&b, "B")],
-        &args.clients,
-        args.runs,
-        &decision,
-        &mut |line| eprintln!("{line}"),
-    )?;
-    let report = CompareReport {
-        a,
-        b,
-        a_label,
-        b_label,
-        threshold: decision.threshold,
-        measurement: lab.describe(),
-        rows,
-    };
-    write_outputs(&report, &out_dir, args)?;
-    print!("{}", table(&report));
-    Ok(std::process::ExitCode::SUCCESS)
-}
-
-/// The decision settings from the flags, which are checked first.
-fn decision_config(args: &crate::cli::CompareArgs) -> anyhow::Result<DecisionConfig> {
-    use crate::app::UsageError;
-    if args.runs < 2 {
-        return Err(UsageError("--runs must be at least 2 to measure any spread".into()).into());
-    }
-    if args.clients.is_empty() || args.clients.contains(&0) {
-        return Err(
-            UsageError("--clients needs client counts of at least 1, e.g. 1,8,64".into()).into(),
-        );
-    }
-    let threshold_pct = args.threshold.unwrap_or(5.0);
-    if !(threshold_pct > 0.0 && threshold_pct < 100.0) {
-        return Err(UsageError(format!(
-            "--threshold {threshold_pct}: give a percentage between 0 and 100"
-        ))
-        .into());
-    }
-    Ok(DecisionConfig {
-        threshold: threshold_pct / 100.0,
-        ..DecisionConfig::default()
-    })
-}
-
-/// B: a commit of the repository, or A with the patch applied.
-fn side_b(
-    repo: &crate::repo::Repo,
-    work_dir: &std::path::Path,
-    a: &Commit,
-    args: &crate::cli::CompareArgs,
-) -> anyhow::Result<(Commit, String)> {
-    match (&args.b, &args.patch) {
-        (_, Some(patch)) => patched(repo, work_dir, (a, &args.a), patch),
-        (Some(b_rev), None) => Ok((repo.resolve(b_rev)?, b_rev.clone())),
-        (None, None) => Err(crate::app::UsageError("give B or --patch FILE".into()).into()),
-    }
-}
-
-/// A's commit with the patch applied, made in the work dir's private repository.
-fn patched(
-    repo: &crate::repo::Repo,
-    work_dir: &std::path::Path,
-    (a, a_rev): (&Commit, &str),
-    patch: &std::path::Path,
-) -> anyhow::Result<(Commit, String)> {
-    use crate::app::UsageError;
-    let text = std::fs::read(patch)
-        .map_err(|e| UsageError(format!("cannot read the patch {}: {e}", patch.display())))?;
-    let name = patch
-        .file_name()
-        .map_or_else(|| "patch".into(), |n| n.to_string_lossy().into_owned());
-    let text = as_git_diff(&text);
-    let worktree = crate::repo::WorkTree::open_or_create(repo, &work_dir.join("checkout"))?;
-    let message = format!("{} + {name}", a.subject);
-    let id = worktree
-        .commit_with_patch(&a.id, &text, &message)?
-        .ok_or_else(|| {
-            UsageError(format!(
-                "the patch {} does not apply to {} (a patch from git diff, git format-patch or diff -u, applied as with -p1, is expected)",
-                patch.display(),
-                a.short()
-            ))
-        })?;
-    let label = format!("{a_rev}+{name}");
-    let commit = Commit {
-        id,
-        subject: message,
-        author: a.author.clone(),
-        date: a.date.clone(),
-    };
-    Ok((commit, label))
-}
-
-/// A patch as git writes it. Patches made with plain `diff -u` (or
-/// `cvs`/`svn diff`) lack the `diff --git` lines git's patch reader needs;
-/// these are added, the paths read as `git apply -p1` would. A patch that
-/// already has them is returned as it is.
-pub fn as_git_diff(patch: &[u8]) -> Vec<u8> {
-    let text = String::from_utf8_lossy(patch);
-    if text.lines().any(|l| l.starts_with("diff --git ")) {
-        return patch.to_vec();
-    }
-    let path_of = |line: &str| -> Option<String> {
-        let raw = line.get(4..)?.split('\t').next()?.trim_end();
-        if raw == "/dev/null" {
-            return None;
-        }
-        Some(
-            raw.split_once('/')
-                .map_or(raw, |(_, rest)| rest)
-                .to_string(),
-        )
-    };
-    let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let mut out = String::with_capacity(text.len() + 256);
-    let mut i = 0;
-    while i < lines.len() {
-        let line = lines[i];
-        let next = lines.get(i + 1).copied().unwrap_or("");
-        if !(line.starts_with("--- ") && next.starts_with("+++ ")) {
-            out.push_str(line);
-            i += 1;
-            continue;
-        }
-        let (old, new) = (path_of(line), path_of(next));
-        let Some(path) = new.clone().or(old.clone()) else {
-            out.push_str(line);
-            i += 1;
-            continue;
-        };
-        out.push_str(&format!("diff --git a/{path} b/{path}\n"));
-        match (&old, &new) {
-            (None, _) => out.push_str("new file mode 100644\n--- /dev/null\n"),
-            (Some(_), None) => out.push_str(&format!("deleted file mode 100644\n--- a/{path}\n")),
-            _ => out.push_str(&format!("--- a/{path}\n")),
-        }
-        match new {
-            Some(_) => out.push_str(&format!("+++ b/{path}\n")),
-            None => out.push_str("+++ /dev/null\n"),
-        }
-        i += 2;
-    }
-    out.into_bytes()
-}
-
-fn write_outputs(
-    report: &CompareReport,
-    out_dir: &std::path::Path,
-    args: &crate::cli::CompareArgs,
-) -> anyhow::Result<()> {
-    use anyhow::Context;
-    std::fs::create_dir_all(out_dir)
-        .with_context(|| format!("cannot create {}", out_dir.display()))?;
-    let json = serde_json::to_string_pretty(report).context("cannot encode the comparison")?;
-    let title = format!("{} against {}", report.b_label, report.a_label);
-    let svg = crate::chart::compare_chart(&title, &chart_series(report));
-    let files = [
-        (Some(out_dir.join("result.json")), &json),
-        (Some(out_dir.join("chart.svg")), &svg),
-        (args.json.clone(), &json),
-        (args.chart.clone(), &svg),
-    ];
-    for (path, body) in files {
-        if let Some(path) = path {
-            std::fs::write(&path, body)
-                .with_context(|| format!("cannot write {}", path.display()))?;
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::{LabTotals, Measurement};
+    use crate::model::{LabTotals, Measurement};
 
     /// A lab whose commits have fixed levels; records the run order.
     struct FakeLab {
@@ -632,57 +405,6 @@ mod tests {
         .unwrap_err();
         assert!(err.to_string().contains("patched"), "{err}");
         assert!(lab.order.is_empty());
-    }
-
-    fn compare_args(extra: &[&str]) -> crate::cli::CompareArgs {
-        use clap::Parser;
-        let mut argv = vec!["pgbisect", "compare", "A"];
-        argv.extend_from_slice(extra);
-        match crate::cli::Cli::try_parse_from(argv).unwrap().command {
-            Some(crate::cli::Command::Compare(args)) => args,
-            other => panic!("not a compare: {other:?}"),
-        }
-    }
-
-    #[test]
-    fn flags_are_checked_before_anything_runs() {
-        let ok = compare_args(&["B", "--threshold", "3"]);
-        assert_eq!(ok.clients, [1, 8, 16, 32, 64, 128]);
-        assert_eq!(ok.runs, 5);
-        assert!((decision_config(&ok).unwrap().threshold - 0.03).abs() < 1e-12);
-        for bad in [
-            &["B", "--runs", "1"][..],
-            &["B", "--clients", "1,0"],
-            &["B", "--threshold", "120"],
-        ] {
-            let err = decision_config(&compare_args(bad)).unwrap_err();
-            assert!(
-                err.downcast_ref::<crate::app::UsageError>().is_some(),
-                "{bad:?}"
-            );
-        }
-        use clap::Parser;
-        assert!(crate::cli::Cli::try_parse_from(["pgbisect", "compare", "A"]).is_err());
-        assert!(
-            crate::cli::Cli::try_parse_from(["pgbisect", "compare", "A", "B", "--patch", "p"])
-                .is_err()
-        );
-    }
-
-    #[test]
-    fn plain_diffs_get_git_headers() {
-        let plain = "Some words\n--- pg.orig/src/a.c\t2016-01-01 10:00:00\n+++ pg/src/a.c\t2016-01-02\n@@ -1 +1 @@\n-x\n+y\n\
-                     --- /dev/null\n+++ pg/src/new.h\n@@ -0,0 +1 @@\n+z\n";
-        let git = String::from_utf8(as_git_diff(plain.as_bytes())).unwrap();
-        assert!(
-            git.starts_with(
-                "Some words\ndiff --git a/src/a.c b/src/a.c\n--- a/src/a.c\n+++ b/src/a.c\n@@"
-            ),
-            "{git}"
-        );
-        assert!(git.contains("diff --git a/src/new.h b/src/new.h\nnew file mode 100644\n--- /dev/null\n+++ b/src/new.h\n"), "{git}");
-        let already = "diff --git a/x b/x\n--- a/x\n+++ b/x\n";
-        assert_eq!(as_git_diff(already.as_bytes()), already.as_bytes());
     }
 
     #[test]

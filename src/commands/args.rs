@@ -1,0 +1,142 @@
+//! Flags that several commands share: where and with what to measure, and
+//! which past hunt a command is about.
+
+use crate::report::Format;
+use crate::workspace::WorkDir;
+use clap::Args;
+use clap::builder::PossibleValue;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// Where and with what to measure: shared by hunts, `compare` and `judge`.
+#[derive(Debug, Args, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LabArgs {
+    /// The git repository (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
+    /// Where checkouts, builds, logs and results go
+    /// (default: $XDG_CACHE_HOME/pgbisect/<repository>).
+    #[arg(long, value_name = "DIR")]
+    pub work_dir: Option<PathBuf>,
+    /// Workload profile: a bundled name or a .toml file.
+    #[arg(long, value_name = "NAME|FILE")]
+    pub profile: Option<String>,
+    /// Unprivileged user that runs PostgreSQL when pgbisect runs as root
+    /// (default: postgres).
+    #[arg(long, value_name = "USER")]
+    pub run_as: Option<String>,
+    /// Which pgbench drives the load: good (the good endpoint's, or A's in
+    /// compare; the default), candidate (each commit's own) or fixed:PATH.
+    #[arg(long, value_name = "WHICH")]
+    pub pgbench: Option<String>,
+    /// PostgreSQL installs kept in the build cache (least recently used
+    /// go first).
+    #[arg(long, value_name = "N", default_value_t = 200)]
+    pub cache_size: usize,
+}
+
+/// Which past hunt a command is about.
+#[derive(Debug, Args, Clone)]
+pub struct HuntLocation {
+    /// The hunt's work dir (default: the one a hunt in --repo uses).
+    #[arg(long, value_name = "DIR", conflicts_with = "repo")]
+    pub work_dir: Option<PathBuf>,
+    /// The repository the hunt ran in (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
+    /// Which hunt: a folder name under <work dir>/hunts (default: the
+    /// newest).
+    #[arg(long, value_name = "NAME")]
+    pub hunt: Option<String>,
+}
+
+impl LabArgs {
+    /// The repository given, or the current directory.
+    pub fn repo_dir(&self) -> PathBuf {
+        self.repo.clone().unwrap_or_else(|| PathBuf::from("."))
+    }
+
+    /// The work dir given, or the default one of the repository.
+    pub fn work_dir(&self) -> anyhow::Result<WorkDir> {
+        WorkDir::given_or_default(self.work_dir.as_deref(), Some(&self.repo_dir()))
+    }
+}
+
+impl HuntLocation {
+    /// The work dir given, or the default one of the repository given.
+    pub fn work_dir(&self) -> anyhow::Result<WorkDir> {
+        WorkDir::given_or_default(self.work_dir.as_deref(), self.repo.as_deref())
+    }
+}
+
+/// What a hunt decides on, shared by a hunt and `judge`: the endpoints,
+/// the lab, the client count and the decision's bounds.
+#[derive(Debug, Args, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TargetArgs {
+    /// A commit, tag or branch that is fast.
+    #[arg(long, value_name = "REV")]
+    pub good: Option<String>,
+    /// A later commit, tag or branch that is slower.
+    #[arg(long, value_name = "REV")]
+    pub bad: Option<String>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub lab: LabArgs,
+    /// pgbench clients for the hunt (one count: a hunt decides on one).
+    #[arg(long, value_name = "N", value_parser = one_client_count)]
+    pub clients: Option<u32>,
+    /// Smallest drop worth hunting, in percent.
+    #[arg(long, value_name = "PCT")]
+    pub threshold: Option<f64>,
+    /// Most runs of one commit before it is judged unsure.
+    #[arg(long, value_name = "N")]
+    pub max_runs: Option<usize>,
+}
+
+/// `--clients` of a hunt: one positive count; a list gets a pointer to
+/// `compare`, which measures several.
+fn one_client_count(text: &str) -> Result<u32, String> {
+    if text.contains(',') {
+        return Err(format!(
+            "a hunt decides on one client count, e.g. --clients 128; to measure {text} \
+             side by side, use `pgbisect compare A B --clients {text}`"
+        ));
+    }
+    match text.trim().parse::<u32>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!(
+            "`{text}` is not a client count: give a number of at least 1"
+        )),
+    }
+}
+
+/// `--format`: a report format as the command line names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ReportFormat(pub Format);
+
+impl clap::ValueEnum for ReportFormat {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[
+            ReportFormat(Format::Text),
+            ReportFormat(Format::Markdown),
+            ReportFormat(Format::Json),
+            ReportFormat(Format::Email),
+        ]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self.0 {
+            Format::Text => PossibleValue::new("text")
+                .help("Plain text for the mailing list, at most 72 columns"),
+            Format::Markdown => {
+                PossibleValue::new("markdown").help("GitHub-flavoured markdown with tables")
+            }
+            Format::Json => PossibleValue::new("json").help("The result as data"),
+            Format::Email => PossibleValue::new("email")
+                .help("An RFC 5322 message with the text as body (needs --from and --to)"),
+        })
+    }
+}

@@ -1,0 +1,253 @@
+//! `pgbisect compare`: A against B, or A against A with a patch, at
+//! several client counts, the runs of the two sides alternating.
+
+use super::args::LabArgs;
+use super::hunt::Plan;
+use super::lab::{load_profile, make_lab};
+use crate::core::decide::DecisionConfig;
+use crate::engine::compare::{CompareReport, chart_series, measure, table};
+use crate::engine::hunt::HuntConfig;
+use crate::error::UsageError;
+use crate::model::Commit;
+use crate::repo::{Repo, WorkTree, as_git_diff};
+use anyhow::Context;
+use clap::Args;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// `pgbisect compare`.
+#[derive(Debug, Args, Clone)]
+pub struct CompareArgs {
+    /// The base commit, tag or branch (A).
+    #[arg(value_name = "A")]
+    pub a: String,
+    /// The commit to set against A (B); not with --patch.
+    #[arg(
+        value_name = "B",
+        required_unless_present = "patch",
+        conflicts_with = "patch"
+    )]
+    pub b: Option<String>,
+    /// Compare A against A with this patch applied.
+    #[arg(long, value_name = "FILE")]
+    pub patch: Option<PathBuf>,
+    /// pgbench client counts, one table row each.
+    #[arg(
+        long,
+        value_name = "N,N,...",
+        value_delimiter = ',',
+        default_value = "1,8,16,32,64,128"
+    )]
+    pub clients: Vec<u32>,
+    /// Runs of each side per client count.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub runs: usize,
+    /// Smallest drop called a regression, in percent.
+    #[arg(long, value_name = "PCT")]
+    pub threshold: Option<f64>,
+    /// Write the result as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the SVG chart to this file.
+    #[arg(long, value_name = "FILE")]
+    pub chart: Option<PathBuf>,
+    #[command(flatten)]
+    pub lab: LabArgs,
+}
+
+/// Examples for `pgbisect compare --help`.
+pub const AFTER_HELP: &str = "\
+Examples:
+  master against a patch, 5 runs per side and client count:
+    pgbisect compare master --patch ~/lwlock-fix.patch --clients 1,16,64,128
+
+  Two releases, custom commands, results kept:
+    pgbisect compare REL_16_0 REL_17_0 --profile bench.toml --runs 7 \\
+        --json cmp.json --chart cmp.svg
+
+The runs of A and B alternate (A, B, A, B, ...). Each row gives the median
+TPS of both, their spread ((max-min)/max), B's change against A with its
+confidence interval, and a verdict: SLOWER, same, faster or unclear.";
+
+/// `pgbisect compare`: flags in, table out.
+pub(super) fn command(args: &CompareArgs) -> anyhow::Result<ExitCode> {
+    let decision = decision_config(args)?;
+    let lab_args = &args.lab;
+    let repo_dir = lab_args.repo_dir();
+    let repo = Repo::open(&repo_dir)?;
+    let a = repo.resolve(&args.a)?;
+    let work = lab_args.work_dir()?;
+    let _lock = work.create_and_lock()?;
+    let (b, b_label) = side_b(&repo, &work.checkout(), &a, args)?;
+    let plan = Plan {
+        profile: load_profile(lab_args.profile.as_deref())?,
+        config: HuntConfig {
+            decision,
+            clients: args.clients[0],
+            ..Default::default()
+        },
+        good: a.clone(),
+        bad: b.clone(),
+        repo_dir,
+        work,
+    };
+    let settings = serde_json::to_string(&(&args.clients, &plan.profile))
+        .context("cannot encode the comparison's settings")?;
+    let out_dir = plan.work.comparison(&format!(
+        "{}-{}-{}",
+        a.short(),
+        b.short(),
+        &crate::core::fingerprint::fingerprint(&settings)[..8]
+    ));
+    let mut lab = make_lab(&plan, lab_args, &out_dir.join("runs"))?;
+    let a_label = args.a.clone();
+    let rows = measure(
+        lab.as_mut(),
+        [(&a, "A"), (&b, "B")],
+        &args.clients,
+        args.runs,
+        &decision,
+        &mut |line| eprintln!("{line}"),
+    )?;
+    let report = CompareReport {
+        a,
+        b,
+        a_label,
+        b_label,
+        threshold: decision.threshold,
+        measurement: lab.describe(),
+        rows,
+    };
+    write_outputs(&report, &out_dir, args)?;
+    print!("{}", table(&report));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The decision settings from the flags, which are checked first.
+fn decision_config(args: &CompareArgs) -> anyhow::Result<DecisionConfig> {
+    if args.runs < 2 {
+        return Err(UsageError("--runs must be at least 2 to measure any spread".into()).into());
+    }
+    if args.clients.is_empty() || args.clients.contains(&0) {
+        return Err(
+            UsageError("--clients needs client counts of at least 1, e.g. 1,8,64".into()).into(),
+        );
+    }
+    let threshold_pct = args.threshold.unwrap_or(5.0);
+    if !(threshold_pct > 0.0 && threshold_pct < 100.0) {
+        return Err(UsageError(format!(
+            "--threshold {threshold_pct}: give a percentage between 0 and 100"
+        ))
+        .into());
+    }
+    Ok(DecisionConfig {
+        threshold: threshold_pct / 100.0,
+        ..DecisionConfig::default()
+    })
+}
+
+/// B: a commit of the repository, or A with the patch applied.
+fn side_b(
+    repo: &Repo,
+    checkout: &Path,
+    a: &Commit,
+    args: &CompareArgs,
+) -> anyhow::Result<(Commit, String)> {
+    match (&args.b, &args.patch) {
+        (_, Some(patch)) => patched(repo, checkout, (a, &args.a), patch),
+        (Some(b_rev), None) => Ok((repo.resolve(b_rev)?, b_rev.clone())),
+        (None, None) => Err(UsageError("give B or --patch FILE".into()).into()),
+    }
+}
+
+/// A's commit with the patch applied, made in the work dir's private repository.
+fn patched(
+    repo: &Repo,
+    checkout: &Path,
+    (a, a_rev): (&Commit, &str),
+    patch: &Path,
+) -> anyhow::Result<(Commit, String)> {
+    let text = std::fs::read(patch)
+        .map_err(|e| UsageError(format!("cannot read the patch {}: {e}", patch.display())))?;
+    let name = patch
+        .file_name()
+        .map_or_else(|| "patch".into(), |n| n.to_string_lossy().into_owned());
+    let text = as_git_diff(&text);
+    let worktree = WorkTree::open_or_create(repo, checkout)?;
+    let message = format!("{} + {name}", a.subject);
+    let id = worktree
+        .commit_with_patch(&a.id, &text, &message)?
+        .ok_or_else(|| {
+            UsageError(format!(
+                "the patch {} does not apply to {} (a patch from git diff, git format-patch or diff -u, applied as with -p1, is expected)",
+                patch.display(),
+                a.short()
+            ))
+        })?;
+    let label = format!("{a_rev}+{name}");
+    let commit = Commit {
+        id,
+        subject: message,
+        author: a.author.clone(),
+        date: a.date.clone(),
+    };
+    Ok((commit, label))
+}
+
+fn write_outputs(report: &CompareReport, out_dir: &Path, args: &CompareArgs) -> anyhow::Result<()> {
+    std::fs::create_dir_all(out_dir)
+        .with_context(|| format!("cannot create {}", out_dir.display()))?;
+    let json = serde_json::to_string_pretty(report).context("cannot encode the comparison")?;
+    let title = format!("{} against {}", report.b_label, report.a_label);
+    let svg = crate::report::chart::compare_chart(&title, &chart_series(report));
+    let files = [
+        (Some(out_dir.join("result.json")), &json),
+        (Some(out_dir.join("chart.svg")), &svg),
+        (args.json.clone(), &json),
+        (args.chart.clone(), &svg),
+    ];
+    for (path, body) in files {
+        if let Some(path) = path {
+            std::fs::write(&path, body)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn compare_args(extra: &[&str]) -> CompareArgs {
+        use clap::Parser;
+        let mut argv = vec!["pgbisect", "compare", "A"];
+        argv.extend_from_slice(extra);
+        match crate::commands::Cli::try_parse_from(argv).unwrap().command {
+            Some(crate::commands::Command::Compare(args)) => args,
+            other => panic!("not a compare: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn flags_are_checked_before_anything_runs() {
+        let ok = compare_args(&["B", "--threshold", "3"]);
+        assert_eq!(ok.clients, [1, 8, 16, 32, 64, 128]);
+        assert_eq!(ok.runs, 5);
+        assert!((decision_config(&ok).unwrap().threshold - 0.03).abs() < 1e-12);
+        for bad in [
+            &["B", "--runs", "1"][..],
+            &["B", "--clients", "1,0"],
+            &["B", "--threshold", "120"],
+        ] {
+            let err = decision_config(&compare_args(bad)).unwrap_err();
+            assert!(err.downcast_ref::<UsageError>().is_some(), "{bad:?}");
+        }
+        use clap::Parser;
+        assert!(crate::commands::Cli::try_parse_from(["pgbisect", "compare", "A"]).is_err());
+        assert!(
+            crate::commands::Cli::try_parse_from(["pgbisect", "compare", "A", "B", "--patch", "p"])
+                .is_err()
+        );
+    }
+}

@@ -1,0 +1,307 @@
+//! A hunt: `pgbisect --good A --bad B` (or `pgbisect run`).
+//!
+//! Resolves the endpoints and the profile into a plan, finds (or resumes)
+//! the hunt's folder, runs the hunt over the lab with its journal, writes
+//! the reports, and tells whoever asked how it ended, also on failure.
+
+use super::args::{ReportFormat, TargetArgs};
+use super::lab::{build_settings, load_profile, make_lab};
+use crate::core::decide::DecisionConfig;
+use crate::engine::hunt::{Hunt, HuntConfig};
+use crate::error::{EXIT_CULPRIT_FOUND, EXIT_INCONCLUSIVE, EXIT_NO_REGRESSION, UsageError};
+use crate::journal::{Event, Journal};
+use crate::lab::replay::ReplayLab;
+use crate::machine::Machine;
+use crate::model::Commit;
+use crate::notify::{Ending, HuntEnd, Notifier};
+use crate::profile::Profile;
+use crate::progress::ProgressEvent;
+use crate::repo::Repo;
+use crate::report::findings::{HuntOutcome, HuntReport};
+use crate::report::{self, Format};
+use crate::server::install_interrupt_handler;
+use crate::workspace::{HuntDir, PlanFlags, PlanKey, WorkDir};
+use anyhow::Context;
+use clap::Args;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Where and what to hunt. Saved with each hunt (`command.json`), so
+/// `resume` can run it again as it was given: a renamed field here must
+/// keep reading the files earlier releases wrote (see the test below).
+#[derive(Debug, Args, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunArgs {
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub target: TargetArgs,
+    /// Stop after the first culprit instead of finding every step.
+    #[arg(long)]
+    pub first_only: bool,
+    /// Write the result as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Shell command run when the hunt ends, also on failure; it gets
+    /// PGBISECT_OUTCOME, PGBISECT_EXIT_CODE, PGBISECT_RESULT,
+    /// PGBISECT_REPORT, PGBISECT_REASON and PGBISECT_CULPRITS.
+    #[arg(long, value_name = "CMD")]
+    pub notify_cmd: Option<String>,
+    /// Mail the result (or the failure) to this address; repeatable.
+    #[arg(long, value_name = "ADDR")]
+    pub mail_to: Vec<String>,
+    /// SMTP relay for --mail-to, without TLS or login
+    /// (default: the local /usr/sbin/sendmail).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub smtp: Option<String>,
+    /// Sender of the mail (default: pgbisect@<hostname>).
+    #[arg(long, value_name = "ADDR")]
+    pub mail_from: Option<String>,
+    /// What to print at the end: text (72 columns, for the mailing list),
+    /// markdown or json.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: ReportFormat,
+}
+
+/// What a hunt (or a judgement against one) measures, resolved from the
+/// flags and the profile.
+pub(super) struct Plan {
+    pub(super) profile: Profile,
+    pub(super) config: HuntConfig,
+    pub(super) good: Commit,
+    pub(super) bad: Commit,
+    pub(super) repo_dir: PathBuf,
+    pub(super) work: WorkDir,
+}
+
+/// Resolves the endpoints, the profile and the decision's bounds.
+pub(super) fn resolve_plan(args: &TargetArgs, first_only: bool) -> anyhow::Result<Plan> {
+    let profile = load_profile(args.lab.profile.as_deref())?;
+    let (Some(good), Some(bad)) = (&args.good, &args.bad) else {
+        return Err(UsageError(
+            "a hunt needs --good REV and --bad REV (a fast and a later, slower commit)\n\
+             hint: pgbisect --good REL9_5_0 --bad master --clients 128; see pgbisect --help"
+                .into(),
+        )
+        .into());
+    };
+    let repo_dir = args.lab.repo_dir();
+    let repo = Repo::open(&repo_dir)?;
+    let good = repo.resolve(good)?;
+    let bad = repo.resolve(bad)?;
+    let config = hunt_config(args, first_only, &profile)?;
+    let work = args.lab.work_dir()?;
+    Ok(Plan {
+        profile,
+        config,
+        good,
+        bad,
+        repo_dir,
+        work,
+    })
+}
+
+/// The hunt's settings: flags first, then the profile, then defaults.
+fn hunt_config(
+    args: &TargetArgs,
+    first_only: bool,
+    profile: &Profile,
+) -> anyhow::Result<HuntConfig> {
+    let threshold_pct = args.threshold.or(profile.hunt.threshold).unwrap_or(5.0);
+    if !(threshold_pct > 0.0 && threshold_pct < 100.0) {
+        return Err(UsageError(format!(
+            "--threshold {threshold_pct}: give a percentage between 0 and 100, e.g. 5"
+        ))
+        .into());
+    }
+    let clients = args
+        .clients
+        .or_else(|| {
+            profile
+                .benchmark
+                .clients
+                .as_ref()
+                .and_then(|c| c.to_vec().first().copied())
+        })
+        .unwrap_or(1);
+    if clients == 0 {
+        return Err(UsageError("--clients must be at least 1".into()).into());
+    }
+    let mut decision = DecisionConfig {
+        threshold: threshold_pct / 100.0,
+        ..DecisionConfig::default()
+    };
+    if let Some(m) = args.max_runs.or(profile.hunt.max_runs) {
+        if m < decision.min_runs {
+            return Err(UsageError(format!(
+                "--max-runs {m}: at least {} runs are needed to decide anything",
+                decision.min_runs
+            ))
+            .into());
+        }
+        decision.max_runs = m;
+    }
+    Ok(HuntConfig {
+        decision,
+        clients,
+        first_only: first_only || profile.hunt.first_only.unwrap_or(false),
+        ..HuntConfig::default()
+    })
+}
+
+/// A hunt that reached a verdict, and where its result files are.
+struct Finished {
+    report: HuntReport,
+    exit_code: u8,
+    hunt: HuntDir,
+}
+
+/// A hunt, with notifications at its end, whether it reached a verdict or
+/// failed.
+pub(super) fn command(args: &RunArgs) -> anyhow::Result<ExitCode> {
+    if args.format.0 == Format::Email {
+        return Err(UsageError(
+            "a hunt prints text, markdown or json; for an email, run \
+             `pgbisect report --format email --from ADDR --to ADDR` after it"
+                .into(),
+        )
+        .into());
+    }
+    let notifier = Notifier::from_flags(
+        args.notify_cmd.as_deref(),
+        &args.mail_to,
+        args.smtp.as_deref(),
+        args.mail_from.as_deref(),
+    )
+    .map_err(UsageError)?;
+    let mut work_dir = None;
+    let result = run_hunt(args, &mut work_dir);
+    match &result {
+        Ok(done) => notifier.deliver_and_warn(&HuntEnd {
+            ending: Ending::Finished(&done.report),
+            exit_code: done.exit_code,
+            result: Some(done.hunt.result()),
+            report: Some(done.hunt.report_text()),
+            work_dir,
+        }),
+        Err(err) => notifier.deliver_and_warn(&HuntEnd {
+            ending: Ending::Failed(&format!("{err:#}")),
+            exit_code: super::exit_code_for(err),
+            result: None,
+            report: None,
+            work_dir,
+        }),
+    }
+    result.map(|done| ExitCode::from(done.exit_code))
+}
+
+fn run_hunt(args: &RunArgs, work_dir: &mut Option<PathBuf>) -> anyhow::Result<Finished> {
+    let plan = resolve_plan(&args.target, args.first_only)?;
+    let candidates = Repo::open(&plan.repo_dir)?.candidates(&plan.good, &plan.bad)?;
+    *work_dir = Some(plan.work.root().to_path_buf());
+    let _lock = plan.work.create_and_lock()?;
+    let flags = PlanFlags {
+        threshold: args.target.threshold,
+        max_runs: args.target.max_runs,
+        first_only: args.first_only,
+    };
+    let key = PlanKey::new((&plan.good, &plan.bad), &plan.config, &plan.profile, flags)?;
+    let hunt = plan.work.hunt_for(&key)?;
+    hunt.create()?;
+    super::resume::save(&hunt, args, &plan.repo_dir, plan.work.root())?;
+    // `pgbisect judge` measures with the same profile later.
+    let profile_json =
+        serde_json::to_string_pretty(&plan.profile).context("cannot encode the profile")?;
+    write_file(&hunt.profile(), &profile_json)?;
+    let past = Journal::load(&hunt.journal())?;
+    let mut real_lab = make_lab(&plan, &args.target.lab, &hunt.runs())?;
+    let mut lab = ReplayLab::new(real_lab.as_mut(), &past);
+    let mut progress = crate::progress::for_stderr();
+    if lab.replayable_runs() > 0 {
+        progress.event(&ProgressEvent::Note(format!(
+            "resuming the hunt in {}: {} runs from its journal are reused",
+            hunt.dir().display(),
+            lab.replayable_runs()
+        )));
+    }
+    let mut journal = Journal::open(&hunt.journal())?;
+    journal.append(&Event::Start {
+        good: plan.good.id.clone(),
+        bad: plan.bad.id.clone(),
+        plan: key.folder_name(),
+        at: crate::time::now_rfc3339(),
+    })?;
+    let interrupt = install_interrupt_handler().context("cannot install the interrupt handler")?;
+    let machine = Machine::collect();
+    let mut commits = vec![plan.good.clone()];
+    commits.extend(candidates);
+    let (earlier, processes) = crate::journal::spent::spent_before(&past);
+    let report = Hunt::new(plan.config, commits, &mut lab, progress.as_mut())
+        .with_earlier(earlier, processes)
+        .with_journal(&mut journal)
+        .with_interrupt(interrupt)
+        .run()?;
+    drop(progress);
+    let report = with_setup(report, &plan, args, machine)?;
+    write_outputs(&report, &hunt, args.json.as_deref())?;
+    print!("{}", report::render(&report, args.format.0, None)?);
+    let exit_code = match report.outcome {
+        HuntOutcome::CulpritFound => EXIT_CULPRIT_FOUND,
+        HuntOutcome::NoRegression => EXIT_NO_REGRESSION,
+        HuntOutcome::Inconclusive => EXIT_INCONCLUSIVE,
+    };
+    Ok(Finished {
+        report,
+        exit_code,
+        hunt,
+    })
+}
+
+/// Adds what the hunt was set up with, for its reports.
+fn with_setup(
+    mut report: HuntReport,
+    plan: &Plan,
+    args: &RunArgs,
+    machine: Machine,
+) -> anyhow::Result<HuntReport> {
+    let profile_name = args.target.lab.profile.as_deref();
+    report.machine = Some(machine);
+    report.profile_name = profile_name.unwrap_or("default").to_string();
+    report.profile_toml = profile_name.map(profile_text).unwrap_or_default();
+    if !plan.profile.is_custom() {
+        report.server_settings = plan.profile.server.settings_strings();
+        report.configure_flags = crate::build::setup_args(&build_settings(&plan.profile)?);
+    }
+    Ok(report)
+}
+
+/// A profile's TOML as [`Profile::load`] read it: the file, else the
+/// bundled text.
+fn profile_text(name_or_path: &str) -> String {
+    let path = Path::new(name_or_path);
+    if path.exists() {
+        return std::fs::read_to_string(path).unwrap_or_default();
+    }
+    crate::profile::BUNDLED
+        .iter()
+        .find(|(n, _)| *n == name_or_path)
+        .map_or_else(String::new, |(_, text)| text.to_string())
+}
+
+/// The result, the reports and the chart in the hunt's folder, and the
+/// result where `--json` asks.
+fn write_outputs(report: &HuntReport, hunt: &HuntDir, json: Option<&Path>) -> anyhow::Result<()> {
+    let body = report::json(report)?;
+    write_file(&hunt.result(), &body)?;
+    write_file(&hunt.report_text(), &report::text(report))?;
+    write_file(&hunt.report_markdown(), &report::markdown(report))?;
+    write_file(&hunt.chart(), &crate::report::chart::hunt_chart(report))?;
+    if let Some(path) = json {
+        write_file(path, &body)?;
+    }
+    Ok(())
+}
+
+pub(super) fn write_file(path: &Path, body: &str) -> anyhow::Result<()> {
+    std::fs::write(path, body).with_context(|| format!("cannot write {}", path.display()))
+}

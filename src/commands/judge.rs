@@ -1,0 +1,207 @@
+//! `pgbisect judge COMMIT`: one commit against a hunt's endpoints, answered
+//! with the exit code `git bisect run` reads.
+
+use super::args::TargetArgs;
+use super::hunt::{Plan, resolve_plan, write_file};
+use super::lab::make_lab;
+use crate::core::stats;
+use crate::engine::judge::{HuntRuns, Verdict, judge};
+use crate::error::UsageError;
+use crate::journal::Journal;
+use crate::profile::Profile;
+use crate::repo::Repo;
+use crate::workspace::{HuntDir, WorkDir};
+use anyhow::Context;
+use clap::Args;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// `pgbisect judge`.
+#[derive(Debug, Args, Clone)]
+pub struct JudgeArgs {
+    /// The commit to judge (e.g. HEAD under `git bisect run`).
+    #[arg(value_name = "COMMIT")]
+    pub commit: String,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Write the verdict as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+/// Exit code: the commit performs like the good endpoint.
+pub const EXIT_GOOD: u8 = 0;
+/// Exit code: the commit performs like the bad endpoint.
+pub const EXIT_BAD: u8 = 1;
+/// Exit code: no verdict (unsure within the run cap, unbuildable): `git bisect skip`.
+pub const EXIT_SKIP: u8 = 125;
+/// Exit code: an error; above 127 so `git bisect run` stops.
+pub const EXIT_ABORT: u8 = 128;
+
+/// Examples for `pgbisect judge --help`.
+pub const AFTER_HELP: &str = "\
+Examples:
+  After a hunt, let git bisect drive, judging each commit against the
+  hunt's good and bad runs (--json FILE keeps each verdict):
+    pgbisect --good REL_16_0 --bad master --clients 64 --max-runs 8
+    git bisect start master REL_16_0
+    git bisect run pgbisect judge HEAD --clients 64
+
+  The commit is measured with the hunt's profile (kept in the hunt's
+  folder) unless --profile is given.
+
+  Judge one commit against a given hunt:
+    pgbisect judge 1a2b3c4 --good REL_16_0 --bad master --work-dir /var/tmp/pg
+
+Exit codes (as git bisect run reads them):
+  0    good-like: at the good endpoint's level
+  1    bad-like: at the bad endpoint's level
+  125  unsure within --max-runs, or the commit cannot be built or run (skip)
+  128  error (no hunt found, bad flags, a failed tool): stops git bisect";
+
+/// `pgbisect judge`: the verdict as an exit code; errors stop `git bisect`.
+pub(super) fn command(args: &JudgeArgs) -> ExitCode {
+    match run(args) {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            eprintln!("pgbisect judge: error: {err:#}");
+            ExitCode::from(EXIT_ABORT)
+        }
+    }
+}
+
+fn run(args: &JudgeArgs) -> anyhow::Result<u8> {
+    let mut target = args.target.clone();
+    let repo = Repo::open(&target.lab.repo_dir())?;
+    let commit = repo.resolve(&args.commit)?;
+    let want = |rev: &Option<String>| -> anyhow::Result<Option<String>> {
+        Ok(match rev {
+            Some(r) => Some(repo.resolve(r)?.id),
+            None => None,
+        })
+    };
+    let (want_good, want_bad) = (want(&target.good)?, want(&target.bad)?);
+    let work = target.lab.work_dir()?;
+    let (hunt_dir, hunt) = find_hunt(&work, &want_good, &want_bad, target.clients)?;
+    let reference = hunt.reference().ok_or_else(|| {
+        UsageError(format!(
+            "the hunt in {} has fewer than two runs of an endpoint: let it run longer",
+            hunt_dir.dir().display()
+        ))
+    })?;
+    target.good = Some(hunt.good.clone());
+    target.bad = Some(hunt.bad.clone());
+    target.lab.work_dir = Some(work.root().to_path_buf());
+    target.clients = target.clients.or(hunt.clients);
+    let mut plan = resolve_plan(&target, false)?;
+    if target.lab.profile.is_none() {
+        use_saved_profile(&mut plan, &target, &hunt_dir.profile())?;
+    }
+    let _lock = work.create_and_lock()?;
+    let mut lab = make_lab(&plan, &target.lab, &hunt_dir.judge_runs())?;
+    let cfg = plan.config.decision;
+    let judged = judge(
+        lab.as_mut(),
+        &commit,
+        &reference,
+        &cfg,
+        (plan.config.clients, hunt.last_run),
+    )?;
+    let (code, word) = match &judged.verdict {
+        Verdict::GoodLike => (EXIT_GOOD, "good-like"),
+        Verdict::BadLike => (EXIT_BAD, "bad-like"),
+        Verdict::Unsure => (EXIT_SKIP, "unsure"),
+        Verdict::Unbuildable(reason) => {
+            eprintln!("{}: cannot be built: {reason}", commit.short());
+            return Ok(EXIT_SKIP);
+        }
+        Verdict::RunFailed(reason) => {
+            eprintln!("{}: a run failed: {reason}", commit.short());
+            return Ok(EXIT_SKIP);
+        }
+    };
+    report(&commit.id, word, &judged.tps, &hunt, args.json.as_deref())?;
+    Ok(code)
+}
+
+/// Measures with the profile the hunt used, when it was kept: its build
+/// and benchmark, and its decision settings unless given as flags.
+fn use_saved_profile(plan: &mut Plan, target: &TargetArgs, path: &Path) -> anyhow::Result<()> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Ok(());
+    };
+    let profile: Profile = serde_json::from_str(&text)
+        .with_context(|| format!("cannot read the hunt's profile {}", path.display()))?;
+    let decision = &mut plan.config.decision;
+    if let (None, Some(t)) = (target.threshold, profile.hunt.threshold) {
+        decision.threshold = t / 100.0;
+    }
+    if let (None, Some(m)) = (target.max_runs, profile.hunt.max_runs) {
+        decision.max_runs = m.max(decision.min_runs);
+    }
+    plan.profile = profile;
+    Ok(())
+}
+
+/// The newest hunt in `work` with these endpoints and clients (each when
+/// given), and its endpoints' runs.
+fn find_hunt(
+    work: &WorkDir,
+    want_good: &Option<String>,
+    want_bad: &Option<String>,
+    clients: Option<u32>,
+) -> anyhow::Result<(HuntDir, HuntRuns)> {
+    let matches = |w: &Option<String>, id: &str| w.as_deref().is_none_or(|w| w == id);
+    for hunt_dir in work.journals()? {
+        let Some(hunt) = HuntRuns::from_events(&Journal::load(&hunt_dir.journal())?) else {
+            continue;
+        };
+        let same_clients = clients.is_none() || hunt.clients == clients;
+        if matches(want_good, &hunt.good) && matches(want_bad, &hunt.bad) && same_clients {
+            return Ok((hunt_dir, hunt));
+        }
+    }
+    let filtered = want_good.is_some() || want_bad.is_some() || clients.is_some();
+    Err(UsageError(format!(
+        "no hunt{} in {}: run a hunt first (pgbisect --good A --bad B ...)",
+        if filtered {
+            " with these --good/--bad/--clients"
+        } else {
+            ""
+        },
+        work.hunts_display()
+    ))
+    .into())
+}
+
+/// Prints the verdict, and writes it as JSON when asked.
+fn report(
+    commit: &str,
+    word: &str,
+    tps: &[f64],
+    hunt: &HuntRuns,
+    json: Option<&Path>,
+) -> anyhow::Result<()> {
+    let median = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        stats::median(&v)
+    };
+    let (own, good, bad) = (median(tps), median(&hunt.good_tps), median(&hunt.bad_tps));
+    println!(
+        "{commit} {word}: median {own:.1} tps over {} runs (good {good:.1}, bad {bad:.1})",
+        tps.len()
+    );
+    if let Some(path) = json {
+        let body = serde_json::json!({
+            "commit": commit,
+            "verdict": word,
+            "tps": tps,
+            "median_tps": own,
+            "good": { "commit": hunt.good, "median_tps": good, "runs": hunt.good_tps.len() },
+            "bad": { "commit": hunt.bad, "median_tps": bad, "runs": hunt.bad_tps.len() },
+        });
+        write_file(path, &body.to_string())?;
+    }
+    Ok(())
+}

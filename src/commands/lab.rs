@@ -1,0 +1,103 @@
+//! The lab a command measures with, from the profile and the lab flags:
+//! the profile's shell commands, or real PostgreSQL builds, servers and
+//! pgbench.
+
+use super::args::LabArgs;
+use super::hunt::Plan;
+use crate::build::{BuildSettings, BuildSystem, Fixup};
+use crate::error::UsageError;
+use crate::lab::Lab;
+use crate::lab::command::{CommandLab, Commands};
+use crate::lab::pg::{PgLab, PgLabConfig, PgbenchChoice};
+use crate::profile::Profile;
+use crate::repo::{Repo, WorkTree};
+use crate::server::RunAs;
+use std::path::Path;
+
+/// The profile named by `--profile`, or the default one.
+pub(super) fn load_profile(name: Option<&str>) -> anyhow::Result<Profile> {
+    Ok(match name {
+        Some(p) => Profile::load(p)?,
+        None => Profile::default(),
+    })
+}
+
+/// The lab for `plan`, keeping each run's output in `runs_dir`.
+pub(super) fn make_lab(
+    plan: &Plan,
+    args: &LabArgs,
+    runs_dir: &Path,
+) -> anyhow::Result<Box<dyn Lab>> {
+    let repo = Repo::open(&plan.repo_dir)?;
+    // Commits made in the private work tree (a patch applied) are readable too.
+    let private_objects = plan.work.private_objects();
+    if private_objects.is_dir() {
+        repo.add_object_source(&private_objects)?;
+    }
+    if let Some(benchmark) = &plan.profile.benchmark.command {
+        let worktree = WorkTree::open_or_create(&repo, &plan.work.checkout())?;
+        let commands = Commands {
+            build: plan.profile.build.command.clone(),
+            benchmark: benchmark.clone(),
+        };
+        let lab = CommandLab::new(commands, worktree, plan.work.lab_dirs(), runs_dir)?;
+        return Ok(Box::new(lab));
+    }
+    let profile = &plan.profile;
+    let options = profile.benchmark.pgbench_options(plan.config.clients);
+    options
+        .validate()
+        .map_err(|e| UsageError(format!("the profile's [benchmark]: {e}")))?;
+    let pgbench = args
+        .pgbench
+        .as_deref()
+        .or(profile.benchmark.pgbench.as_deref())
+        .map_or(Ok(PgbenchChoice::Good), PgbenchChoice::parse)
+        .map_err(UsageError)?;
+    let run_as = RunAs::resolve(args.run_as.as_deref().or(profile.server.run_as.as_deref()))?;
+    let cfg = PgLabConfig {
+        dirs: plan.work.lab_dirs(),
+        checkout: plan.work.checkout(),
+        runs_dir: runs_dir.to_path_buf(),
+        options,
+        settings: profile.server.settings_strings(),
+        run_as,
+        pgbench,
+        build: build_settings(profile)?,
+        cache_size: args.cache_size.max(2),
+        good: plan.good.id.clone(),
+    };
+    Ok(Box::new(PgLab::new(cfg, repo)?))
+}
+
+/// The profile's `[build]` as the builder's settings.
+pub(super) fn build_settings(profile: &Profile) -> anyhow::Result<BuildSettings> {
+    let b = &profile.build;
+    let system = match b.system.as_deref() {
+        None | Some("auto") => BuildSystem::Auto,
+        Some("autoconf") => BuildSystem::Autoconf,
+        Some("meson") => BuildSystem::Meson,
+        Some(other) => {
+            return Err(UsageError(format!(
+                "[build] system = `{other}`: use `auto`, `autoconf` or `meson`"
+            ))
+            .into());
+        }
+    };
+    Ok(BuildSettings {
+        system,
+        configure: b.configure.clone().unwrap_or_default(),
+        cflags: b.cflags.clone(),
+        meson: b.meson.clone().unwrap_or_default(),
+        jobs: b.jobs,
+        fixups: b
+            .fixups
+            .iter()
+            .map(|f| Fixup {
+                patch: f.patch.clone(),
+                commits: f.commits.clone(),
+                range: f.range.clone(),
+            })
+            .collect(),
+    })
+}

@@ -1,0 +1,167 @@
+//! The commands: one file each, with its own arguments; this file parses
+//! the command line and dispatches.
+//!
+//! The bare form `pgbisect --good A --bad B` is a hunt; other work is a
+//! subcommand. Everything a hunt needs can also come from a profile; flags
+//! given here override it. Commands are the edge where flags, profiles, git
+//! and the lab meet, and are kept thin: every decision lives below.
+
+mod args;
+mod compare;
+mod completions;
+mod hunt;
+mod judge;
+mod lab;
+mod profiles;
+mod report;
+mod resume;
+mod simulate;
+
+pub use args::{HuntLocation, LabArgs, TargetArgs};
+pub use compare::CompareArgs;
+pub use hunt::RunArgs;
+pub use judge::JudgeArgs;
+pub use report::ReportArgs;
+pub use resume::ResumeArgs;
+pub use simulate::SimulateArgs;
+
+use crate::error::{EXIT_RUNTIME_ERROR, EXIT_USAGE, UsageError};
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+const AFTER_HELP: &str = "\
+Examples:
+  Hunt a drop at 128 clients from a release to master, in a PostgreSQL clone:
+    pgbisect --good REL9_5_0 --bad master --clients 128
+
+  Hunt with a custom build and benchmark (any git repository):
+    pgbisect --repo ~/src/app --good v1.0 --bad main --profile bench.toml --json out.json
+
+  Hunt unattended (from cron) and mail the result, or the failure:
+    pgbisect --good REL_17_0 --bad master --mail-to you@example.org --smtp localhost:25
+
+  Render the newest hunt's result again, as markdown:
+    pgbisect report --repo ~/src/postgres --format markdown
+
+  Check how well the method does on simulated noisy histories:
+    pgbisect simulate --trials 200
+
+  Set master against master with a patch at several client counts:
+    pgbisect compare master --patch fix.patch --clients 1,16,64
+
+  Let git bisect run drive, judged against the last hunt's endpoints:
+    git bisect run pgbisect judge HEAD
+
+Exit codes:
+  0  culprit found (or the command succeeded)
+  1  no regression: bad is not slower than good by the threshold
+  2  usage error
+  3  inconclusive: the measurements did not support a verdict
+  4  runtime error (a failed build of an endpoint, a crashed tool, a full disk...)";
+
+/// Hunts PostgreSQL performance regressions: builds commits, runs pgbench
+/// on each again and again, and names the commits that caused a drop.
+#[derive(Debug, Parser)]
+#[command(name = "pgbisect", version, after_help = AFTER_HELP, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Hunt the commits that made BAD slower than GOOD (the default).
+    Run(Box<RunArgs>),
+    /// Evaluate the method on simulated histories with known culprits.
+    Simulate(SimulateArgs),
+    /// List the bundled workload profiles.
+    Profiles,
+    /// Render the result of a past hunt: text, markdown, JSON or email.
+    Report(ReportArgs),
+    /// Continue a hunt that was stopped (killed, interrupted, a reboot):
+    /// nothing already built or measured is done again.
+    Resume(ResumeArgs),
+    /// Print a shell completion script, e.g.
+    /// `pgbisect completions bash > /etc/bash_completion.d/pgbisect`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Measure A against B (or A against A with a patch) across client counts.
+    #[command(after_help = compare::AFTER_HELP)]
+    Compare(CompareArgs),
+    /// Judge one commit against a hunt's good and bad runs (for `git bisect run`).
+    #[command(after_help = judge::AFTER_HELP)]
+    Judge(JudgeArgs),
+}
+
+/// Parses the command line and runs the command.
+pub fn run() -> anyhow::Result<ExitCode> {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // `git bisect run` reads exit code 2 as "bad": a mistyped judge
+        // command must stop the bisection instead.
+        Err(e) if e.use_stderr() && std::env::args().nth(1).as_deref() == Some("judge") => {
+            let _ = e.print();
+            return Ok(ExitCode::from(judge::EXIT_ABORT));
+        }
+        Err(e) => e.exit(),
+    };
+    match cli.command {
+        None => hunt::command(&cli.run),
+        Some(Command::Run(args)) => hunt::command(&args),
+        Some(Command::Simulate(args)) => simulate::command(&args),
+        Some(Command::Profiles) => profiles::command(),
+        Some(Command::Report(args)) => report::command(&args),
+        Some(Command::Resume(args)) => resume::command(&args),
+        Some(Command::Completions { shell }) => completions::command(shell),
+        Some(Command::Compare(args)) => compare::command(&args),
+        Some(Command::Judge(args)) => Ok(judge::command(&args)),
+    }
+}
+
+/// The exit code for an error that ended a command.
+pub fn exit_code_for(err: &anyhow::Error) -> u8 {
+    if err.downcast_ref::<UsageError>().is_some()
+        || err.downcast_ref::<crate::profile::ProfileError>().is_some()
+        || err.downcast_ref::<crate::repo::RepoError>().is_some()
+        || err.downcast_ref::<crate::workspace::Busy>().is_some()
+    {
+        EXIT_USAGE
+    } else {
+        EXIT_RUNTIME_ERROR
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn definitions_are_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn a_list_of_clients_points_to_compare() {
+        let err =
+            Cli::try_parse_from(["pgbisect", "--good", "A", "--bad", "B", "--clients", "1,8"])
+                .unwrap_err()
+                .to_string();
+        assert!(err.contains("pgbisect compare"), "{err}");
+        assert!(Cli::try_parse_from(["pgbisect", "--clients", "0"]).is_err());
+    }
+
+    #[test]
+    fn bare_form_is_a_hunt() {
+        let cli =
+            Cli::try_parse_from(["pgbisect", "--good", "A", "--bad", "B", "--clients", "128"])
+                .unwrap();
+        assert!(cli.command.is_none());
+        assert_eq!(cli.run.target.good.as_deref(), Some("A"));
+        assert_eq!(cli.run.target.clients, Some(128));
+    }
+}

@@ -1,0 +1,110 @@
+//! `pgbisect report`: renders a past hunt's result again.
+//!
+//! Every hunt keeps its `result.json` in its folder, so a report can be
+//! rendered again later, in another format, without running anything. The
+//! newest result is the one most recently written.
+
+use super::args::{HuntLocation, ReportFormat};
+use crate::error::UsageError;
+use crate::report::findings::HuntReport;
+use crate::report::{self, Format};
+use crate::workspace::{HuntDir, RESULT_FILE};
+use anyhow::Context;
+use clap::Args;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// `pgbisect report`.
+#[derive(Debug, Args, Clone)]
+pub struct ReportArgs {
+    #[command(flatten)]
+    pub at: HuntLocation,
+    /// How to render the result.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: ReportFormat,
+    /// Write the report to this file instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Also write the hunt's SVG chart (TPS of every tested commit in
+    /// history order, culprits marked) to this file.
+    #[arg(long, value_name = "FILE")]
+    pub chart: Option<PathBuf>,
+    /// The email's sender, e.g. "Jane Doe <jane@example.org>".
+    #[arg(long, value_name = "ADDR", requires = "to")]
+    pub from: Option<String>,
+    /// The email's recipient, e.g. pgsql-hackers@lists.postgresql.org.
+    #[arg(long, value_name = "ADDR", requires = "from")]
+    pub to: Option<String>,
+}
+
+/// Reads a hunt's result.
+pub fn load(hunt: &HuntDir) -> anyhow::Result<HuntReport> {
+    let path = hunt.result();
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not a pgbisect hunt result (its JSON does not match)",
+            path.display()
+        )
+    })
+}
+
+pub(super) fn command(args: &ReportArgs) -> anyhow::Result<ExitCode> {
+    let envelope = match (&args.from, &args.to, args.format) {
+        (Some(from), Some(to), _) if !(from.contains('@') && to.contains('@')) => {
+            return Err(UsageError(format!(
+                "--from `{from}` --to `{to}`: give email addresses, e.g. \
+                 --from \"Jane Doe <jane@example.org>\""
+            ))
+            .into());
+        }
+        (Some(from), Some(to), _) => Some(report::Envelope {
+            from: from.clone(),
+            to: to.clone(),
+            date_unix: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64),
+        }),
+        (_, _, ReportFormat(Format::Email)) => {
+            return Err(UsageError(
+                "--format email needs --from ADDR and --to ADDR, e.g. \
+                 --to pgsql-hackers@lists.postgresql.org"
+                    .into(),
+            )
+            .into());
+        }
+        _ => None,
+    };
+    let hunt = args
+        .at
+        .work_dir()?
+        .choose_hunt(args.at.hunt.as_deref(), RESULT_FILE)?;
+    let found = load(&hunt)?;
+    let text = report::render(&found, args.format.0, envelope.as_ref())?;
+    if let Some(path) = &args.chart {
+        std::fs::write(path, crate::report::chart::hunt_chart(&found))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    match &args.output {
+        Some(path) => std::fs::write(path, text)
+            .with_context(|| format!("cannot write {}", path.display()))?,
+        None => print!("{text}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_json_names_the_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let hunt = HuntDir::at(tmp.path().join("a"));
+        hunt.create().unwrap();
+        std::fs::write(hunt.result(), "{").unwrap();
+        let err = load(&hunt).unwrap_err();
+        assert!(format!("{err:#}").contains("result.json"), "{err:#}");
+    }
+}

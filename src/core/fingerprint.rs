@@ -1,0 +1,28 @@
+//! Short stable content hashes, for cache keys and folder names.
+//!
+//! A build's cache key and a hunt's folder name must come out the same on
+//! every run and every release of pgbisect, or cached installs and
+//! resumable hunts are silently stranded: the hash is written out here
+//! (FNV-1a) rather than taken from the standard library, whose hasher may
+//! change between Rust releases.
+
+/// A short stable hash (FNV-1a, 64 bits) for naming folders after a plan.
+pub fn fingerprint(text: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fingerprint_is_stable() {
+        assert_eq!(fingerprint(""), "cbf29ce484222325");
+        assert_ne!(fingerprint("a"), fingerprint("b"));
+    }
+}

@@ -1,0 +1,11 @@
+//! Loops over a [`Lab`](crate::lab::Lab): the hunt, a side-by-side
+//! comparison, one commit judged against a hunt, and the simulator.
+//!
+//! An engine decides what to measure next from the runs so far, using the
+//! pure [`core`](crate::core); it knows nothing of flags, work dirs or how
+//! a commit is built, so each engine runs in tests against a fake lab.
+
+pub mod compare;
+pub mod hunt;
+pub mod judge;
+pub mod simulate;

@@ -1,0 +1,81 @@
+//! The measuring boundary.
+//!
+//! A hunt needs two things from the outside world: a commit turned into
+//! something runnable, and one benchmark run of it. Both go through [`Lab`],
+//! so the search and the statistics can be driven by the real PostgreSQL lab,
+//! by shell commands from a profile, or by a simulation, without knowing which.
+//!
+//! | module    | lab |
+//! |-----------|-----|
+//! | `pg`      | the real PostgreSQL lab: build, server, pgbench |
+//! | `command` | shell commands from a profile |
+//! | `replay`  | runs from a journal first, then a real lab (resume) |
+
+pub mod command;
+pub mod pg;
+pub mod replay;
+
+use crate::model::{Commit, LabTotals, Prepared, RunOutcome};
+use std::path::{Path, PathBuf};
+
+/// Where a lab keeps what outlives one run: named by the work dir
+/// ([`crate::workspace::WorkDir::lab_dirs`]), used by the labs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LabDirs {
+    /// Build trees, one per build settings.
+    pub build: PathBuf,
+    /// Installed builds, one per commit and settings.
+    pub installs: PathBuf,
+    /// Build logs.
+    pub logs: PathBuf,
+    /// Data templates (`initdb` and `pgbench -i`), one per data format.
+    pub templates: PathBuf,
+    /// The data directory runs use.
+    pub data: PathBuf,
+    /// Servers started and not yet stopped, so leftovers can be reaped.
+    pub servers: PathBuf,
+}
+
+impl LabDirs {
+    /// The labs' folders directly under `root` (a work dir).
+    pub fn under(root: &Path) -> LabDirs {
+        LabDirs {
+            build: root.join("build"),
+            installs: root.join("installs"),
+            logs: root.join("logs"),
+            templates: root.join("templates"),
+            data: root.join("data"),
+            servers: root.join("servers"),
+        }
+    }
+}
+
+/// Which run of which workload to make.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunSpec {
+    /// pgbench clients (`-c`).
+    pub clients: u32,
+    /// Run number within the hunt, counted from 1 over all commits.
+    pub run: u64,
+}
+
+/// Turns commits into measurements.
+///
+/// `Err` is for trouble with the environment (disk full, a missing tool,
+/// an interrupt) that should stop the hunt; a commit that will not build
+/// or a run without a result are ordinary outcomes.
+pub trait Lab {
+    /// Make `commit` runnable. Called before the first run of a commit and
+    /// again whenever the hunt comes back to it; cheap when already built.
+    fn prepare(&mut self, commit: &Commit) -> anyhow::Result<Prepared>;
+
+    /// Run the benchmark once on a prepared commit.
+    fn run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome>;
+
+    /// Work done so far.
+    fn totals(&self) -> LabTotals;
+
+    /// A line describing what measures, for reports (e.g. the pgbench
+    /// command line or the profile's commands).
+    fn describe(&self) -> String;
+}

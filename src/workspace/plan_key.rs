@@ -1,0 +1,188 @@
+//! A hunt's folder name, from what it hunts and how.
+//!
+//! Running the same command again must find the same folder, so that its
+//! journal resumes the hunt; a hunt with other settings must get a folder
+//! of its own. The name is `<good>-<bad>-c<clients>-<digest>`, the digest
+//! a hash of the plan (the hunt's settings and the resolved profile) as
+//! serde writes it, with null, false and empty values left out: adding a
+//! setting whose default is one of those keeps every existing hunt's name.
+//!
+//! Releases before this one hashed the plan's `Debug` text instead, which
+//! changes whenever a field is added. Their folders are found by what they
+//! keep: the same endpoints and clients in the name, and the same resolved
+//! profile and hunt flags in `profile.json` and `command.json`.
+
+use super::HuntDir;
+use crate::core::fingerprint::fingerprint;
+use crate::engine::hunt::HuntConfig;
+use crate::model::Commit;
+use crate::profile::Profile;
+use anyhow::Context;
+use serde_json::{Map, Value};
+
+/// What names a hunt's folder.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanKey {
+    prefix: String,
+    digest: String,
+    profile: Value,
+    flags: Value,
+}
+
+/// The flags of a hunt that change its plan beyond the profile, as they
+/// are saved in `command.json`.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PlanFlags {
+    pub threshold: Option<f64>,
+    pub max_runs: Option<usize>,
+    pub first_only: bool,
+}
+
+impl PlanKey {
+    pub fn new(
+        (good, bad): (&Commit, &Commit),
+        config: &HuntConfig,
+        profile: &Profile,
+        flags: PlanFlags,
+    ) -> anyhow::Result<PlanKey> {
+        let profile =
+            canonical(serde_json::to_value(profile).context("cannot encode the profile")?);
+        let settings = canonical(serde_json::to_value(config).context("cannot encode the plan")?);
+        let text = serde_json::to_string(&Value::Array(vec![settings, profile.clone()]))
+            .context("cannot encode the plan")?;
+        let flags = canonical(serde_json::json!({
+            "threshold": flags.threshold,
+            "max_runs": flags.max_runs,
+            "first_only": flags.first_only,
+        }));
+        Ok(PlanKey {
+            prefix: format!("{}-{}-c{}-", good.short(), bad.short(), config.clients),
+            digest: fingerprint(&text)[..8].to_string(),
+            profile,
+            flags,
+        })
+    }
+
+    /// The folder name of a hunt with this plan.
+    pub fn folder_name(&self) -> String {
+        format!("{}{}", self.prefix, self.digest)
+    }
+
+    /// Whether `hunt`, made by an earlier release, hunted this plan.
+    pub(super) fn matches_saved(&self, hunt: &HuntDir) -> bool {
+        if !hunt.name.starts_with(&self.prefix) {
+            return false;
+        }
+        let read = |path: std::path::PathBuf| -> Option<Value> {
+            serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+        };
+        let (Some(profile), Some(command)) = (read(hunt.profile()), read(hunt.command())) else {
+            return false;
+        };
+        let flags = canonical(serde_json::json!({
+            "threshold": command.get("threshold"),
+            "max_runs": command.get("max_runs"),
+            "first_only": command.get("first_only"),
+        }));
+        canonical(profile) == self.profile && flags == self.flags
+    }
+}
+
+/// `value` without null, false and empty members (at any depth), so that
+/// a new setting with such a default changes no key.
+fn canonical(value: Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (k, canonical(v)))
+                .filter(|(_, v)| !is_empty(v))
+                .collect::<Map<_, _>>(),
+        ),
+        Value::Array(items) => Value::Array(items.into_iter().map(canonical).collect()),
+        other => other,
+    }
+}
+
+fn is_empty(v: &Value) -> bool {
+    match v {
+        Value::Null | Value::Bool(false) => true,
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(config: HuntConfig, profile: &Profile, flags: PlanFlags) -> PlanKey {
+        let (good, bad) = (Commit::bare("a".repeat(40)), Commit::bare("b".repeat(40)));
+        PlanKey::new((&good, &bad), &config, profile, flags).unwrap()
+    }
+
+    #[test]
+    fn the_name_is_stable_and_says_what_is_hunted() {
+        let config = HuntConfig {
+            clients: 128,
+            ..HuntConfig::default()
+        };
+        let k = key(config, &Profile::default(), PlanFlags::default());
+        assert_eq!(k, key(config, &Profile::default(), PlanFlags::default()));
+        assert!(
+            k.folder_name().starts_with("aaaaaaaa-bbbbbbbb-c128-"),
+            "{}",
+            k.folder_name()
+        );
+        assert_eq!(k.folder_name().len(), "aaaaaaaa-bbbbbbbb-c128-".len() + 8);
+        let other = HuntConfig {
+            first_only: true,
+            ..config
+        };
+        assert_ne!(
+            k.folder_name(),
+            key(other, &Profile::default(), PlanFlags::default()).folder_name()
+        );
+    }
+
+    #[test]
+    fn new_settings_at_their_empty_default_keep_the_key() {
+        let plain = serde_json::json!({"a": 1, "b": {"c": "x"}});
+        let grown = serde_json::json!({"a": 1, "b": {"c": "x", "d": null, "e": []}, "f": false});
+        assert_eq!(canonical(plain), canonical(grown));
+        assert_ne!(
+            canonical(serde_json::json!({"a": 1})),
+            canonical(serde_json::json!({"a": 2}))
+        );
+    }
+
+    #[test]
+    fn a_folder_of_an_earlier_release_is_recognised_by_what_it_kept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let profile = Profile::default();
+        let flags = PlanFlags {
+            threshold: Some(7.0),
+            ..PlanFlags::default()
+        };
+        let k = key(HuntConfig::default(), &profile, flags);
+        let old = HuntDir::at(tmp.path().join("aaaaaaaa-bbbbbbbb-c1-0123abcd"));
+        old.create().unwrap();
+        std::fs::write(old.profile(), serde_json::to_string(&profile).unwrap()).unwrap();
+        std::fs::write(
+            old.command(),
+            r#"{"good":"v1","bad":"v2","threshold":7.0,"first_only":false}"#,
+        )
+        .unwrap();
+        assert!(k.matches_saved(&old));
+        let other_flags = PlanFlags {
+            threshold: Some(5.0),
+            ..flags
+        };
+        assert!(!key(HuntConfig::default(), &profile, other_flags).matches_saved(&old));
+        let other_clients = HuntConfig {
+            clients: 8,
+            ..HuntConfig::default()
+        };
+        assert!(!key(other_clients, &profile, flags).matches_saved(&old));
+    }
+}

@@ -1,0 +1,198 @@
+//! The crate's floors, checked from its `use` lines and paths.
+//!
+//! `src/lib.rs` says which floor each module stands on; dependencies run
+//! one way, from commands down to the pure core. This test reads every
+//! source file (test code left out), collects the `crate::...` paths it
+//! names, and fails on a path to a floor above, or on a cycle between
+//! modules, naming the file and the path.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Floors from the bottom up; a module may use its own floor and those below.
+const FLOORS: &[(&str, &[&str])] = &[
+    ("core", &["error", "model", "time", "core", "lab"]),
+    (
+        "services",
+        &[
+            "repo", "profile", "journal", "report", "notify", "progress", "machine", "bench",
+        ],
+    ),
+    (
+        "labs",
+        &["server", "build", "lab::pg", "lab::command", "lab::replay"],
+    ),
+    ("engine", &["engine"]),
+    ("workspace", &["workspace"]),
+    ("commands", &["commands"]),
+];
+
+/// The unit a `crate::` path (or a file's module path) belongs to: the
+/// longest module named in [`FLOORS`], or below `engine`, its submodule.
+fn unit_of(path: &str) -> Option<String> {
+    let named = FLOORS
+        .iter()
+        .flat_map(|(_, units)| units.iter())
+        .filter(|u| path == **u || path.starts_with(&format!("{u}::")))
+        .max_by_key(|u| u.len())?;
+    if *named == "engine" {
+        let sub = path.split("::").nth(1).unwrap_or("");
+        return Some(format!("engine::{sub}"));
+    }
+    Some(named.to_string())
+}
+
+fn floor_of(unit: &str) -> usize {
+    let module = if unit.starts_with("engine::") {
+        "engine"
+    } else {
+        unit
+    };
+    FLOORS
+        .iter()
+        .position(|(_, units)| units.contains(&module))
+        .unwrap_or_else(|| panic!("module `{unit}` is on no floor: add it to FLOORS and lib.rs"))
+}
+
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// `src/lab/pg.rs` -> `lab::pg`; `src/engine/hunt/check.rs` -> `engine::hunt::check`.
+fn module_path(src: &Path, file: &Path) -> String {
+    let rel = file.strip_prefix(src).unwrap().with_extension("");
+    let parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .filter(|p| p != "mod")
+        .collect();
+    parts.join("::")
+}
+
+/// The `crate::a::b` paths a file names outside comments and test code,
+/// with `use crate::{a, b::c}` groups opened up.
+fn crate_paths(text: &str) -> Vec<String> {
+    let code: String = text
+        .split("#[cfg(test)]")
+        .next()
+        .unwrap_or("")
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut found = Vec::new();
+    let mut rest = code.as_str();
+    while let Some(at) = rest.find("crate::") {
+        rest = &rest[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let end = group.find('}').unwrap_or(group.len());
+            for item in group[..end].split(',') {
+                found.push(item.trim().to_string());
+            }
+            continue;
+        }
+        let end = rest
+            .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+            .unwrap_or(rest.len());
+        found.push(rest[..end].trim_end_matches(':').to_string());
+    }
+    found
+}
+
+#[test]
+fn dependencies_run_from_commands_down_to_the_core() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let mut upward = Vec::new();
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in &files {
+        let module = module_path(&src, file);
+        if module == "lib" || module == "main" || module.ends_with("tests") || module == "testing" {
+            continue;
+        }
+        let from = unit_of(&module).unwrap_or_else(|| panic!("{module} is on no floor"));
+        let text = std::fs::read_to_string(file).unwrap();
+        for path in crate_paths(&text) {
+            let Some(to) = unit_of(&path) else {
+                continue;
+            };
+            if floor_of(&to) > floor_of(&from) {
+                upward.push(format!("{}: {from} uses crate::{path}", file.display()));
+            }
+            if to != from {
+                edges.entry(from.clone()).or_default().insert(to);
+            }
+        }
+    }
+    assert!(
+        upward.is_empty(),
+        "imports from a floor above:\n{}",
+        upward.join("\n")
+    );
+    let cycles = find_cycles(&edges);
+    assert!(
+        cycles.is_empty(),
+        "import cycles between modules:\n{}",
+        cycles.join("\n")
+    );
+}
+
+/// Every cycle found by a depth-first walk, as `a -> b -> a`.
+fn find_cycles(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    fn walk(
+        node: &str,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        stack: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+        cycles: &mut Vec<String>,
+    ) {
+        if let Some(at) = stack.iter().position(|n| n == node) {
+            let mut cycle = stack[at..].to_vec();
+            cycle.push(node.to_string());
+            cycles.push(cycle.join(" -> "));
+            return;
+        }
+        if !done.insert(node.to_string()) {
+            return;
+        }
+        stack.push(node.to_string());
+        for next in edges.get(node).into_iter().flatten() {
+            walk(next, edges, stack, done, cycles);
+        }
+        stack.pop();
+    }
+    let (mut done, mut cycles) = (BTreeSet::new(), Vec::new());
+    for node in edges.keys() {
+        walk(node, edges, &mut Vec::new(), &mut done, &mut cycles);
+    }
+    cycles
+}
+
+#[test]
+fn the_checker_sees_upward_paths_and_groups() {
+    let text = "use crate::{model::Commit, engine::hunt};\n// crate::commands in a comment\n\
+                fn f() { crate::workspace::WorkDir::at(\"x\"); }\n#[cfg(test)]\nuse crate::commands;";
+    assert_eq!(
+        crate_paths(text),
+        ["model::Commit", "engine::hunt", "workspace::WorkDir::at"]
+    );
+    assert_eq!(unit_of("lab::pg::PgLab").as_deref(), Some("lab::pg"));
+    assert_eq!(unit_of("lab::Lab").as_deref(), Some("lab"));
+    assert_eq!(
+        unit_of("engine::hunt::Hunt").as_deref(),
+        Some("engine::hunt")
+    );
+    assert!(floor_of("commands") > floor_of("engine::hunt"));
+    let mut edges = BTreeMap::new();
+    edges.insert("a".to_string(), BTreeSet::from(["b".to_string()]));
+    edges.insert("b".to_string(), BTreeSet::from(["a".to_string()]));
+    assert_eq!(find_cycles(&edges), ["a -> b -> a"]);
+}
