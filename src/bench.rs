@@ -239,7 +239,10 @@ pub struct PgbenchReport {
 pub enum ParseError {
     #[error("pgbench printed no `tps = ` line; its last lines were:\n{tail}")]
     NoTps { tail: String },
-    #[error("pgbench printed a tps line that is not a number: {line:?}")]
+    #[error(
+        "pgbench printed a tps line that is not a positive number: {line:?} \
+         (0 means no transaction completed in the run)"
+    )]
     BadTps { line: String },
 }
 
@@ -272,7 +275,7 @@ pub fn parse_output(text: &str) -> Result<PgbenchReport, ParseError> {
         if let Some(rest) = line.strip_prefix("tps = ") {
             let (number, note) = rest.split_once(' ').unwrap_or((rest, ""));
             let tps: f64 = match number.parse() {
-                Ok(tps) if f64::is_finite(tps) && tps >= 0.0 => tps,
+                Ok(tps) if f64::is_finite(tps) && tps > 0.0 => tps,
                 _ => {
                     return Err(ParseError::BadTps {
                         line: line.to_string(),
@@ -409,6 +412,16 @@ mod tests {
             parse_output("tps = nan (without initial connection time)"),
             Err(ParseError::BadTps { .. })
         ));
+        for zero in [
+            "tps = 0",
+            "tps = 0.000000 (without initial connection time)",
+        ] {
+            let err = parse_output(zero).unwrap_err();
+            assert!(
+                err.to_string().contains("no transaction completed"),
+                "{err}"
+            );
+        }
     }
 
     #[test]

@@ -63,6 +63,14 @@ pub struct Measurement {
     pub output: Option<PathBuf>,
 }
 
+impl Measurement {
+    /// Whether the throughput can be decided on: finite and above zero
+    /// (`tps = 0` is a run in which nothing completed, not a level).
+    pub fn is_usable(&self) -> bool {
+        self.tps.is_finite() && self.tps > 0.0
+    }
+}
+
 impl RunOutcome {
     /// A run that gave only its throughput.
     pub fn tps_only(tps: f64) -> Self {

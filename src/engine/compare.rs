@@ -167,7 +167,7 @@ pub fn measure(
             SideId::B => (&mut row.b_tps, &mut row.b_failed),
         };
         match outcome {
-            RunOutcome::Measured(m) if m.tps.is_finite() && m.tps > 0.0 => {
+            RunOutcome::Measured(m) if m.is_usable() => {
                 note(&format!("{label} c={}: {:.1} tps", slot.clients, m.tps));
                 values.push(m.tps);
             }

@@ -53,7 +53,7 @@ impl HuntRuns {
             let RunOutcome::Measured(m) = outcome else {
                 continue;
             };
-            if !(m.tps.is_finite() && m.tps > 0.0) {
+            if !m.is_usable() {
                 continue;
             }
             if *commit == runs.good {
@@ -72,27 +72,16 @@ impl HuntRuns {
         if self.good_tps.len() < 2 || self.bad_tps.len() < 2 {
             return None;
         }
-        let sigma = stats::robust_log_sigma(&[&self.good_tps, &self.bad_tps])
-            .map_or(0.05, |n| n.cautious_sigma())
-            .max(0.002);
+        let sigma =
+            stats::decision_sigma(stats::robust_log_sigma(&[&self.good_tps, &self.bad_tps]));
         Some(Reference {
-            good_log_level: log_level(&self.good_tps),
+            good_log_level: stats::trimmed_log_mean(&self.good_tps),
             good_runs: self.good_tps.len(),
-            bad_log_level: log_level(&self.bad_tps),
+            bad_log_level: stats::trimmed_log_mean(&self.bad_tps),
             bad_runs: self.bad_tps.len(),
             log_sigma: sigma,
         })
     }
-}
-
-/// Mean log throughput, without the extremes when there are five or more.
-fn log_level(tps: &[f64]) -> f64 {
-    let mut logs: Vec<f64> = tps.iter().map(|v| v.ln()).collect();
-    logs.sort_by(f64::total_cmp);
-    if logs.len() >= 5 {
-        logs = logs[1..logs.len() - 1].to_vec();
-    }
-    logs.iter().sum::<f64>() / logs.len().max(1) as f64
 }
 
 /// How a commit compares with a hunt's endpoints.
@@ -134,7 +123,7 @@ pub fn judge(
     for run in (last_run + 1..).take(cfg.max_runs) {
         lab.prepare(commit)?;
         match lab.run(commit, RunSpec { clients, run })? {
-            RunOutcome::Measured(m) if m.tps.is_finite() && m.tps > 0.0 => tps.push(m.tps),
+            RunOutcome::Measured(m) if m.is_usable() => tps.push(m.tps),
             RunOutcome::Measured(_) => {}
             RunOutcome::Failed { reason } => return done(Verdict::RunFailed(reason), tps),
         }
@@ -150,6 +139,7 @@ pub fn judge(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Commit;
     use crate::model::Measurement;
 
     fn run(n: u64, commit: &str, tps: f64) -> Event {
@@ -212,5 +202,77 @@ mod tests {
     fn too_few_endpoint_runs_give_no_reference() {
         let hunt = HuntRuns::from_events(&events()[..3]).unwrap();
         assert!(hunt.reference().is_none());
+    }
+
+    /// Every run of the commit measures about `tps` (fails below zero).
+    struct OneLevel {
+        tps: f64,
+        buildable: bool,
+        runs: Vec<u64>,
+    }
+
+    impl Lab for OneLevel {
+        fn prepare(&mut self, _: &Commit) -> anyhow::Result<Prepared> {
+            Ok(if self.buildable {
+                Prepared::Ready { cached: true }
+            } else {
+                Prepared::Unbuildable {
+                    reason: "no".into(),
+                    log: None,
+                }
+            })
+        }
+
+        fn run(&mut self, _: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
+            self.runs.push(spec.run);
+            let wobble = [1.0, 1.003, 1.0 / 1.003][self.runs.len() % 3];
+            if self.tps < 0.0 {
+                return Ok(RunOutcome::Failed {
+                    reason: "crashed".into(),
+                });
+            }
+            Ok(RunOutcome::tps_only(self.tps * wobble))
+        }
+
+        fn totals(&self) -> crate::model::LabTotals {
+            Default::default()
+        }
+
+        fn describe(&self) -> String {
+            String::new()
+        }
+    }
+
+    fn judged(tps: f64, buildable: bool) -> (Judgement, Vec<u64>) {
+        let reference = HuntRuns::from_events(&events())
+            .unwrap()
+            .reference()
+            .unwrap();
+        let mut lab = OneLevel {
+            tps,
+            buildable,
+            runs: vec![],
+        };
+        let cfg = DecisionConfig::default();
+        let j = judge(&mut lab, &Commit::bare("c"), &reference, &cfg, (8, 9)).unwrap();
+        (j, lab.runs)
+    }
+
+    #[test]
+    fn a_commit_is_measured_until_it_is_near_one_level() {
+        let (good, runs) = judged(1005.0, true);
+        assert_eq!(good.verdict, Verdict::GoodLike);
+        assert_eq!(runs.first(), Some(&10), "numbered after the hunt's runs");
+        assert_eq!(good.tps.len(), runs.len());
+        assert_eq!(judged(805.0, true).0.verdict, Verdict::BadLike);
+        let (failed, runs) = judged(-1.0, true);
+        assert!(
+            matches!(failed.verdict, Verdict::RunFailed(_)),
+            "{failed:?}"
+        );
+        assert_eq!(runs.len(), 1);
+        let (unbuilt, runs) = judged(1000.0, false);
+        assert_eq!(unbuilt.verdict, Verdict::Unbuildable("no".into()));
+        assert!(runs.is_empty());
     }
 }

@@ -378,6 +378,26 @@ impl NoiseEstimate {
     }
 }
 
+/// Mean log throughput of `tps`, without the largest and the smallest
+/// value when there are five or more: the level of a commit that one wild
+/// run cannot move.
+pub fn trimmed_log_mean(tps: &[f64]) -> f64 {
+    let mut logs: Vec<f64> = tps.iter().map(|v| v.ln()).collect();
+    logs.sort_by(f64::total_cmp);
+    if logs.len() >= 5 {
+        logs = logs[1..logs.len() - 1].to_vec();
+    }
+    logs.iter().sum::<f64>() / logs.len().max(1) as f64
+}
+
+/// The run-to-run noise (sigma of log throughput) a decision assumes: the
+/// estimate's cautious value, 5% before there is any, and never below
+/// 0.2%, so that a few identical runs do not make every difference look
+/// certain.
+pub fn decision_sigma(estimate: Option<NoiseEstimate>) -> f64 {
+    estimate.map_or(0.05, |n| n.cautious_sigma()).max(0.002)
+}
+
 /// Pooled run-to-run spread of log throughput over several commits'
 /// samples, from the differences between successive runs of each commit
 /// (in the order given).

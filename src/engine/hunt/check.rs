@@ -7,7 +7,8 @@
 //! explains the whole drop or another step waits on either side, and a
 //! failed check tells which of the two commits was misjudged.
 
-use super::{Hunt, HuntError, Measured, PAIR_GAP, Range};
+use super::evidence::PAIR_GAP;
+use super::{Hunt, HuntError, Measured, Range};
 use crate::core::bisect::Outcome;
 use crate::core::decide::{self, Comparison, Verdict};
 use crate::core::stats;
@@ -51,10 +52,15 @@ impl Hunt<'_> {
         range: Range,
         since: u64,
     ) -> Vec<(usize, Option<Outcome>)> {
-        let mut both = self.runs_since(last_good, since);
-        both.extend(self.runs_since(first_bad, since));
-        let end_runs =
-            |pos: usize| -> Vec<f64> { self.recent_runs(pos).iter().map(|r| r.tps).collect() };
+        let mut both = self.evidence.runs_since(last_good, since);
+        both.extend(self.evidence.runs_since(first_bad, since));
+        let end_runs = |pos: usize| -> Vec<f64> {
+            self.evidence
+                .recent_runs(pos, self.cfg.reference_window)
+                .iter()
+                .map(|r| r.tps)
+                .collect()
+        };
         let d = self.per_look();
         let at_good = decide::compare(&end_runs(range.lo), &both, &d, d.threshold);
         let at_bad = decide::compare(&both, &end_runs(range.hi), &d, d.threshold);
@@ -157,19 +163,20 @@ impl Hunt<'_> {
         // the same stretch of time can be set against each other: the
         // ends' runs since the later of their windows' starts, which are
         // fewer, so half a window of them settles it.
-        let drifting = self.drifting();
+        let drifting = self.evidence.drifting();
         let window = self.cfg.reference_window;
         let since = if drifting {
             [range.lo, range.hi]
                 .iter()
-                .filter_map(|&pos| self.last_runs(pos, window).first().map(|r| r.run))
+                .filter_map(|&pos| self.evidence.last_runs(pos, window).first().map(|r| r.run))
                 .max()
                 .unwrap_or(0)
         } else {
             0
         };
         let runs = |pos: usize| -> Vec<(u64, f64)> {
-            self.last_runs(pos, window)
+            self.evidence
+                .last_runs(pos, window)
                 .iter()
                 .filter(|r| r.run >= since)
                 .map(|r| (r.run, r.tps))
@@ -240,7 +247,7 @@ impl Hunt<'_> {
                 Verdict::Unchanged => runs >= self.cfg.decision.min_runs + 2,
                 Verdict::Unclear => false,
             };
-            let cap = self.runs_since(lo, since).len() >= self.cfg.decision.max_runs;
+            let cap = self.evidence.runs_since(lo, since).len() >= self.cfg.decision.max_runs;
             if settled || cap {
                 return Ok(cmp);
             }
@@ -338,8 +345,8 @@ impl Hunt<'_> {
     ) -> anyhow::Result<Vec<Range>> {
         let cmp = check.side_by_side;
         if first_bad == last_good + 1 {
-            let before = stats::median(&self.runs_since(last_good, check.since));
-            let after = stats::median(&self.runs_since(first_bad, check.since));
+            let before = stats::median(&self.evidence.runs_since(last_good, check.since));
+            let after = stats::median(&self.evidence.runs_since(first_bad, check.since));
             let c = &self.commits[first_bad];
             self.culprits.push(Culprit {
                 commit: c.id.clone(),
@@ -480,7 +487,10 @@ impl Hunt<'_> {
                     _ if s.failures >= self.cfg.max_run_failures => {
                         format!("{c}'s runs failed")
                     }
-                    _ => format!("{c} was still unsure after {} runs", s.runs.len()),
+                    _ => format!(
+                        "{c} was still unsure after {} runs",
+                        self.evidence.runs(pos).len()
+                    ),
                 }
             })
             .collect();
@@ -512,7 +522,7 @@ impl Hunt<'_> {
         // While the machine drifts, the ends' levels are measured beside
         // the pair, or the rest of the drop is judged on stale runs.
         let mut order = vec![good, bad];
-        if self.drifting() {
+        if self.evidence.drifting() {
             order.extend(before_end.into_iter().chain(after_end));
         }
         let first_order = order.clone();
@@ -537,7 +547,7 @@ impl Hunt<'_> {
                 after: after_end.map(|hi| self.compare_end(hi, bad, since, false)),
                 since,
             };
-            if self.runs_since(bad, since).len() >= d.max_runs {
+            if self.evidence.runs_since(bad, since).len() >= d.max_runs {
                 return Ok(check);
             }
             match check.side_by_side.verdict {
@@ -584,19 +594,24 @@ impl Hunt<'_> {
         end_first: bool,
     ) -> Comparison {
         let d = self.per_look();
-        if self.drifting() {
+        if self.evidence.drifting() {
             let (base, new) = if end_first {
                 (end, inner)
             } else {
                 (inner, end)
             };
-            let pairs = self.pairs_since(base, new, since);
+            let pairs = self.evidence.pairs_since(base, new, since);
             if pairs.len() >= d.min_runs {
                 return decide::compare_paired(&pairs, &d, d.threshold);
             }
         }
-        let end_runs: Vec<f64> = self.recent_runs(end).iter().map(|r| r.tps).collect();
-        let inner_runs = self.runs_since(inner, since);
+        let end_runs: Vec<f64> = self
+            .evidence
+            .recent_runs(end, self.cfg.reference_window)
+            .iter()
+            .map(|r| r.tps)
+            .collect();
+        let inner_runs = self.evidence.runs_since(inner, since);
         let (base, new) = if end_first {
             (end_runs, inner_runs)
         } else {

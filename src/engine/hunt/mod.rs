@@ -33,21 +33,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 mod check;
+mod evidence;
 #[cfg(test)]
 mod tests;
 
 use check::RangeState;
+use evidence::Evidence;
 
 /// How many times a range's ends are measured side by side to settle a
 /// doubt about its drop before a further doubt ends its search.
 const MAX_DOUBTS: u32 = 2;
-
-/// Runs of a range end that give its level while the machine drifts.
-const DRIFT_WINDOW: usize = 3;
-
-/// How many run numbers apart two runs may be to count as made side by
-/// side (a round of a check measures up to four commits in turn).
-const PAIR_GAP: u64 = 3;
 
 /// How a hunt is run.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
@@ -101,7 +96,6 @@ pub enum HuntError {
 #[derive(Debug, Default)]
 struct CommitState {
     prepared: Option<Prepared>,
-    runs: Vec<RunSample>,
     failures: u32,
     last_failure: Option<String>,
     judgement: Option<Judgement>,
@@ -131,6 +125,8 @@ pub struct Hunt<'a> {
     /// Position 0 is the good endpoint, the last position the bad one.
     commits: Vec<Commit>,
     state: Vec<CommitState>,
+    /// Every run so far, by position.
+    evidence: Evidence,
     seq: u64,
     culprits: Vec<Culprit>,
     unresolved: Vec<UnresolvedRange>,
@@ -161,6 +157,7 @@ impl<'a> Hunt<'a> {
             journal: None,
             progress,
             interrupt: None,
+            evidence: Evidence::new(commits.len()),
             commits,
             state,
             seq: 0,
@@ -387,11 +384,11 @@ impl<'a> Hunt<'a> {
         let commit = self.commits[pos].short().to_string();
         loop {
             let reference = self.reference(range);
-            let verdict = decide::classify(&self.tps(pos), &reference, &self.cfg.decision);
+            let verdict = decide::classify(&self.evidence.tps(pos), &reference, &self.cfg.decision);
             let (outcome, judgement) = match verdict.class {
                 Class::GoodLike => (Some(Outcome::Good), Judgement::GoodLike),
                 Class::BadLike => (Some(Outcome::Bad), Judgement::BadLike),
-                Class::Unclear if self.state[pos].runs.len() >= self.cfg.decision.max_runs => {
+                Class::Unclear if self.evidence.runs(pos).len() >= self.cfg.decision.max_runs => {
                     (Some(Outcome::Skip), Judgement::Unsure)
                 }
                 Class::Unclear => (None, Judgement::Unsure),
@@ -432,7 +429,7 @@ impl<'a> Hunt<'a> {
     /// Makes a reference run of the range's end measured longest ago, when
     /// the ends' latest run is old.
     fn refresh_reference(&mut self, range: Range) -> anyhow::Result<()> {
-        let last = |pos: usize| self.state[pos].runs.last().map_or(0, |r| r.run);
+        let last = |pos: usize| self.evidence.last_run(pos);
         let (lo_last, hi_last) = (last(range.lo), last(range.hi));
         if self.seq.saturating_sub(lo_last.max(hi_last)) < self.reference_every() {
             return Ok(());
@@ -453,89 +450,30 @@ impl<'a> Hunt<'a> {
 
     /// The levels of the range's two ends near the current time.
     fn reference(&self, range: Range) -> Reference {
-        let (good_log_level, good_runs) = self.recent_level(range.lo);
-        let (bad_log_level, bad_runs) = self.recent_level(range.hi);
+        let (good_log_level, good_runs) = self
+            .evidence
+            .recent_level(range.lo, self.cfg.reference_window);
+        let (bad_log_level, bad_runs) = self
+            .evidence
+            .recent_level(range.hi, self.cfg.reference_window);
         Reference {
             good_log_level,
             good_runs,
             bad_log_level,
             bad_runs,
-            log_sigma: self.noise_sigma(),
+            log_sigma: self.evidence.noise_sigma(),
         }
-    }
-
-    /// Robust location of the most recent runs of `pos` (log throughput),
-    /// and how many runs it rests on.
-    fn recent_level(&self, pos: usize) -> (f64, usize) {
-        let recent = self.recent_runs(pos);
-        let mut logs: Vec<f64> = recent.iter().map(|r| r.tps.ln()).collect();
-        logs.sort_by(f64::total_cmp);
-        if logs.len() >= 5 {
-            logs = logs[1..logs.len() - 1].to_vec();
-        }
-        (
-            logs.iter().sum::<f64>() / logs.len().max(1) as f64,
-            recent.len(),
-        )
-    }
-
-    /// The runs of `pos` that say its level now: the last
-    /// `reference_window`, or the last 3 while the machine drifts.
-    fn recent_runs(&self, pos: usize) -> &[RunSample] {
-        let window = if self.drifting() {
-            DRIFT_WINDOW
-        } else {
-            self.cfg.reference_window
-        };
-        self.last_runs(pos, window)
-    }
-
-    fn last_runs(&self, pos: usize, n: usize) -> &[RunSample] {
-        let runs = &self.state[pos].runs;
-        &runs[runs.len().saturating_sub(n)..]
     }
 
     /// How many runs apart reference runs are: every other run while the
     /// machine drifts, so that a candidate is set against levels measured
     /// beside it in time.
     fn reference_every(&self) -> u64 {
-        if self.drifting() {
+        if self.evidence.drifting() {
             2
         } else {
             self.cfg.reference_every
         }
-    }
-
-    /// Whether the machine's speed wanders between runs, which a fixed
-    /// reference level cannot follow: the runs of each commit measured
-    /// often (the range ends above all), in time order, move together
-    /// (pooled von Neumann ratio, 0.1% level). Independent noise of any
-    /// shape (outliers, two modes) does not trip it.
-    fn drifting(&self) -> bool {
-        let series: Vec<Vec<f64>> = self
-            .state
-            .iter()
-            .filter(|s| s.runs.len() >= 6)
-            .map(|s| s.runs.iter().map(|r| r.tps.ln()).collect())
-            .collect();
-        let refs: Vec<&[f64]> = series.iter().map(Vec::as_slice).collect();
-        stats::wanders(&refs, 3.09) == Some(true)
-    }
-
-    /// Run-to-run spread of log throughput, pooled over every commit.
-    fn noise(&self) -> Option<stats::NoiseEstimate> {
-        let groups: Vec<Vec<f64>> = self
-            .state
-            .iter()
-            .filter(|s| s.runs.len() >= 2)
-            .map(|s| s.runs.iter().map(|r| r.tps).collect())
-            .collect();
-        let refs: Vec<&[f64]> = groups.iter().map(Vec::as_slice).collect();
-        stats::robust_log_sigma(&refs)
-    }
-
-    fn noise_sigma(&self) -> f64 {
-        self.noise().map_or(0.05, |n| n.cautious_sigma()).max(0.002)
     }
 
     /// Compares the runs of two commits made since `since`. A check looks
@@ -545,29 +483,19 @@ impl<'a> Hunt<'a> {
     /// against each other, pair by pair.
     fn compare_positions(&self, base: usize, new: usize, since: u64, threshold: f64) -> Comparison {
         let cfg = self.per_look();
-        if self.drifting() {
-            return decide::compare_paired(&self.pairs_since(base, new, since), &cfg, threshold);
+        if self.evidence.drifting() {
+            return decide::compare_paired(
+                &self.evidence.pairs_since(base, new, since),
+                &cfg,
+                threshold,
+            );
         }
         decide::compare(
-            &self.runs_since(base, since),
-            &self.runs_since(new, since),
+            &self.evidence.runs_since(base, since),
+            &self.evidence.runs_since(new, since),
             &cfg,
             threshold,
         )
-    }
-
-    /// The runs of `base` and `new` made since `since`, paired with each
-    /// other's neighbours in time.
-    fn pairs_since(&self, base: usize, new: usize, since: u64) -> Vec<(f64, f64)> {
-        let timed = |pos: usize| -> Vec<(u64, f64)> {
-            self.state[pos]
-                .runs
-                .iter()
-                .filter(|r| r.run >= since)
-                .map(|r| (r.run, r.tps))
-                .collect()
-        };
-        stats::pair_in_time(&timed(base), &timed(new), PAIR_GAP)
     }
 
     /// The decision knobs for one look of a check that looks after every
@@ -581,6 +509,7 @@ impl<'a> Hunt<'a> {
             ..self.cfg.decision
         };
         let wild = self
+            .evidence
             .noise()
             .is_some_and(|n| n.differences >= 20 && n.wild_fraction > 0.05);
         if wild {
@@ -595,19 +524,6 @@ impl<'a> Hunt<'a> {
                 ..d
             }
         }
-    }
-
-    fn runs_since(&self, pos: usize, since: u64) -> Vec<f64> {
-        self.state[pos]
-            .runs
-            .iter()
-            .filter(|r| r.run >= since)
-            .map(|r| r.tps)
-            .collect()
-    }
-
-    fn tps(&self, pos: usize) -> Vec<f64> {
-        self.runs_since(pos, 0)
     }
 
     /// Prepares (once) and runs `pos` once, journaling both.
@@ -655,23 +571,18 @@ impl<'a> Hunt<'a> {
             outcome: outcome.clone(),
         })?;
         let (result, tps) = match outcome {
-            RunOutcome::Measured(m) => {
-                self.state[pos].runs.push(RunSample {
-                    run: self.seq,
-                    tps: m.tps,
-                });
+            RunOutcome::Measured(m) if m.is_usable() => {
+                self.evidence.record(
+                    pos,
+                    RunSample {
+                        run: self.seq,
+                        tps: m.tps,
+                    },
+                );
                 (Measured::Ok, Some(m.tps))
             }
-            RunOutcome::Failed { reason } => {
-                self.state[pos].failures += 1;
-                self.note(format!(
-                    "run {} of {} failed: {reason}",
-                    self.seq,
-                    commit.short()
-                ));
-                self.state[pos].last_failure = Some(reason);
-                (Measured::Failed, None)
-            }
+            RunOutcome::Measured(m) => self.run_failed(pos, format!("it measured {} tps", m.tps)),
+            RunOutcome::Failed { reason } => self.run_failed(pos, reason),
         };
         self.progress.event(&ProgressEvent::Run {
             run: self.seq,
@@ -679,6 +590,15 @@ impl<'a> Hunt<'a> {
             tps,
         });
         Ok(result)
+    }
+
+    /// Counts a run of `pos` that gave no usable result.
+    fn run_failed(&mut self, pos: usize, reason: String) -> (Measured, Option<f64>) {
+        self.state[pos].failures += 1;
+        let short = self.commits[pos].short().to_string();
+        self.note(format!("run {} of {short} failed: {reason}", self.seq));
+        self.state[pos].last_failure = Some(reason);
+        (Measured::Failed, None)
     }
 
     fn interrupted(&self) -> bool {
@@ -734,8 +654,8 @@ impl<'a> Hunt<'a> {
                 commit: self.commits[pos].clone(),
                 position: pos,
                 judgement: s.judgement.unwrap_or(Judgement::Unsure),
-                samples: s.runs.clone(),
-                summary: stats::Sample::new(s.runs.iter().map(|r| r.tps).collect())
+                samples: self.evidence.runs(pos).to_vec(),
+                summary: stats::Sample::new(self.evidence.tps(pos))
                     .ok()
                     .map(|x| x.summary()),
                 note: match &s.prepared {
@@ -744,7 +664,7 @@ impl<'a> Hunt<'a> {
                 },
             })
             .collect();
-        let measured: u64 = self.state.iter().map(|s| s.runs.len() as u64).sum();
+        let measured = self.evidence.total_runs();
         HuntReport {
             outcome,
             good: self.commits[0].clone(),

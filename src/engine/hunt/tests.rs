@@ -168,7 +168,7 @@ fn a_drifting_machine_is_noticed_and_blames_no_wrong_commit() {
                 hunt.measure(pos).unwrap();
             }
         }
-        assert_eq!(hunt.drifting(), drifts, "wave {wave}");
+        assert_eq!(hunt.evidence.drifting(), drifts, "wave {wave}");
         assert_eq!(hunt.reference_every(), if drifts { 2 } else { 6 });
 
         let mut lab = step_lab(&commits, 41, wave);
@@ -288,7 +288,7 @@ fn hunt_in_doubt<'a>(
         hunt.seq += 1;
         let run = hunt.seq;
         let tps = tps * (1.0 + 0.2 * jitter(run));
-        hunt.state[64].runs.push(RunSample { run, tps });
+        hunt.evidence.record(64, RunSample { run, tps });
     }
     let state = hunt.range_holds(Range { lo: 0, hi: 64 }, unsure);
     assert!(matches!(state, RangeState::InDoubt(_)), "{state:?}");
@@ -353,4 +353,65 @@ fn the_drop_a_culprit_leaves_unexplained_is_the_ratio_of_the_two() {
     let rest = hunt.unexplained(range, &with_change(-5.0)).unwrap();
     let expected = 100.0 * ((1.0 + whole.change.pct / 100.0) / 0.95 - 1.0);
     assert!((rest - expected).abs() < 1e-9 && rest < -9.0, "{rest}");
+}
+
+/// 1000 tps before `step`, 800 from it on, with a 3% spread; `zero`
+/// measures `tps = 0` on every run (nothing completed).
+struct ZeroLab {
+    step: usize,
+    zero: usize,
+    totals: LabTotals,
+}
+
+impl Lab for ZeroLab {
+    fn prepare(&mut self, _commit: &Commit) -> anyhow::Result<Prepared> {
+        Ok(Prepared::Ready { cached: false })
+    }
+
+    fn run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
+        self.totals.runs += 1;
+        let pos: usize = commit.id.parse().unwrap();
+        let level = if pos >= self.step { 800.0 } else { 1000.0 };
+        let tps = if pos == self.zero {
+            0.0
+        } else {
+            level * (1.0 + 0.06 * jitter(spec.run))
+        };
+        Ok(RunOutcome::tps_only(tps))
+    }
+
+    fn totals(&self) -> LabTotals {
+        self.totals
+    }
+
+    fn describe(&self) -> String {
+        "zero".into()
+    }
+}
+
+#[test]
+fn a_run_of_zero_tps_is_a_failed_run_not_a_level() {
+    let commits: Vec<Commit> = (0..=16).map(|i| Commit::bare(format!("{i:040}"))).collect();
+    let mut lab = ZeroLab {
+        step: 11,
+        zero: 8,
+        totals: LabTotals::default(),
+    };
+    let report = Hunt::new(HuntConfig::default(), commits, &mut lab, &mut Silent)
+        .run()
+        .unwrap();
+    let culprits: Vec<&str> = report.culprits.iter().map(|c| c.commit.as_str()).collect();
+    assert_eq!(culprits, [format!("{:040}", 11)], "{report:#?}");
+    let zero = report.tested.iter().find(|t| t.position == 8);
+    if let Some(zero) = zero {
+        assert!(zero.samples.is_empty(), "{:?}", zero.samples);
+        let note = zero.note.as_deref().unwrap_or("");
+        assert!(note.contains("it measured 0 tps"), "{note}");
+    }
+    assert!(
+        report
+            .tested
+            .iter()
+            .all(|t| t.samples.iter().all(|s| s.tps > 0.0))
+    );
 }

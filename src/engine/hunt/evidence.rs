@@ -1,0 +1,242 @@
+//! Every run a hunt has made, and the questions its decisions ask of them.
+//!
+//! The driver ([`super::Hunt`]) decides what to measure next; these are the
+//! read-only queries behind those decisions: the level of a commit near
+//! the current time, the run-to-run noise, whether the machine's speed
+//! wanders, the runs of two commits made side by side. They depend on the
+//! runs alone, so they are tested here with literal runs, without a lab.
+
+use crate::core::stats;
+use crate::report::findings::RunSample;
+
+/// How many runs a commit's level rests on while the machine drifts.
+pub(super) const DRIFT_WINDOW: usize = 3;
+
+/// Runs more than this many runs apart are not paired side by side.
+pub(super) const PAIR_GAP: u64 = 3;
+
+/// The runs of every position of the history, in time order.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Evidence {
+    runs: Vec<Vec<RunSample>>,
+}
+
+impl Evidence {
+    /// No runs yet, for `positions` commits.
+    pub(super) fn new(positions: usize) -> Evidence {
+        Evidence {
+            runs: vec![Vec::new(); positions],
+        }
+    }
+
+    pub(super) fn record(&mut self, pos: usize, sample: RunSample) {
+        self.runs[pos].push(sample);
+    }
+
+    /// Every run of `pos`, oldest first.
+    pub(super) fn runs(&self, pos: usize) -> &[RunSample] {
+        &self.runs[pos]
+    }
+
+    /// How many runs every position has had, in all.
+    pub(super) fn total_runs(&self) -> u64 {
+        self.runs.iter().map(|r| r.len() as u64).sum()
+    }
+
+    /// The number of the last run of `pos` (0 before its first).
+    pub(super) fn last_run(&self, pos: usize) -> u64 {
+        self.runs[pos].last().map_or(0, |r| r.run)
+    }
+
+    /// Robust location of the most recent runs of `pos` (log throughput),
+    /// and how many runs it rests on: the last `window`, or the last
+    /// [`DRIFT_WINDOW`] while the machine drifts.
+    pub(super) fn recent_level(&self, pos: usize, window: usize) -> (f64, usize) {
+        let recent = self.recent_runs(pos, window);
+        let tps: Vec<f64> = recent.iter().map(|r| r.tps).collect();
+        (stats::trimmed_log_mean(&tps), recent.len())
+    }
+
+    /// The runs of `pos` that say its level now: the last `window`, or the
+    /// last [`DRIFT_WINDOW`] while the machine drifts.
+    pub(super) fn recent_runs(&self, pos: usize, window: usize) -> &[RunSample] {
+        let window = if self.drifting() {
+            DRIFT_WINDOW
+        } else {
+            window
+        };
+        self.last_runs(pos, window)
+    }
+
+    /// The last `n` runs of `pos`.
+    pub(super) fn last_runs(&self, pos: usize, n: usize) -> &[RunSample] {
+        let runs = &self.runs[pos];
+        &runs[runs.len().saturating_sub(n)..]
+    }
+
+    /// Whether the machine's speed wanders between runs, which a fixed
+    /// reference level cannot follow: the runs of each commit measured
+    /// often (the range ends above all), in time order, move together
+    /// (pooled von Neumann ratio, 0.1% level). Independent noise of any
+    /// shape (outliers, two modes) does not trip it.
+    pub(super) fn drifting(&self) -> bool {
+        let series: Vec<Vec<f64>> = self
+            .runs
+            .iter()
+            .filter(|r| r.len() >= 6)
+            .map(|r| r.iter().map(|r| r.tps.ln()).collect())
+            .collect();
+        let refs: Vec<&[f64]> = series.iter().map(Vec::as_slice).collect();
+        stats::wanders(&refs, 3.09) == Some(true)
+    }
+
+    /// Run-to-run spread of log throughput, pooled over every commit.
+    pub(super) fn noise(&self) -> Option<stats::NoiseEstimate> {
+        let groups: Vec<Vec<f64>> = self
+            .runs
+            .iter()
+            .filter(|r| r.len() >= 2)
+            .map(|r| r.iter().map(|r| r.tps).collect())
+            .collect();
+        let refs: Vec<&[f64]> = groups.iter().map(Vec::as_slice).collect();
+        stats::robust_log_sigma(&refs)
+    }
+
+    /// The noise the decisions assume (see [`stats::decision_sigma`]).
+    pub(super) fn noise_sigma(&self) -> f64 {
+        stats::decision_sigma(self.noise())
+    }
+
+    /// The runs of `base` and `new` made since `since`, paired with each
+    /// other's neighbours in time.
+    pub(super) fn pairs_since(&self, base: usize, new: usize, since: u64) -> Vec<(f64, f64)> {
+        let timed = |pos: usize| -> Vec<(u64, f64)> {
+            self.runs[pos]
+                .iter()
+                .filter(|r| r.run >= since)
+                .map(|r| (r.run, r.tps))
+                .collect()
+        };
+        stats::pair_in_time(&timed(base), &timed(new), PAIR_GAP)
+    }
+
+    /// Throughput of the runs of `pos` made since run `since`.
+    pub(super) fn runs_since(&self, pos: usize, since: u64) -> Vec<f64> {
+        self.runs[pos]
+            .iter()
+            .filter(|r| r.run >= since)
+            .map(|r| r.tps)
+            .collect()
+    }
+
+    /// Throughput of every run of `pos`.
+    pub(super) fn tps(&self, pos: usize) -> Vec<f64> {
+        self.runs_since(pos, 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs numbered in the order given: `(position, tps)`.
+    fn evidence(positions: usize, runs: &[(usize, f64)]) -> Evidence {
+        let mut e = Evidence::new(positions);
+        for (i, &(pos, tps)) in runs.iter().enumerate() {
+            e.record(
+                pos,
+                RunSample {
+                    run: i as u64 + 1,
+                    tps,
+                },
+            );
+        }
+        e
+    }
+
+    #[test]
+    fn levels_rest_on_the_recent_runs_without_the_extremes() {
+        let e = evidence(
+            2,
+            &[
+                (0, 500.0),
+                (0, 1000.0),
+                (1, 800.0),
+                (0, 990.0),
+                (0, 5000.0),
+                (0, 1010.0),
+                (0, 1.0),
+            ],
+        );
+        let (level, runs) = e.recent_level(0, 5);
+        assert_eq!(runs, 5);
+        // Of 1000, 990, 5000, 1010, 1: the largest and smallest are set aside.
+        let expected = (1000f64.ln() + 990f64.ln() + 1010f64.ln()) / 3.0;
+        assert!((level - expected).abs() < 1e-12, "{level} vs {expected}");
+        let (one, n) = e.recent_level(1, 5);
+        assert_eq!((one, n), (800f64.ln(), 1));
+        assert_eq!(e.last_run(1), 3);
+        assert_eq!(e.last_run(0), 7);
+        assert_eq!(e.total_runs(), 7);
+    }
+
+    #[test]
+    fn runs_since_and_pairs_made_side_by_side() {
+        let e = evidence(
+            2,
+            &[(0, 100.0), (1, 90.0), (0, 101.0), (1, 91.0), (0, 102.0)],
+        );
+        assert_eq!(e.runs_since(0, 3), [101.0, 102.0]);
+        assert_eq!(e.tps(1), [90.0, 91.0]);
+        let pairs = e.pairs_since(0, 1, 0);
+        assert_eq!(pairs.len(), 2, "{pairs:?}");
+        assert!(pairs.iter().all(|(a, b)| a > b), "{pairs:?}");
+    }
+
+    #[test]
+    fn a_wandering_machine_is_seen_and_independent_noise_is_not() {
+        // One commit measured often while the machine slows down and
+        // speeds up again, slowly.
+        let wave: Vec<(usize, f64)> = (0..24)
+            .map(|i| (0, 1000.0 * (1.0 + 0.1 * (i as f64 / 4.0).sin())))
+            .collect();
+        assert!(evidence(1, &wave).drifting());
+        let steady: Vec<(usize, f64)> = (0..24)
+            .map(|i| (0, if i % 2 == 0 { 1000.0 } else { 1020.0 }))
+            .collect();
+        let e = evidence(1, &steady);
+        assert!(!e.drifting());
+        // While it drifts, a level rests on the last few runs only.
+        assert_eq!(evidence(1, &wave).recent_level(0, 8).1, DRIFT_WINDOW);
+        assert_eq!(e.recent_level(0, 8).1, 8);
+    }
+
+    #[test]
+    fn noise_is_pooled_over_commits_and_has_a_floor_and_a_default() {
+        assert_eq!(Evidence::new(2).noise_sigma(), 0.05);
+        let e = evidence(
+            2,
+            &[
+                (0, 1000.0),
+                (0, 1000.0),
+                (1, 900.0),
+                (1, 900.0),
+                (0, 1000.0),
+            ],
+        );
+        assert_eq!(e.noise_sigma(), 0.002);
+        let noisy = evidence(
+            2,
+            &[
+                (0, 1000.0),
+                (0, 1100.0),
+                (0, 950.0),
+                (1, 800.0),
+                (1, 880.0),
+                (1, 760.0),
+            ],
+        );
+        let sigma = noisy.noise_sigma();
+        assert!(sigma > 0.02 && sigma < 0.2, "{sigma}");
+    }
+}
