@@ -2,7 +2,7 @@
 //! several client counts, the runs of the two sides alternating.
 
 use super::args::LabArgs;
-use super::hunt::Plan;
+use super::hunt::{Plan, check_writable_file};
 use super::lab::{load_profile, make_lab};
 use crate::core::decide::DecisionConfig;
 use crate::engine::compare::{CompareReport, chart_series, measure, table};
@@ -72,6 +72,11 @@ confidence interval, and a verdict: SLOWER, same, faster or unclear.";
 /// `pgbisect compare`: flags in, table out.
 pub(super) fn command(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     let decision = decision_config(args)?;
+    for (path, flag) in [(&args.json, "--json"), (&args.chart, "--chart")] {
+        if let Some(path) = path {
+            check_writable_file(path, flag)?;
+        }
+    }
     let lab_args = &args.lab;
     let repo_dir = lab_args.repo_dir();
     let repo = Repo::open(&repo_dir)?;

@@ -167,6 +167,9 @@ pub(super) fn command(args: &RunArgs) -> anyhow::Result<ExitCode> {
         )
         .into());
     }
+    if let Some(path) = &args.json {
+        check_writable_file(path, "--json")?;
+    }
     let notifier = Notifier::from_flags(
         args.notify_cmd.as_deref(),
         &args.mail_to,
@@ -225,6 +228,13 @@ fn run_hunt(args: &RunArgs, work_dir: &mut Option<PathBuf>) -> anyhow::Result<Fi
         )));
     }
     let mut journal = Journal::open(&hunt.journal())?;
+    if journal.cut() > 0 {
+        progress.event(&ProgressEvent::Note(format!(
+            "the journal's last line was torn ({} bytes, written when pgbisect was stopped); \
+             it was cut off and that run will be made again",
+            journal.cut()
+        )));
+    }
     journal.append(&Event::Start {
         good: plan.good.id.clone(),
         bad: plan.bad.id.clone(),
@@ -302,6 +312,46 @@ fn write_outputs(report: &HuntReport, hunt: &HuntDir, json: Option<&Path>) -> an
     Ok(())
 }
 
+/// Fails at once, before hours of measuring, when `path` cannot take a
+/// file: its folder is missing, or it is a folder itself.
+pub(super) fn check_writable_file(path: &Path, flag: &str) -> anyhow::Result<()> {
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let problem = if path.is_dir() {
+        "is a directory"
+    } else if !folder.is_dir() {
+        "is in a folder that does not exist"
+    } else {
+        return Ok(());
+    };
+    Err(UsageError(format!(
+        "{flag} {}: {problem}; give a file path in an existing folder",
+        path.display()
+    ))
+    .into())
+}
+
 pub(super) fn write_file(path: &Path, body: &str) -> anyhow::Result<()> {
     std::fs::write(path, body).with_context(|| format!("cannot write {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_output_file_that_cannot_be_written_is_refused_before_anything_runs() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert!(check_writable_file(&tmp.path().join("out.json"), "--json").is_ok());
+        assert!(check_writable_file(Path::new("out.json"), "--json").is_ok());
+        let missing = check_writable_file(&tmp.path().join("no/out.json"), "--json")
+            .unwrap_err()
+            .to_string();
+        assert!(missing.contains("does not exist"), "{missing}");
+        let folder = check_writable_file(tmp.path(), "--json").unwrap_err();
+        assert!(folder.to_string().contains("is a directory"), "{folder}");
+        assert!(folder.downcast_ref::<UsageError>().is_some());
+    }
 }

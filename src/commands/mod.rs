@@ -126,7 +126,9 @@ pub fn run() -> anyhow::Result<ExitCode> {
 pub fn exit_code_for(err: &anyhow::Error) -> u8 {
     if err.downcast_ref::<UsageError>().is_some()
         || err.downcast_ref::<crate::profile::ProfileError>().is_some()
-        || err.downcast_ref::<crate::repo::RepoError>().is_some()
+        || err
+            .downcast_ref::<crate::repo::RepoError>()
+            .is_some_and(|e| e.is_usage())
         || err.downcast_ref::<crate::workspace::Busy>().is_some()
     {
         EXIT_USAGE
@@ -153,6 +155,22 @@ mod tests {
                 .to_string();
         assert!(err.contains("pgbisect compare"), "{err}");
         assert!(Cli::try_parse_from(["pgbisect", "--clients", "0"]).is_err());
+    }
+
+    #[test]
+    fn trouble_with_the_disk_is_a_runtime_error_and_a_bad_revision_a_usage_error() {
+        let full = std::io::Error::from_raw_os_error(28);
+        let io = crate::repo::RepoError::Io {
+            action: "check out".into(),
+            path: "/w/checkout".into(),
+            source: full,
+        };
+        assert_eq!(exit_code_for(&io.into()), EXIT_RUNTIME_ERROR);
+        let rev = crate::repo::RepoError::AmbiguousRevision { rev: "a".into() };
+        assert_eq!(exit_code_for(&rev.into()), EXIT_USAGE);
+        let full = std::io::Error::from_raw_os_error(28);
+        let context = anyhow::Error::new(full).context("cannot write the journal");
+        assert_eq!(exit_code_for(&context), EXIT_RUNTIME_ERROR);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// One line of the journal.
@@ -54,39 +54,63 @@ pub struct Journal {
     file: File,
     runs: HashSet<u64>,
     prepared: HashSet<String>,
+    /// Bytes of a torn last line cut off when the journal was opened.
+    cut: usize,
 }
 
 impl Journal {
     /// Opens (creating if needed) the journal at `path` for appending.
+    ///
+    /// A last line cut short by a crash (`kill -9` in the middle of a
+    /// write) is cut off the file, so that the next event starts a line of
+    /// its own instead of being glued to the torn one; [`Journal::cut`]
+    /// says how much was cut.
     pub fn open(path: &Path) -> anyhow::Result<Journal> {
+        let read = read_journal(path)?;
         let mut runs = HashSet::new();
         let mut prepared = HashSet::new();
-        for event in Journal::load(path)? {
+        for event in &read.events {
             match event {
                 Event::Run { run, .. } => {
-                    runs.insert(run);
+                    runs.insert(*run);
                 }
                 Event::Prepared { commit, .. } => {
-                    prepared.insert(commit);
+                    prepared.insert(commit.clone());
                 }
                 _ => {}
             }
         }
-        let file = OpenOptions::new()
+        let mut file = OpenOptions::new()
             .create(true)
             .append(true)
             .open(path)
             .with_context(|| format!("cannot open the journal {}", path.display()))?;
+        let cut = read.len - read.intact;
+        if cut > 0 {
+            file.set_len(read.intact as u64)
+                .with_context(|| format!("cannot cut the torn end of {}", path.display()))?;
+        }
+        if read.intact > 0 && !read.ends_with_newline {
+            file.write_all(b"\n")
+                .with_context(|| format!("cannot write the journal {}", path.display()))?;
+        }
         Ok(Journal {
             path: path.to_path_buf(),
             file,
             runs,
             prepared,
+            cut,
         })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// How many bytes of a torn last line [`Journal::open`] cut off (0
+    /// when the journal was whole).
+    pub fn cut(&self) -> usize {
+        self.cut
     }
 
     /// Appends one event and syncs it to disk; says whether it was new
@@ -117,40 +141,71 @@ impl Journal {
     /// Reads every complete event of the journal at `path`; a last line cut
     /// short by a crash is ignored. A missing file is an empty journal.
     pub fn load(path: &Path) -> anyhow::Result<Vec<Event>> {
-        let file = match File::open(path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => {
-                return Err(e)
-                    .with_context(|| format!("cannot read the journal {}", path.display()));
-            }
+        Ok(read_journal(path)?.events)
+    }
+}
+
+/// A journal as read: its events, and how much of it is intact.
+struct Read {
+    events: Vec<Event>,
+    /// Bytes in the file.
+    len: usize,
+    /// Bytes up to the end of the last intact line.
+    intact: usize,
+    /// Whether the intact part ends a line (a last event may lack its
+    /// newline when the write was cut right before it).
+    ends_with_newline: bool,
+}
+
+/// Reads the journal at `path`. Every line but the last must be an event
+/// (else the journal is damaged: the error names the line); a last line
+/// that is not one was torn by a crash and is left out of `intact`.
+fn read_journal(path: &Path) -> anyhow::Result<Read> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => {
+            return Err(e).with_context(|| format!("cannot read the journal {}", path.display()));
+        }
+    };
+    let mut read = Read {
+        events: Vec::new(),
+        len: bytes.len(),
+        intact: 0,
+        ends_with_newline: true,
+    };
+    let mut start = 0;
+    for (i, line) in bytes.split_inclusive(|b| *b == b'\n').enumerate() {
+        let end = start + line.len();
+        let text = std::str::from_utf8(line).map(str::trim);
+        let event = match text {
+            Ok("") => None,
+            Ok(text) => match serde_json::from_str::<Event>(text) {
+                Ok(event) => Some(Ok(event)),
+                Err(e) => Some(Err(anyhow::Error::new(e))),
+            },
+            Err(e) => Some(Err(anyhow::Error::new(e).context("not UTF-8"))),
         };
-        let lines: Vec<String> = BufReader::new(file)
-            .lines()
-            .collect::<Result<_, _>>()
-            .with_context(|| format!("cannot read the journal {}", path.display()))?;
-        let mut events = Vec::with_capacity(lines.len());
-        let last = lines.len().saturating_sub(1);
-        for (i, line) in lines.iter().enumerate() {
-            if line.trim().is_empty() {
-                continue;
-            }
-            match serde_json::from_str(line) {
-                Ok(event) => events.push(event),
-                Err(_) if i == last => break,
-                Err(e) => {
-                    return Err(e).with_context(|| {
-                        format!(
-                            "line {} of the journal {} is damaged",
-                            i + 1,
-                            path.display()
-                        )
-                    });
-                }
+        match event {
+            None => {}
+            Some(Ok(event)) => read.events.push(event),
+            Some(Err(_)) if end == bytes.len() => break,
+            Some(Err(e)) => {
+                return Err(e).with_context(|| {
+                    format!(
+                        "line {} of the journal {} is damaged; move the journal away to \
+                         start the hunt afresh, or cut the line off to keep the rest",
+                        i + 1,
+                        path.display()
+                    )
+                });
             }
         }
-        Ok(events)
+        read.intact = end;
+        start = end;
     }
+    read.ends_with_newline = read.intact == 0 || bytes[read.intact - 1] == b'\n';
+    Ok(read)
 }
 
 #[cfg(test)]
@@ -184,6 +239,70 @@ mod tests {
         let mut j = Journal::open(&path).unwrap();
         j.append(&run).unwrap();
         assert_eq!(Journal::load(&path).unwrap().len(), 1);
+    }
+
+    /// A run, as the hunt journals it.
+    fn run(n: u64) -> Event {
+        Event::Run {
+            run: n,
+            commit: "abc".into(),
+            clients: 1,
+            outcome: RunOutcome::tps_only(100.0 + n as f64),
+        }
+    }
+
+    #[test]
+    fn a_torn_tail_is_cut_off_so_later_starts_still_read_the_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.jsonl");
+        let mut j = Journal::open(&path).unwrap();
+        j.append(&run(1)).unwrap();
+        drop(j);
+        let whole = std::fs::metadata(&path).unwrap().len();
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(b"{\"event\":\"run\",\"ru").unwrap();
+        drop(f);
+        // The next start cuts the torn line and says so ...
+        let mut j = Journal::open(&path).unwrap();
+        assert_eq!(j.cut(), 18);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), whole);
+        j.append(&run(2)).unwrap();
+        drop(j);
+        // ... so the start after it reads every event, the new one too.
+        let j = Journal::open(&path).unwrap();
+        assert_eq!(j.cut(), 0);
+        assert_eq!(Journal::load(&path).unwrap(), vec![run(1), run(2)]);
+    }
+
+    #[test]
+    fn a_last_event_without_its_newline_is_kept_and_ended() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.jsonl");
+        let line = serde_json::to_string(&run(1)).unwrap();
+        std::fs::write(&path, &line).unwrap();
+        let mut j = Journal::open(&path).unwrap();
+        assert_eq!(j.cut(), 0);
+        j.append(&run(2)).unwrap();
+        assert_eq!(Journal::load(&path).unwrap(), vec![run(1), run(2)]);
+    }
+
+    #[test]
+    fn damage_before_the_last_line_names_the_line_and_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.jsonl");
+        let line = serde_json::to_string(&run(1)).unwrap();
+        let mut bytes = format!("{line}\n").into_bytes();
+        bytes.extend_from_slice(b"\xff\xfe not text\n");
+        bytes.extend_from_slice(format!("{line}\n").as_bytes());
+        std::fs::write(&path, &bytes).unwrap();
+        let err = format!("{:#}", Journal::open(&path).err().unwrap());
+        assert!(err.contains("line 2 of the journal"), "{err}");
+        assert!(err.contains("not UTF-8"), "{err}");
+        assert!(err.contains("move the journal away"), "{err}");
+        // A torn last line that is not text is cut like any other.
+        std::fs::write(&path, [format!("{line}\n").as_bytes(), b"\xff"].concat()).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap().last(), Some(&0xff));
+        assert_eq!(Journal::open(&path).unwrap().cut(), 1);
     }
 
     #[test]

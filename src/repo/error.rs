@@ -94,6 +94,12 @@ pub enum RepoError {
 }
 
 impl RepoError {
+    /// Whether the error is in what the user asked for (a revision, a
+    /// path), rather than in the environment (a failing disk, a full one).
+    pub fn is_usage(&self) -> bool {
+        !matches!(self, RepoError::Git { .. } | RepoError::Io { .. })
+    }
+
     /// A [`RepoError::Git`] saying what was being done.
     pub(crate) fn git(action: impl Into<String>) -> impl FnOnce(git2::Error) -> RepoError {
         let action = action.into();
