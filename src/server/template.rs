@@ -40,6 +40,12 @@ pub struct DataTemplate {
 }
 
 impl DataTemplate {
+    /// A template taken to be in `dir`, for fakes of the machinery.
+    #[cfg(test)]
+    pub(crate) fn at(dir: PathBuf) -> DataTemplate {
+        DataTemplate { dir }
+    }
+
     /// The template for `spec`, built first if it is missing, half-made,
     /// or made for another scale. Returns it and whether it was built now.
     pub fn ensure(spec: &TemplateSpec) -> Result<(DataTemplate, bool), ServerError> {

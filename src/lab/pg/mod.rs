@@ -6,16 +6,18 @@
 //! into later ones, and every server is stopped when its run ends, also on
 //! error and interrupt.
 
+mod runs;
+
 use crate::bench::{self, PgbenchOptions};
 use crate::build::{BuildOutcome, BuildSettings, Builder};
 use crate::lab::{Lab, LabDirs, RunSpec};
-use crate::model::{Commit, LabTotals, Measurement, Prepared, RunOutcome};
+use crate::model::{Commit, LabTotals, Prepared, RunOutcome};
 use crate::repo::{Repo, WorkTree};
-use crate::server::{self, DataTemplate, RunAs, Server, ServerError, SocketDir, TemplateSpec};
+use crate::server::{self, RunAs, Server, ServerError, SocketDir, TemplateSpec};
 use anyhow::Context;
+use runs::{RealMachinery, RunJob, Runs, failed};
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::path::PathBuf;
 
 /// Which pgbench drives the load.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,13 +76,8 @@ pub struct PgLab {
     builder: Builder,
     installs: HashMap<String, PathBuf>,
     template_keys: HashMap<String, String>,
-    templates: HashMap<String, DataTemplate>,
     sockets: SocketDir,
-    /// The template the data directory is an unused-by-writes copy of.
-    fresh_copy_of: Option<DataTemplate>,
-    /// Whether the work dir was checked for copies that share blocks.
-    copies_checked: bool,
-    totals: LabTotals,
+    runs: Runs,
 }
 
 impl PgLab {
@@ -101,6 +98,7 @@ impl PgLab {
             builder.pin(&cfg.good);
         }
         let sockets = SocketDir::create(&cfg.run_as)?;
+        let runs = Runs::new(Box::new(RealMachinery), cfg.options.clone());
         Ok(PgLab {
             cfg,
             repo,
@@ -108,11 +106,8 @@ impl PgLab {
             builder,
             installs: HashMap::new(),
             template_keys: HashMap::new(),
-            templates: HashMap::new(),
             sockets,
-            fresh_copy_of: None,
-            copies_checked: false,
-            totals: LabTotals::default(),
+            runs,
         })
     }
 
@@ -149,7 +144,9 @@ impl PgLab {
             .ok_or_else(|| anyhow::anyhow!("commit {commit} was not built before use"))
     }
 
-    fn template_for(&mut self, commit: &str) -> anyhow::Result<DataTemplate> {
+    /// The data template a run of `commit` starts from: one per data
+    /// format (catalog and control-file versions) and scale.
+    fn template_spec(&mut self, commit: &str) -> anyhow::Result<TemplateSpec> {
         let key = match self.template_keys.get(commit) {
             Some(k) => k.clone(),
             None => {
@@ -158,54 +155,25 @@ impl PgLab {
                 k
             }
         };
-        if let Some(t) = self.templates.get(&key) {
-            return Ok(t.clone());
-        }
-        let spec = TemplateSpec {
+        Ok(TemplateSpec {
             bin: self.prefix(commit)?.join("bin"),
             pgbench: self.pgbench_for(commit)?,
             dir: self.cfg.dirs.templates.join(&key),
             options: self.cfg.options.clone(),
             run_as: self.cfg.run_as.clone(),
             registry_dir: Some(self.cfg.dirs.servers.clone()),
-        };
-        let started = Instant::now();
-        let (template, built) = DataTemplate::ensure(&spec)?;
-        if built {
-            self.totals.setup.templates += 1;
-            self.totals.setup.template_seconds += started.elapsed().as_secs_f64();
-        }
-        self.templates.insert(key, template.clone());
-        Ok(template)
+        })
     }
 
     /// One server start on a fresh copy, warm-ups, one measured run.
     fn measure(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
-        let template = match self.template_for(&commit.id) {
+        let template = match self.template_spec(&commit.id) {
             Ok(t) => t,
             Err(e) => return Ok(failed(&e)),
         };
-        let data = self.cfg.dirs.data.join("current");
-        // A read-only workload leaves the data as it found it, so one copy
-        // serves every run of the same data format; a copy costs as much as
-        // `pgbench -i` on a file system without reflinks.
-        let read_only = self.cfg.options.script.is_none()
-            && self.cfg.options.builtin == Some(bench::Builtin::SelectOnly);
-        let setup = Instant::now();
-        if !read_only || self.fresh_copy_of.as_ref() != Some(&template) {
-            self.fresh_copy_of = None;
-            server::fresh_copy(&template, &data)?;
-            self.fresh_copy_of = Some(template.clone());
-            if !read_only && !self.copies_checked {
-                self.copies_checked = true;
-                note_full_copies(&data);
-            }
-        }
-        let bin = self.prefix(&commit.id)?.join("bin");
-        let pgbench = self.pgbench_for(&commit.id)?;
         let server = Server {
-            bin,
-            data_dir: data,
+            bin: self.prefix(&commit.id)?.join("bin"),
+            data_dir: self.cfg.dirs.data.join("current"),
             port: server::pick_port(self.sockets.path()),
             socket_dir: self.sockets.path().to_path_buf(),
             settings: self.cfg.settings.clone(),
@@ -217,63 +185,15 @@ impl PgLab {
             run_as: self.cfg.run_as.clone(),
             registry_dir: Some(self.cfg.dirs.servers.clone()),
         };
-        let started = server.start();
-        self.totals.setup.setups += 1;
-        self.totals.setup.setup_seconds += setup.elapsed().as_secs_f64();
-        let running = match started {
-            Ok(r) => r,
-            Err(e @ ServerError::Io { .. }) => return Err(e.into()),
-            Err(e) => {
-                self.fresh_copy_of = None;
-                return Ok(failed(&e.into()));
-            }
+        let out = format!("run-{:05}-{}", spec.run, commit.short());
+        let job = RunJob {
+            template: &template,
+            server,
+            pgbench: self.pgbench_for(&commit.id)?,
+            spec,
+            out: self.cfg.runs_dir.join(out),
         };
-        let conn = running.conn("postgres");
-        let opts = &self.cfg.options;
-        let started = Instant::now();
-        for w in 0..opts.warmup_runs {
-            let args = bench::run_args(opts, spec.clients, opts.warmup_duration(), &conn);
-            let out = self.run_file(spec.run, commit, &format!("warmup{}", w + 1));
-            self.totals.runs += 1;
-            self.totals.warmup_runs += 1;
-            let limit = server::time_limit(opts.warmup_duration());
-            if let Err(e) = running.run_pgbench(&pgbench, &args, &out, limit) {
-                self.fresh_copy_of = None;
-                self.totals.bench_seconds += started.elapsed().as_secs_f64();
-                return Ok(failed(&e.into()));
-            }
-        }
-        let args = bench::run_args(opts, spec.clients, opts.duration_secs, &conn);
-        let out = self.run_file(spec.run, commit, "run");
-        let limit = server::time_limit(opts.duration_secs);
-        let result = running.run_pgbench(&pgbench, &args, &out, limit);
-        self.totals.runs += 1;
-        self.totals.bench_seconds += started.elapsed().as_secs_f64();
-        running.stop()?;
-        Ok(match result {
-            Ok(report) => RunOutcome::Measured(Measurement {
-                tps: report.tps,
-                latency_ms: report.latency_ms,
-                failed_transactions: report.failed_transactions,
-                output: Some(out),
-            }),
-            Err(e) => {
-                self.fresh_copy_of = None;
-                failed(&e.into())
-            }
-        })
-    }
-
-    fn run_file(&self, run: u64, commit: &Commit, what: &str) -> PathBuf {
-        self.cfg
-            .runs_dir
-            .join(format!("run-{run:05}-{}-{what}.txt", commit.short()))
-    }
-}
-
-fn failed(err: &anyhow::Error) -> RunOutcome {
-    RunOutcome::Failed {
-        reason: format!("{err:#}"),
+        self.runs.measure(job)
     }
 }
 
@@ -315,9 +235,6 @@ impl Lab for PgLab {
             };
         }
         self.installs.insert(commit.id.clone(), prefix);
-        let (builds, seconds) = self.builder.totals();
-        self.totals.builds = builds;
-        self.totals.build_seconds = seconds;
         Ok(Prepared::Ready { cached })
     }
 
@@ -340,7 +257,12 @@ impl Lab for PgLab {
     }
 
     fn totals(&self) -> LabTotals {
-        self.totals
+        let (builds, build_seconds) = self.builder.totals();
+        LabTotals {
+            builds,
+            build_seconds,
+            ..self.runs.totals()
+        }
     }
 
     fn describe(&self) -> String {
@@ -376,22 +298,6 @@ impl Lab for PgLab {
             }
         )
     }
-}
-
-/// Says once when every run of a write workload pays for a full copy of
-/// the data directory: on a file system without shared-block copies
-/// (ext4), a copy at scale 100 costs about as much as `pgbench -i`.
-fn note_full_copies(data: &Path) {
-    let Some(dir) = data.parent() else { return };
-    if server::shares_blocks(dir) {
-        return;
-    }
-    eprintln!(
-        "pgbisect: note: {} cannot share blocks between copies (no reflink, as on ext4): \
-         every run of this write workload copies the whole data directory; \
-         a work dir on XFS (reflink=1) or btrfs makes that copy nearly free",
-        dir.display()
-    );
 }
 
 #[cfg(test)]

@@ -1,0 +1,274 @@
+//! A run's bookkeeping against a fake machinery that records what it was
+//! asked to do.
+
+use super::*;
+use crate::bench::{Builtin, PgbenchOptions};
+use crate::server::RunAs;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// What the fake was asked to do, in order.
+#[derive(Debug, Default)]
+struct Calls {
+    templates_made: u32,
+    copies: Vec<PathBuf>,
+    starts: u32,
+    pgbench: Vec<PathBuf>,
+    stops: u32,
+}
+
+/// Runs measure `tps` unless told to fail; the first `fail_starts`
+/// starts fail, and so does the pgbench run whose output is `fail_output`.
+struct Fake {
+    calls: Rc<RefCell<Calls>>,
+    tps: f64,
+    fail_template: bool,
+    fail_starts: u32,
+    disk_full: bool,
+    fail_output: Option<PathBuf>,
+}
+
+impl Machinery for Fake {
+    fn ensure_template(
+        &mut self,
+        spec: &TemplateSpec,
+    ) -> Result<(DataTemplate, bool), ServerError> {
+        if self.fail_template {
+            return Err(ServerError::BadDataDir {
+                path: spec.dir.clone(),
+                detail: "initdb failed".into(),
+            });
+        }
+        self.calls.borrow_mut().templates_made += 1;
+        Ok((DataTemplate::at(spec.dir.clone()), true))
+    }
+
+    fn fresh_copy(&mut self, _: &DataTemplate, data: &Path) -> Result<(), ServerError> {
+        self.calls.borrow_mut().copies.push(data.to_path_buf());
+        Ok(())
+    }
+
+    fn start(&mut self, server: Server) -> Result<Box<dyn Session>, ServerError> {
+        let mut calls = self.calls.borrow_mut();
+        calls.starts += 1;
+        if self.disk_full {
+            let full = std::io::Error::from_raw_os_error(28);
+            return Err(ServerError::io("cannot write the server log", full));
+        }
+        if calls.starts <= self.fail_starts {
+            return Err(ServerError::StopFailed {
+                data_dir: server.data_dir,
+                pid: 1,
+            });
+        }
+        Ok(Box::new(FakeSession {
+            calls: self.calls.clone(),
+            tps: self.tps,
+            fail_output: self.fail_output.clone(),
+        }))
+    }
+}
+
+struct FakeSession {
+    calls: Rc<RefCell<Calls>>,
+    tps: f64,
+    fail_output: Option<PathBuf>,
+}
+
+impl Session for FakeSession {
+    fn conn(&self, dbname: &str) -> Conn {
+        Conn {
+            socket_dir: PathBuf::from("/sock"),
+            port: 5432,
+            dbname: dbname.into(),
+        }
+    }
+
+    fn run_pgbench(
+        &self,
+        _: &Path,
+        _: &[String],
+        out: &Path,
+        _: Duration,
+    ) -> Result<PgbenchReport, BenchError> {
+        self.calls.borrow_mut().pgbench.push(out.to_path_buf());
+        if self.fail_output.as_deref() == Some(out) {
+            return Err(BenchError::Failed {
+                command: "pgbench".into(),
+                status: "exit status: 2".into(),
+                tail: "connection refused".into(),
+            });
+        }
+        Ok(PgbenchReport {
+            tps: self.tps,
+            latency_ms: Some(1.0),
+            failed_transactions: None,
+            transactions: None,
+        })
+    }
+
+    fn stop(self: Box<Self>) -> Result<(), ServerError> {
+        self.calls.borrow_mut().stops += 1;
+        Ok(())
+    }
+}
+
+fn fake() -> (Fake, Rc<RefCell<Calls>>) {
+    let calls = Rc::new(RefCell::new(Calls::default()));
+    let fake = Fake {
+        calls: calls.clone(),
+        tps: 1234.5,
+        fail_template: false,
+        fail_starts: 0,
+        disk_full: false,
+        fail_output: None,
+    };
+    (fake, calls)
+}
+
+fn options(builtin: Builtin, warmup_runs: u32) -> PgbenchOptions {
+    PgbenchOptions {
+        builtin: Some(builtin),
+        warmup_runs,
+        ..PgbenchOptions::default()
+    }
+}
+
+fn template_spec(dir: &str) -> TemplateSpec {
+    TemplateSpec {
+        bin: PathBuf::from("/install/bin"),
+        pgbench: PathBuf::from("/install/bin/pgbench"),
+        dir: PathBuf::from(dir),
+        options: PgbenchOptions::default(),
+        run_as: RunAs::CurrentUser,
+        registry_dir: None,
+    }
+}
+
+/// Run `run` of a commit on the template in `template_dir`.
+fn run(runs: &mut Runs, template_dir: &str, run: u64) -> anyhow::Result<RunOutcome> {
+    let spec = template_spec(template_dir);
+    runs.measure(RunJob {
+        template: &spec,
+        server: Server {
+            bin: PathBuf::from("/install/bin"),
+            data_dir: PathBuf::from("/work/data/current"),
+            port: 5432,
+            socket_dir: PathBuf::from("/sock"),
+            settings: vec![],
+            log: PathBuf::from(format!("/logs/server-{run}.log")),
+            run_as: RunAs::CurrentUser,
+            registry_dir: None,
+        },
+        pgbench: PathBuf::from("/install/bin/pgbench"),
+        spec: RunSpec { clients: 4, run },
+        out: PathBuf::from(format!("/runs/{run}")),
+    })
+}
+
+fn tps(outcome: &RunOutcome) -> f64 {
+    match outcome {
+        RunOutcome::Measured(m) => m.tps,
+        RunOutcome::Failed { reason } => panic!("failed: {reason}"),
+    }
+}
+
+#[test]
+fn a_read_only_workload_reuses_its_copy_and_counts_every_warm_up() {
+    let (fake, calls) = fake();
+    let mut runs = Runs::new(Box::new(fake), options(Builtin::SelectOnly, 2));
+    for n in 1..=3 {
+        assert_eq!(tps(&run(&mut runs, "/t/a", n).unwrap()), 1234.5);
+    }
+    let calls = calls.borrow();
+    assert_eq!(calls.templates_made, 1, "the template is made once");
+    assert_eq!(calls.copies.len(), 1, "one copy serves every read-only run");
+    assert_eq!((calls.starts, calls.stops), (3, 3), "a server a run");
+    assert_eq!(
+        calls.pgbench[..3],
+        [
+            "/runs/1-warmup1.txt",
+            "/runs/1-warmup2.txt",
+            "/runs/1-run.txt"
+        ]
+        .map(PathBuf::from)
+    );
+    let t = runs.totals();
+    assert_eq!((t.runs, t.warmup_runs), (9, 6));
+    assert_eq!((t.setup.templates, t.setup.setups), (1, 3));
+    assert_eq!(t.builds, 0, "builds are not counted by runs");
+}
+
+#[test]
+fn a_write_workload_gets_a_fresh_copy_every_run_and_a_new_format_its_template() {
+    let (fake, calls) = fake();
+    let mut runs = Runs::new(Box::new(fake), options(Builtin::TpcbLike, 0));
+    run(&mut runs, "/t/a", 1).unwrap();
+    run(&mut runs, "/t/a", 2).unwrap();
+    run(&mut runs, "/t/b", 3).unwrap();
+    let calls = calls.borrow();
+    assert_eq!(calls.copies.len(), 3);
+    assert_eq!(calls.templates_made, 2);
+    assert_eq!(runs.totals().warmup_runs, 0);
+}
+
+#[test]
+fn a_failed_run_is_an_outcome_and_the_next_run_starts_from_a_new_copy() {
+    let (mut fake, calls) = fake();
+    fake.fail_output = Some(PathBuf::from("/runs/2-run.txt"));
+    let mut runs = Runs::new(Box::new(fake), options(Builtin::SelectOnly, 1));
+    run(&mut runs, "/t/a", 1).unwrap();
+    let outcome = run(&mut runs, "/t/a", 2).unwrap();
+    let RunOutcome::Failed { reason } = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert!(reason.contains("connection refused"), "{reason}");
+    run(&mut runs, "/t/a", 3).unwrap();
+    let calls = calls.borrow();
+    assert_eq!(
+        calls.copies.len(),
+        2,
+        "the data a failed run left is not reused"
+    );
+    assert_eq!(
+        calls.stops, 3,
+        "the server of the failed run is stopped too"
+    );
+}
+
+#[test]
+fn a_server_that_does_not_start_fails_the_run_and_a_full_disk_stops_the_hunt() {
+    let (mut fake, calls) = fake();
+    fake.fail_starts = 1;
+    let mut runs = Runs::new(Box::new(fake), options(Builtin::SelectOnly, 1));
+    assert!(matches!(
+        run(&mut runs, "/t/a", 1).unwrap(),
+        RunOutcome::Failed { .. }
+    ));
+    run(&mut runs, "/t/a", 2).unwrap();
+    assert_eq!(calls.borrow().copies.len(), 2);
+    assert!(
+        calls.borrow().pgbench.len() == 2,
+        "nothing ran on the server that did not start"
+    );
+
+    let (mut fake, _) = self::fake();
+    fake.disk_full = true;
+    let mut runs = Runs::new(Box::new(fake), options(Builtin::SelectOnly, 1));
+    let err = run(&mut runs, "/t/a", 1).unwrap_err();
+    assert!(
+        format!("{err:#}").contains("cannot write the server log"),
+        "{err:#}"
+    );
+}
+
+#[test]
+fn a_template_that_cannot_be_made_fails_the_run_before_any_server_starts() {
+    let (mut fake, calls) = fake();
+    fake.fail_template = true;
+    let mut runs = Runs::new(Box::new(fake), options(Builtin::SelectOnly, 1));
+    let outcome = run(&mut runs, "/t/a", 1).unwrap();
+    assert!(matches!(&outcome, RunOutcome::Failed { reason } if reason.contains("initdb failed")));
+    assert_eq!(calls.borrow().starts, 0);
+    assert_eq!(runs.totals().runs, 0);
+}
