@@ -7,6 +7,7 @@
 use super::args::{ReportFormat, TargetArgs};
 use super::lab::{build_settings, load_profile, make_lab};
 use crate::core::decide::DecisionConfig;
+use crate::engine::hunt::budget::{self, Budget};
 use crate::engine::hunt::{Hunt, HuntConfig};
 use crate::error::{EXIT_CULPRIT_FOUND, EXIT_INCONCLUSIVE, EXIT_NO_REGRESSION, UsageError};
 use crate::journal::{Event, Journal};
@@ -26,6 +27,7 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::SystemTime;
 
 /// Where and what to hunt. Saved with each hunt (`command.json`), so
 /// `resume` can run it again as it was given: a renamed field here must
@@ -39,6 +41,16 @@ pub struct RunArgs {
     /// Stop after the first culprit instead of finding every step.
     #[arg(long)]
     pub first_only: bool,
+    /// End within this much wall time (e.g. 8h, 90m, 1h30m) with what was
+    /// found by then; rerunning the same command goes on from there.
+    #[arg(long, value_name = "DURATION", conflicts_with = "deadline")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_budget: Option<String>,
+    /// End by this local time of day (HH:MM, e.g. 07:00: the next such
+    /// time) with what was found by then.
+    #[arg(long, value_name = "HH:MM")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<String>,
     /// Write the result as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -170,6 +182,7 @@ pub(super) fn command(args: &RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.json {
         check_writable_file(path, "--json")?;
     }
+    let budget = budget(args)?;
     let notifier = Notifier::from_flags(
         args.notify_cmd.as_deref(),
         &args.mail_to,
@@ -178,7 +191,7 @@ pub(super) fn command(args: &RunArgs) -> anyhow::Result<ExitCode> {
     )
     .map_err(UsageError)?;
     let mut work_dir = None;
-    let result = run_hunt(args, &mut work_dir);
+    let result = run_hunt(args, budget, &mut work_dir);
     match &result {
         Ok(done) => notifier.deliver_and_warn(&HuntEnd {
             ending: Ending::Finished(&done.report),
@@ -198,7 +211,11 @@ pub(super) fn command(args: &RunArgs) -> anyhow::Result<ExitCode> {
     result.map(|done| ExitCode::from(done.exit_code))
 }
 
-fn run_hunt(args: &RunArgs, work_dir: &mut Option<PathBuf>) -> anyhow::Result<Finished> {
+fn run_hunt(
+    args: &RunArgs,
+    budget: Option<Budget>,
+    work_dir: &mut Option<PathBuf>,
+) -> anyhow::Result<Finished> {
     let plan = resolve_plan(&args.target, args.first_only)?;
     let candidates = Repo::open(&plan.repo_dir)?.candidates(&plan.good, &plan.bad)?;
     *work_dir = Some(plan.work.root().to_path_buf());
@@ -246,11 +263,14 @@ fn run_hunt(args: &RunArgs, work_dir: &mut Option<PathBuf>) -> anyhow::Result<Fi
     let mut commits = vec![plan.good.clone()];
     commits.extend(candidates);
     let (earlier, processes) = crate::journal::spent::spent_before(&past);
-    let report = Hunt::new(plan.config, commits, &mut lab, progress.as_mut())
+    let mut hunt_run = Hunt::new(plan.config, commits, &mut lab, progress.as_mut())
         .with_earlier(earlier, processes)
         .with_journal(&mut journal)
-        .with_interrupt(interrupt)
-        .run()?;
+        .with_interrupt(interrupt);
+    if let Some(budget) = budget {
+        hunt_run = hunt_run.with_budget(budget);
+    }
+    let report = hunt_run.run()?;
     drop(progress);
     let report = with_setup(report, &plan, args, machine)?;
     write_outputs(&report, &hunt, args.json.as_deref())?;
@@ -310,6 +330,22 @@ fn write_outputs(report: &HuntReport, hunt: &HuntDir, json: Option<&Path>) -> an
         write_file(path, &body)?;
     }
     Ok(())
+}
+
+/// The hunt's time budget from `--time-budget` or `--deadline`.
+fn budget(args: &RunArgs) -> anyhow::Result<Option<Budget>> {
+    let now = SystemTime::now();
+    let end = match (&args.time_budget, &args.deadline) {
+        (Some(text), _) => {
+            let d = budget::parse_duration(text)
+                .map_err(|e| UsageError(format!("--time-budget: {e}")))?;
+            now + d
+        }
+        (None, Some(text)) => crate::time::next_local(text, now)
+            .map_err(|e| UsageError(format!("--deadline: {e}")))?,
+        (None, None) => return Ok(None),
+    };
+    Ok(Some(Budget::until(end)))
 }
 
 /// Fails at once, before hours of measuring, when `path` cannot take a

@@ -31,12 +31,15 @@ use crate::report::findings::{
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 
+pub mod budget;
 mod check;
 mod evidence;
 #[cfg(test)]
 mod tests;
 
+use budget::{Budget, Costs};
 use check::RangeState;
 use evidence::Evidence;
 
@@ -91,6 +94,9 @@ pub enum HuntError {
         "interrupted; everything measured so far is in the journal: rerun the same command to resume"
     )]
     Interrupted,
+    /// The next build or run would end after the time budget.
+    #[error("the time budget ran out")]
+    OutOfTime,
 }
 
 #[derive(Debug, Default)]
@@ -139,6 +145,10 @@ pub struct Hunt<'a> {
     started: std::time::Instant,
     /// What earlier processes of this hunt spent, and how many there were.
     earlier: (Spent, u64),
+    /// When the hunt must end, if it must.
+    budget: Option<Budget>,
+    /// What builds and runs cost this process, to foresee the next ones.
+    costs: Costs,
 }
 
 impl<'a> Hunt<'a> {
@@ -168,6 +178,8 @@ impl<'a> Hunt<'a> {
             alpha_share: 1.0,
             started: std::time::Instant::now(),
             earlier: (Spent::default(), 0),
+            budget: None,
+            costs: Costs::default(),
         }
     }
 
@@ -181,6 +193,12 @@ impl<'a> Hunt<'a> {
     /// Journal every result to `journal`.
     pub fn with_journal(mut self, journal: &'a mut Journal) -> Self {
         self.journal = Some(journal);
+        self
+    }
+
+    /// End before `budget`'s deadline with what was found by then.
+    pub fn with_budget(mut self, budget: Budget) -> Self {
+        self.budget = Some(budget);
         self
     }
 
@@ -201,7 +219,23 @@ impl<'a> Hunt<'a> {
             "a hunt needs a good and a bad commit"
         );
         self.phase("measuring the endpoints, interleaved");
-        let endpoints = self.endpoints()?;
+        let endpoints = match self.endpoints() {
+            Err(e) if out_of_time(&e) => {
+                self.note(
+                    "the time budget ran out before the endpoints were settled: rerun the \
+                     same command to go on from the journal"
+                        .into(),
+                );
+                let threshold = self.cfg.decision.threshold;
+                let cmp = self.compare_positions(0, self.bad(), 0, threshold);
+                return self.finish(HuntOutcome::Inconclusive, cmp);
+            }
+            other => other?,
+        };
+        if let (Verdict::Regressed, Some(budget)) = (endpoints.verdict, self.budget) {
+            let plan = budget.plan(budget.now(), self.bad() - 1, &self.costs);
+            self.note(plan);
+        }
         let outcome = match endpoints.verdict {
             Verdict::Unchanged => HuntOutcome::NoRegression,
             Verdict::Unclear if self.under_half_the_threshold(&endpoints) => {
@@ -228,6 +262,10 @@ impl<'a> Hunt<'a> {
                 }
             }
         };
+        self.finish(outcome, endpoints)
+    }
+
+    fn finish(mut self, outcome: HuntOutcome, endpoints: Comparison) -> anyhow::Result<HuntReport> {
         self.journal_event(&Event::Finish {
             outcome: outcome.as_str().to_string(),
             at: crate::time::now_rfc3339(),
@@ -277,7 +315,15 @@ impl<'a> Hunt<'a> {
             hi: self.bad(),
         }]);
         while let Some(range) = queue.pop_front() {
-            let rest = self.search_range(range)?;
+            let rest = match self.search_range(range) {
+                Err(e) if out_of_time(&e) => {
+                    for range in [range].into_iter().chain(queue.drain(..)) {
+                        self.out_of_time_in(range);
+                    }
+                    break;
+                }
+                other => other?,
+            };
             if self.cfg.first_only && !self.culprits.is_empty() {
                 break;
             }
@@ -537,10 +583,16 @@ impl<'a> Hunt<'a> {
         }
         let commit = self.commits[pos].clone();
         if self.state[pos].prepared.is_none() {
+            self.check_budget(self.costs.per_build() + self.costs.per_run())?;
             self.progress.event(&ProgressEvent::Preparing {
                 commit: commit.short().to_string(),
             });
+            let started = Instant::now();
             let prepared = self.lab.prepare(&commit)?;
+            if !matches!(prepared, Prepared::Ready { cached: true }) {
+                self.costs.builds += 1;
+                self.costs.build_seconds += started.elapsed().as_secs_f64();
+            }
             self.journal_new(&Event::Prepared {
                 commit: commit.id.clone(),
                 prepared: prepared.clone(),
@@ -554,12 +606,16 @@ impl<'a> Hunt<'a> {
             let reason = self.state[pos].last_failure.clone().unwrap_or_default();
             return Ok(Measured::Unmeasurable(reason));
         }
+        self.check_budget(self.costs.per_run())?;
         self.seq += 1;
         let spec = RunSpec {
             clients: self.cfg.clients,
             run: self.seq,
         };
+        let started = Instant::now();
         let outcome = self.lab.run(&commit, spec)?;
+        self.costs.runs += 1;
+        self.costs.run_seconds += started.elapsed().as_secs_f64();
         if self.interrupted() {
             // The run in flight was cut short: it is not a result.
             return Err(HuntError::Interrupted.into());
@@ -599,6 +655,45 @@ impl<'a> Hunt<'a> {
         self.note(format!("run {} of {short} failed: {reason}", self.seq));
         self.state[pos].last_failure = Some(reason);
         (Measured::Failed, None)
+    }
+
+    /// Fails with [`HuntError::OutOfTime`] when work expected to take
+    /// `seconds` would end after the budget's deadline.
+    fn check_budget(&self, seconds: f64) -> anyhow::Result<()> {
+        match self.budget {
+            Some(b) if !b.fits(b.now(), seconds) => Err(HuntError::OutOfTime.into()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Reports what the search knew of `range` when the time ran out: the
+    /// last commit judged good-like and the first judged bad-like in it.
+    fn out_of_time_in(&mut self, range: Range) {
+        let judged = |pos: usize| self.state[pos].judgement;
+        let last_good = (range.lo..range.hi)
+            .rev()
+            .find(|&p| {
+                matches!(
+                    judged(p),
+                    Some(Judgement::GoodLike | Judgement::GoodEndpoint)
+                )
+            })
+            .unwrap_or(range.lo);
+        let first_bad = (last_good + 1..=range.hi)
+            .find(|&p| matches!(judged(p), Some(Judgement::BadLike | Judgement::BadEndpoint)))
+            .unwrap_or(range.hi);
+        self.unresolved.push(UnresolvedRange {
+            last_good: self.commits[last_good].clone(),
+            first_bad: self.commits[first_bad].clone(),
+            suspects: self.commits[last_good + 1..=first_bad]
+                .iter()
+                .map(|c| c.id.clone())
+                .collect(),
+            reason: "the time budget ran out while this range was searched; rerun the same \
+                     command to narrow it (the journal keeps every run)"
+                .into(),
+            comparison: None,
+        });
     }
 
     fn interrupted(&self) -> bool {
@@ -687,4 +782,9 @@ impl<'a> Hunt<'a> {
             configure_flags: Vec::new(),
         }
     }
+}
+
+/// Whether `err` is the hunt running out of its time budget.
+fn out_of_time(err: &anyhow::Error) -> bool {
+    matches!(err.downcast_ref::<HuntError>(), Some(HuntError::OutOfTime))
 }

@@ -415,3 +415,85 @@ fn a_run_of_zero_tps_is_a_failed_run_not_a_level() {
             .all(|t| t.samples.iter().all(|s| s.tps > 0.0))
     );
 }
+
+thread_local! {
+    /// A fake clock: a minute passes every time it is read.
+    static TICKS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+fn ticking_clock() -> std::time::SystemTime {
+    let t = TICKS.with(|t| {
+        t.set(t.get() + 1);
+        t.get()
+    });
+    std::time::UNIX_EPOCH + std::time::Duration::from_secs(60 * t)
+}
+
+/// A hunt of 400 commits, one step at `step`, with a deadline `minutes`
+/// of the ticking clock away.
+fn hunt_with_budget(step: usize, minutes: u64) -> HuntReport {
+    TICKS.with(|t| t.set(0));
+    let commits: Vec<Commit> = (0..=400)
+        .map(|i| Commit::bare(format!("{i:040}")))
+        .collect();
+    let mut lab = ZeroLab {
+        step,
+        zero: usize::MAX,
+        totals: LabTotals::default(),
+    };
+    let deadline = std::time::UNIX_EPOCH + std::time::Duration::from_secs(60 * minutes);
+    let budget = budget::Budget {
+        deadline,
+        clock: ticking_clock,
+    };
+    Hunt::new(HuntConfig::default(), commits, &mut lab, &mut Silent)
+        .with_budget(budget)
+        .run()
+        .unwrap()
+}
+
+#[test]
+fn a_hunt_out_of_time_ends_with_the_range_it_had_narrowed_the_drop_to() {
+    let report = hunt_with_budget(137, 20);
+    assert_eq!(report.outcome, HuntOutcome::Inconclusive, "{report:#?}");
+    assert!(report.culprits.is_empty());
+    let [range] = &report.unresolved[..] else {
+        panic!("{:#?}", report.unresolved)
+    };
+    assert!(
+        range.reason.contains("time budget ran out"),
+        "{}",
+        range.reason
+    );
+    let culprit = format!("{:040}", 137);
+    assert!(range.suspects.contains(&culprit), "{:?}", range.suspects);
+    assert!(
+        range.suspects.len() < 400,
+        "narrowed: {}",
+        range.suspects.len()
+    );
+    assert!(
+        report.totals.measured_runs < 60,
+        "{}",
+        report.totals.measured_runs
+    );
+    // With time enough, the same hunt names the culprit.
+    let report = hunt_with_budget(137, 100_000);
+    assert_eq!(report.outcome, HuntOutcome::CulpritFound);
+    assert_eq!(report.culprits[0].commit, culprit);
+}
+
+#[test]
+fn a_hunt_out_of_time_before_its_endpoints_settle_blames_nobody() {
+    let report = hunt_with_budget(137, 3);
+    assert_eq!(report.outcome, HuntOutcome::Inconclusive);
+    assert!(report.culprits.is_empty() && report.unresolved.is_empty());
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("time budget ran out")),
+        "{:?}",
+        report.notes
+    );
+}
