@@ -97,7 +97,7 @@ impl InstallCache {
             path: path.clone(),
             source: std::io::Error::other(e),
         })?;
-        fs::write(&path, text).map_err(BuildError::io("write", &path))?;
+        crate::files::write(&path, text).map_err(BuildError::io("write", &path))?;
         self.evict(dir)
     }
 
@@ -148,7 +148,7 @@ fn touch(dir: &Path) -> Result<(), BuildError> {
     let path = dir.join(LAST_USED_FILE);
     // Never go back in time, even when two uses fall in one clock tick.
     let stamp = now_nanos().max(last_used(dir) + 1);
-    fs::write(&path, stamp.to_string()).map_err(BuildError::io("write", &path))
+    crate::files::write(&path, stamp.to_string()).map_err(BuildError::io("write", &path))
 }
 
 /// When an install was last used: the last-used file, else its stamp's age.

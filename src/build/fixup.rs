@@ -195,7 +195,7 @@ fn write_note(
         patches,
     };
     let text = serde_json::to_string(&note).unwrap_or_default();
-    fs::write(note_path, text).map_err(BuildError::io("write", note_path))
+    crate::files::write(note_path, text).map_err(BuildError::io("write", note_path))
 }
 
 fn git_apply(src: &Path, patch: &Path, reverse: bool) -> Command {

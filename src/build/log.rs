@@ -22,7 +22,8 @@ pub(crate) struct BuildLog {
 impl BuildLog {
     /// Starts a fresh log (an earlier build of the same commit is replaced).
     pub(crate) fn create(path: &Path) -> Result<BuildLog, BuildError> {
-        let file = File::create(path).map_err(BuildError::io("create the build log", path))?;
+        let file =
+            crate::files::create(path).map_err(BuildError::io("create the build log", path))?;
         Ok(BuildLog {
             path: path.to_path_buf(),
             file,

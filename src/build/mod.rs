@@ -227,7 +227,7 @@ impl Builder {
         let build_root = dirs.build.clone();
         let logs = dirs.logs.clone();
         for dir in [&build_root, &logs] {
-            std::fs::create_dir_all(dir).map_err(BuildError::io("create", dir))?;
+            crate::files::create_dir(dir).map_err(BuildError::io("create", dir))?;
         }
         let cache = InstallCache::open(&dirs.installs, cache_limit)?;
         let jobs = settings

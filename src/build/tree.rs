@@ -203,7 +203,7 @@ impl TreeBuild<'_> {
 
     fn save_state(&self, path: &Path, state: &TreeState) -> Result<(), BuildError> {
         let text = serde_json::to_string_pretty(state).unwrap_or_default();
-        fs::write(path, text).map_err(BuildError::io("write", path))
+        crate::files::write(path, text).map_err(BuildError::io("write", path))
     }
 
     /// Fingerprint of the files that decide how the commit is configured.

@@ -370,7 +370,7 @@ pub(super) fn check_writable_file(path: &Path, flag: &str) -> anyhow::Result<()>
 }
 
 pub(super) fn write_file(path: &Path, body: &str) -> anyhow::Result<()> {
-    std::fs::write(path, body).with_context(|| format!("cannot write {}", path.display()))
+    crate::files::write(path, body).with_context(|| format!("cannot write {}", path.display()))
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use crate::model::{Prepared, RunOutcome};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -80,10 +80,7 @@ impl Journal {
                 _ => {}
             }
         }
-        let mut file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
+        let mut file = crate::files::append(path)
             .with_context(|| format!("cannot open the journal {}", path.display()))?;
         let cut = read.len - read.intact;
         if cut > 0 {
@@ -212,6 +209,7 @@ fn read_journal(path: &Path) -> anyhow::Result<Read> {
 mod tests {
     use super::*;
     use crate::model::Measurement;
+    use std::fs::OpenOptions;
 
     #[test]
     fn round_trip_and_truncated_tail() {

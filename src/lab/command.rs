@@ -45,7 +45,7 @@ impl CommandLab {
         runs_dir: &Path,
     ) -> anyhow::Result<Self> {
         for dir in [&dirs.logs, &dirs.installs, &runs_dir.to_path_buf()] {
-            std::fs::create_dir_all(dir)
+            crate::files::create_dir(dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
         }
         Ok(CommandLab {
@@ -93,7 +93,7 @@ impl CommandLab {
         if marker.exists() {
             return Ok(Prepared::Ready { cached: true });
         }
-        std::fs::create_dir_all(&prefix)
+        crate::files::create_dir(&prefix)
             .with_context(|| format!("cannot create {}", prefix.display()))?;
         let log = self.dirs.logs.join(format!("build-{}.log", commit.id));
         let started = Instant::now();
@@ -103,7 +103,7 @@ impl CommandLab {
             .with_context(|| format!("cannot start the build command `{script}`"))?;
         self.totals.builds += 1;
         self.totals.build_seconds += started.elapsed().as_secs_f64();
-        std::fs::write(&log, &output.stdout)
+        crate::files::write(&log, &output.stdout)
             .with_context(|| format!("cannot write the build log {}", log.display()))?;
         if !output.status.success() {
             return Ok(Prepared::Unbuildable {
@@ -115,7 +115,7 @@ impl CommandLab {
                 log: Some(log),
             });
         }
-        std::fs::write(&marker, &commit.id)
+        crate::files::write(&marker, &commit.id)
             .with_context(|| format!("cannot write {}", marker.display()))?;
         Ok(Prepared::Ready { cached: false })
     }
@@ -153,7 +153,7 @@ impl Lab for CommandLab {
         let path = self
             .runs_dir
             .join(format!("run-{:05}-{}.txt", spec.run, commit.short()));
-        std::fs::write(&path, &output.stdout)
+        crate::files::write(&path, &output.stdout)
             .with_context(|| format!("cannot keep the benchmark output in {}", path.display()))?;
         if !output.status.success() {
             return Ok(RunOutcome::Failed {

@@ -40,7 +40,7 @@ impl WorkTree {
     /// The caller must hold the work directory's lock: locks and half-done
     /// checkouts left in `dir` by an interrupted run are cleaned up here.
     pub fn open_or_create(repo: &Repo, dir: &Path) -> Result<WorkTree, RepoError> {
-        fs::create_dir_all(dir).map_err(RepoError::io("create", dir))?;
+        crate::files::create_dir(dir).map_err(RepoError::io("create", dir))?;
         let dir = dir
             .canonicalize()
             .map_err(RepoError::io("resolve the path of", dir))?;
@@ -82,7 +82,7 @@ impl WorkTree {
     pub fn checkout(&mut self, commit: &str) -> Result<(), RepoError> {
         let id = self.find_commit(commit)?;
         let marker = self.marker_path();
-        fs::write(&marker, format!("{id}\n")).map_err(RepoError::io("write", &marker))?;
+        crate::files::write(&marker, format!("{id}\n")).map_err(RepoError::io("write", &marker))?;
         self.checkout_id(id)?;
         remove_if_present(&marker)
     }
@@ -228,7 +228,7 @@ fn share_objects(repo: &Repo, git_dir: &Path) -> Result<bool, RepoError> {
         return Ok(false);
     }
     fs::create_dir_all(&info).map_err(RepoError::io("create", &info))?;
-    fs::write(&alternates, wanted).map_err(RepoError::io("write", &alternates))?;
+    crate::files::write(&alternates, wanted).map_err(RepoError::io("write", &alternates))?;
     Ok(true)
 }
 

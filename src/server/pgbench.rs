@@ -96,7 +96,7 @@ pub fn run_pgbench(
     };
     let text = combined_output(&output);
     let kept = format!("$ {command}\n{text}");
-    std::fs::write(output_path, kept).map_err(|source| BenchError::Output {
+    crate::files::write(output_path, kept).map_err(|source| BenchError::Output {
         path: output_path.to_path_buf(),
         source,
     })?;

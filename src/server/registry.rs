@@ -24,7 +24,7 @@ struct Entry {
 
 /// Records a started server; returns the entry's path.
 pub(super) fn register(dir: &Path, server: &Server, pid: u32) -> Result<PathBuf, ServerError> {
-    std::fs::create_dir_all(dir)
+    crate::files::create_dir(dir)
         .map_err(|e| ServerError::io(format!("cannot create {}", dir.display()), e))?;
     let owner_pid = std::process::id();
     let entry = Entry {
@@ -35,7 +35,7 @@ pub(super) fn register(dir: &Path, server: &Server, pid: u32) -> Result<PathBuf,
     };
     let path = dir.join(format!("{}-{pid}.json", server.port));
     let text = serde_json::to_string_pretty(&entry).unwrap_or_default();
-    std::fs::write(&path, text)
+    crate::files::write(&path, text)
         .map_err(|e| ServerError::io(format!("cannot write {}", path.display()), e))?;
     Ok(path)
 }

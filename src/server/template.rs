@@ -62,7 +62,7 @@ impl DataTemplate {
         }
         template.build(spec)?;
         let marker = template.dir.join(MARKER);
-        std::fs::write(&marker, wanted)
+        crate::files::write(&marker, wanted)
             .map_err(|e| ServerError::io(format!("cannot write {}", marker.display()), e))?;
         Ok((template, true))
     }
@@ -143,7 +143,7 @@ fn marker_text(options: &PgbenchOptions) -> String {
 }
 
 fn write_log(path: &Path, text: &str) -> Result<(), ServerError> {
-    std::fs::write(path, text)
+    crate::files::write(path, text)
         .map_err(|e| ServerError::io(format!("cannot write {}", path.display()), e))
 }
 
@@ -154,7 +154,7 @@ pub fn shares_blocks(dir: &Path) -> bool {
         return false;
     };
     let (from, to) = (probe.path().join("a"), probe.path().join("b"));
-    std::fs::write(&from, [0u8; 4096]).is_ok()
+    crate::files::write(&from, [0u8; 4096]).is_ok()
         && Invocation::new(
             "cp",
             [

@@ -25,6 +25,7 @@ pub use lock::{Busy, Lock};
 pub use plan_key::{PlanFlags, PlanKey};
 
 use crate::error::UsageError;
+use crate::files;
 use crate::lab::LabDirs;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
@@ -66,8 +67,9 @@ impl WorkDir {
 
     /// Creates the work dir (and its parents) if needed, and takes its lock.
     pub fn create_and_lock(&self) -> anyhow::Result<Lock> {
-        std::fs::create_dir_all(&self.root)
+        files::create_dir(&self.root)
             .with_context(|| format!("cannot create the work dir {}", self.root.display()))?;
+        files::check_owner(&self.root).map_err(|e| UsageError(e.to_string()))?;
         Lock::acquire(&self.root)
     }
 
@@ -231,7 +233,11 @@ impl HuntDir {
     }
 
     pub fn create(&self) -> anyhow::Result<()> {
-        std::fs::create_dir_all(&self.dir)
+        if let Some(hunts) = self.dir.parent() {
+            files::create_dir(hunts)
+                .with_context(|| format!("cannot create {}", hunts.display()))?;
+        }
+        files::create_dir(&self.dir)
             .with_context(|| format!("cannot create {}", self.dir.display()))
     }
 

@@ -84,7 +84,7 @@ impl PgLab {
     pub fn new(cfg: PgLabConfig, repo: Repo) -> anyhow::Result<PgLab> {
         let dirs = [&cfg.dirs.logs, &cfg.dirs.templates, &cfg.dirs.data];
         for dir in dirs.into_iter().chain([&cfg.runs_dir]) {
-            std::fs::create_dir_all(dir)
+            crate::files::create_dir(dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
         }
         let reaped = server::reap_leftovers(&cfg.dirs.servers)?;
