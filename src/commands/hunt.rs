@@ -126,16 +126,24 @@ fn hunt_config(
         ))
         .into());
     }
-    let clients = args
+    let listed = profile
+        .benchmark
         .clients
-        .or_else(|| {
-            profile
-                .benchmark
-                .clients
-                .as_ref()
-                .and_then(|c| c.to_vec().first().copied())
-        })
-        .unwrap_or(1);
+        .as_ref()
+        .map(|c| c.to_vec())
+        .unwrap_or_default();
+    if args.clients.is_none() && listed.len() > 1 {
+        let list: Vec<String> = listed.iter().map(u32::to_string).collect();
+        return Err(UsageError(format!(
+            "the profile gives clients = [{}], but a hunt decides on one client count: \
+             give --clients N; to measure them all side by side, use \
+             `pgbisect compare A B --clients {}`",
+            list.join(", "),
+            list.join(",")
+        ))
+        .into());
+    }
+    let clients = args.clients.or(listed.first().copied()).unwrap_or(1);
     if clients == 0 {
         return Err(UsageError("--clients must be at least 1".into()).into());
     }
@@ -376,6 +384,23 @@ pub(super) fn write_file(path: &Path, body: &str) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_profile_listing_several_client_counts_needs_one_for_a_hunt() {
+        let profile = Profile::load("read-only-scaling").unwrap();
+        let err = hunt_config(&TargetArgs::default(), false, &profile).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("clients = [1, 16, 32, 64, 128]"), "{text}");
+        assert!(text.contains("give --clients N"), "{text}");
+        assert!(text.contains("--clients 1,16,32,64,128"), "{text}");
+        let args = TargetArgs {
+            clients: Some(16),
+            ..TargetArgs::default()
+        };
+        assert_eq!(hunt_config(&args, false, &profile).unwrap().clients, 16);
+        let one = Profile::load("smoke").unwrap();
+        hunt_config(&TargetArgs::default(), false, &one).unwrap();
+    }
 
     #[test]
     fn an_output_file_that_cannot_be_written_is_refused_before_anything_runs() {

@@ -34,6 +34,7 @@ pub(super) fn make_lab(
     if private_objects.is_dir() {
         repo.add_object_source(&private_objects)?;
     }
+    check_custom_commands(&plan.profile)?;
     if let Some(benchmark) = &plan.profile.benchmark.command {
         let worktree = WorkTree::open_or_create(&repo, &plan.work.checkout())?;
         let commands = Commands {
@@ -70,6 +71,28 @@ pub(super) fn make_lab(
     Ok(Box::new(PgLab::new(cfg, repo)?))
 }
 
+/// Settings that a profile's custom commands would silently ignore are
+/// refused: a custom build measured by pgbench against nothing pgbisect
+/// built, fixups that apply to PostgreSQL builds only, pgbench's run
+/// length for a command that runs as long as it runs.
+fn check_custom_commands(profile: &Profile) -> anyhow::Result<()> {
+    let (build, bench) = (&profile.build, &profile.benchmark);
+    let problem = if build.command.is_some() && bench.command.is_none() {
+        "[build] command is set but [benchmark] command is not: pgbench would not measure \
+         what the custom build made; add [benchmark] command = \"...\" (printing a \
+         `tps = N` line), or remove [build] command to build PostgreSQL"
+    } else if bench.command.is_some() && !build.fixups.is_empty() {
+        "[[build.fixups]] patch PostgreSQL builds only; with custom commands, apply the \
+         patch in the [build] command instead"
+    } else if bench.command.is_some() && (bench.duration.is_some() || bench.scale.is_some()) {
+        "[benchmark] duration and scale are pgbench's; a custom [benchmark] command runs \
+         as it is written: remove them, or drop the command to use pgbench"
+    } else {
+        return Ok(());
+    };
+    Err(UsageError(format!("the profile: {problem}")).into())
+}
+
 /// The profile's `[build]` as the builder's settings.
 pub(super) fn build_settings(profile: &Profile) -> anyhow::Result<BuildSettings> {
     let b = &profile.build;
@@ -100,4 +123,42 @@ pub(super) fn build_settings(profile: &Profile) -> anyhow::Result<BuildSettings>
             })
             .collect(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile(toml_text: &str) -> Profile {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.toml");
+        std::fs::write(&path, toml_text).unwrap();
+        Profile::load(path.to_str().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn settings_custom_commands_would_ignore_are_refused() {
+        let refused = [
+            (
+                "[build]\ncommand = \"make\"\n",
+                "[benchmark] command is not",
+            ),
+            (
+                "[benchmark]\ncommand = \"b\"\n[[build.fixups]]\npatch = \"x.patch\"\ncommits = [\"abc\"]\n",
+                "patch PostgreSQL builds only",
+            ),
+            (
+                "[benchmark]\ncommand = \"b\"\nduration = 0\n",
+                "duration and scale",
+            ),
+        ];
+        for (text, says) in refused {
+            let err = check_custom_commands(&profile(text)).unwrap_err();
+            assert!(err.to_string().contains(says), "{text}: {err}");
+            assert!(err.downcast_ref::<UsageError>().is_some());
+        }
+        let fine = "[build]\ncommand = \"make\"\n[benchmark]\ncommand = \"b\"\n";
+        check_custom_commands(&profile(fine)).unwrap();
+        check_custom_commands(&Profile::default()).unwrap();
+    }
 }

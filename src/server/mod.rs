@@ -16,7 +16,7 @@ mod template;
 
 pub use config::{check_settings, describe_config, server_version};
 pub use pgbench::{BenchError, run_pgbench, time_limit};
-pub use registry::reap_leftovers;
+pub use registry::{process_start_time, reap_leftovers};
 pub use run_as::{DEFAULT_USER, RunAs, is_root, lookup_user};
 pub use template::{DataTemplate, TemplateSpec, fresh_copy, shares_blocks};
 

@@ -176,7 +176,10 @@ fn proc_stat(pid: u32) -> Option<ProcStat> {
     Some(ProcStat { state, start_time })
 }
 
-fn process_start_time(pid: u32) -> Option<u64> {
+/// When process `pid` started (clock ticks after boot, from
+/// `/proc/PID/stat`): with the pid, it tells a process from a later one
+/// that was given the same pid.
+pub fn process_start_time(pid: u32) -> Option<u64> {
     proc_stat(pid).and_then(|stat| stat.start_time)
 }
 

@@ -5,6 +5,7 @@
 //! holder's pid; a lock left by a process that no longer exists (a crash,
 //! `kill -9`, a reboot) is taken over.
 
+use crate::server::process_start_time;
 use anyhow::Context;
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -34,14 +35,16 @@ impl Lock {
         for _ in 0..3 {
             match OpenOptions::new().write(true).create_new(true).open(&path) {
                 Ok(mut f) => {
-                    write!(f, "{}", std::process::id())
+                    let me = std::process::id();
+                    let started = process_start_time(me).unwrap_or_default();
+                    write!(f, "{me} {started}")
                         .with_context(|| format!("cannot write {}", path.display()))?;
                     return Ok(Lock { path });
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                     let holder = std::fs::read_to_string(&path).unwrap_or_default();
-                    match holder.trim().parse::<u32>() {
-                        Ok(pid) if pid_alive(pid) && pid != std::process::id() => {
+                    match live_holder(&holder) {
+                        Some(pid) if pid != std::process::id() => {
                             return Err(Busy {
                                 pid,
                                 dir: dir.to_path_buf(),
@@ -49,7 +52,8 @@ impl Lock {
                             .into());
                         }
                         _ => {
-                            // Stale (dead holder) or half-written: take it over.
+                            // Stale (a dead holder, or its pid now another
+                            // process's) or half-written: take it over.
                             let _ = std::fs::remove_file(&path);
                         }
                     }
@@ -73,8 +77,19 @@ impl Drop for Lock {
     }
 }
 
-fn pid_alive(pid: u32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
+/// The pid of the lock's holder if that process still runs: `PID START`
+/// (start time, see [`process_start_time`]) names one process; a bare
+/// `PID` (locks of earlier releases) any process with that pid.
+fn live_holder(text: &str) -> Option<u32> {
+    let mut words = text.split_whitespace();
+    let pid: u32 = words.next()?.parse().ok()?;
+    if !Path::new(&format!("/proc/{pid}")).exists() {
+        return None;
+    }
+    match words.next().and_then(|w| w.parse::<u64>().ok()) {
+        Some(started) if started != 0 => (process_start_time(pid) == Some(started)).then_some(pid),
+        _ => Some(pid),
+    }
 }
 
 #[cfg(test)]
@@ -93,6 +108,24 @@ mod tests {
         let again = Lock::acquire(dir.path()).unwrap();
         drop(again);
         assert!(!dir.path().join("lock").exists());
+        drop(lock);
+    }
+
+    #[test]
+    fn a_lock_whose_pid_now_belongs_to_another_process_is_stale() {
+        let dir = tempfile::tempdir().unwrap();
+        let init_started = process_start_time(1).unwrap_or(1);
+        // pid 1 as it really started: held.
+        std::fs::write(dir.path().join("lock"), format!("1 {init_started}")).unwrap();
+        assert!(Lock::acquire(dir.path()).is_err());
+        // pid 1, but a process that started at another time: stale.
+        std::fs::write(dir.path().join("lock"), format!("1 {}", init_started + 1)).unwrap();
+        let lock = Lock::acquire(dir.path()).unwrap();
+        let text = std::fs::read_to_string(dir.path().join("lock")).unwrap();
+        assert!(
+            text.starts_with(&format!("{} ", std::process::id())),
+            "{text}"
+        );
         drop(lock);
     }
 }
