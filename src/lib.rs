@@ -14,7 +14,7 @@
 //! | engine | `engine` | loops over a lab: hunt, compare, judge, simulate |
 //! | labs | `lab` (`pg`, `command`, `replay`), `build`, `server`, `bench` | turning commits into measurements |
 //! | services | `repo`, `profile`, `journal`, `report`, `notify`, `progress`, `machine` | git, workloads, results on disk, renderers, telling people |
-//! | core | `core` (`stats`, `decide`, `bisect`), `model`, `error`, `time`, `files` | pure decisions, the shared vocabulary, safe writes |
+//! | core | `core` (`stats`, `decide`, `bisect`), `model`, `error`, `time`, `files`, `proc` | pure decisions, the shared vocabulary, safe writes |
 //!
 //! The `Lab` trait itself (`lab/mod.rs`) belongs to the core's floor: the
 //! engine depends on the seam, never on a lab implementation.
@@ -31,6 +31,7 @@ pub mod lab;
 pub mod machine;
 pub mod model;
 pub mod notify;
+pub mod proc;
 pub mod profile;
 pub mod progress;
 pub mod repo;

@@ -9,6 +9,7 @@
 
 pub mod mail;
 
+use crate::proc::{self, Ended};
 use crate::report::findings::HuntReport;
 use anyhow::{Context, anyhow};
 use mail::{Envelope5322, MailTransport, Sendmail, Smtp};
@@ -192,18 +193,27 @@ pub fn default_sender() -> String {
     }
 }
 
+/// How long `--notify-cmd` or sendmail may take.
+pub const NOTIFY_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// Runs the user's `--notify-cmd` with `sh -c`; its output goes to stderr,
 /// so stdout keeps only the report.
 pub fn run_command(command: &str, end: &HuntEnd) -> anyhow::Result<()> {
-    let mut expr = duct::cmd!("sh", "-c", command)
-        .stdout_to_stderr()
-        .unchecked();
+    let mut expr = duct::cmd!("sh", "-c", command).stdout_to_stderr();
     for (key, value) in end.environment() {
         expr = expr.env(key, value);
     }
-    let out = expr
-        .run()
+    let ended = proc::run_to_deadline(expr, NOTIFY_LIMIT)
         .with_context(|| format!("cannot run the --notify-cmd `{command}`"))?;
+    let out = match ended {
+        Ended::Exited(out) => out,
+        _ => {
+            return Err(anyhow!(
+                "the --notify-cmd `{command}` did not finish in {} s and was stopped",
+                NOTIFY_LIMIT.as_secs()
+            ));
+        }
+    };
     if out.status.success() {
         Ok(())
     } else {

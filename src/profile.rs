@@ -64,6 +64,9 @@ pub struct BuildSection {
     pub meson: Option<Vec<String>>,
     /// Parallel build jobs (default: the number of cores).
     pub jobs: Option<u32>,
+    /// Seconds a custom build command may take before it is stopped and
+    /// the commit skipped (default 14400: four hours).
+    pub timeout: Option<u64>,
     /// Patches applied before building some commits (tool-chain breakage).
     #[serde(default)]
     pub fixups: Vec<FixupEntry>,
@@ -105,6 +108,9 @@ impl Clients {
 pub struct BenchmarkSection {
     /// Shell command run in the checkout; its output has a `tps = N` line.
     pub command: Option<String>,
+    /// Seconds one run of the benchmark command may take before it is
+    /// stopped and counted as a failed run (default 3600).
+    pub timeout: Option<u64>,
     /// `tpcb-like`, `select-only` or `simple-update`.
     pub builtin: Option<Builtin>,
     /// A pgbench script file (`-f`), relative to the profile's directory.

@@ -11,7 +11,10 @@ use std::path::{Path, PathBuf};
 
 /// Floors from the bottom up; a module may use its own floor and those below.
 const FLOORS: &[(&str, &[&str])] = &[
-    ("core", &["error", "model", "time", "files", "core", "lab"]),
+    (
+        "core",
+        &["error", "model", "time", "files", "proc", "core", "lab"],
+    ),
     (
         "services",
         &[

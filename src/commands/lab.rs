@@ -7,7 +7,7 @@ use super::hunt::Plan;
 use crate::build::{BuildSettings, BuildSystem, Fixup};
 use crate::error::UsageError;
 use crate::lab::Lab;
-use crate::lab::command::{CommandLab, Commands};
+use crate::lab::command::{CommandLab, Commands, DEFAULT_BENCHMARK_LIMIT, DEFAULT_BUILD_LIMIT};
 use crate::lab::pg::{PgLab, PgLabConfig, PgbenchChoice};
 use crate::profile::Profile;
 use crate::repo::{Repo, WorkTree};
@@ -37,9 +37,20 @@ pub(super) fn make_lab(
     check_custom_commands(&plan.profile)?;
     if let Some(benchmark) = &plan.profile.benchmark.command {
         let worktree = WorkTree::open_or_create(&repo, &plan.work.checkout())?;
+        let seconds = std::time::Duration::from_secs;
         let commands = Commands {
             build: plan.profile.build.command.clone(),
             benchmark: benchmark.clone(),
+            build_limit: plan
+                .profile
+                .build
+                .timeout
+                .map_or(DEFAULT_BUILD_LIMIT, seconds),
+            benchmark_limit: plan
+                .profile
+                .benchmark
+                .timeout
+                .map_or(DEFAULT_BENCHMARK_LIMIT, seconds),
         };
         let lab = CommandLab::new(commands, worktree, plan.work.lab_dirs(), runs_dir)?;
         return Ok(Box::new(lab));

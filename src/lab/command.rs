@@ -9,11 +9,13 @@
 use crate::bench;
 use crate::lab::{Lab, LabDirs, RunSpec};
 use crate::model::{Commit, LabTotals, Measurement, Prepared, RunOutcome};
+use crate::proc::{self, Ended};
 use crate::repo::WorkTree;
 use anyhow::Context;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::process::Output;
+use std::time::{Duration, Instant};
 
 /// The commands of a custom-command profile.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,7 +24,17 @@ pub struct Commands {
     pub build: Option<String>,
     /// Prints pgbench-style output with a `tps = N` line.
     pub benchmark: String,
+    /// How long a build may take before it is stopped (the commit is
+    /// then a skip).
+    pub build_limit: Duration,
+    /// How long one run may take before it is stopped (a failed run).
+    pub benchmark_limit: Duration,
 }
+
+/// A build command's deadline when the profile gives none.
+pub const DEFAULT_BUILD_LIMIT: Duration = Duration::from_secs(4 * 3600);
+/// A benchmark command's deadline when the profile gives none.
+pub const DEFAULT_BENCHMARK_LIMIT: Duration = Duration::from_secs(3600);
 
 /// Runs the profile's commands on private checkouts.
 pub struct CommandLab {
@@ -84,7 +96,26 @@ impl CommandLab {
                 .env("PGBISECT_CLIENTS", spec.clients.to_string())
                 .env("PGBISECT_RUN", spec.run.to_string());
         }
-        expr.stderr_to_stdout().stdout_capture().unchecked()
+        expr.stderr_to_stdout().stdout_capture()
+    }
+
+    /// Runs `script`'s expression within `limit`: its output, or why it
+    /// gave none (it was stopped at its deadline). An interrupt is an error.
+    fn execute(
+        &self,
+        expr: duct::Expression,
+        limit: Duration,
+        what: &str,
+    ) -> anyhow::Result<Result<Output, String>> {
+        match proc::run(expr, limit).with_context(|| format!("cannot start the {what}"))? {
+            Ended::Exited(output) => Ok(Ok(output)),
+            Ended::TimedOut(limit) => Ok(Err(format!(
+                "the {what} did not finish in {} s and was stopped (set `timeout` in the \
+                 profile for more)",
+                limit.as_secs()
+            ))),
+            Ended::Interrupted => Err(proc::Interrupted.into()),
+        }
     }
 
     fn build(&mut self, commit: &Commit, script: &str) -> anyhow::Result<Prepared> {
@@ -97,12 +128,15 @@ impl CommandLab {
             .with_context(|| format!("cannot create {}", prefix.display()))?;
         let log = self.dirs.logs.join(format!("build-{}.log", commit.id));
         let started = Instant::now();
-        let output = self
-            .shell(script, commit, None)
-            .run()
-            .with_context(|| format!("cannot start the build command `{script}`"))?;
+        let expr = self.shell(script, commit, None);
+        let what = format!("build command `{script}`");
+        let ran = self.execute(expr, self.commands.build_limit, &what)?;
         self.totals.builds += 1;
         self.totals.build_seconds += started.elapsed().as_secs_f64();
+        let output = match ran {
+            Ok(output) => output,
+            Err(reason) => return Ok(Prepared::Unbuildable { reason, log: None }),
+        };
         crate::files::write(&log, &output.stdout)
             .with_context(|| format!("cannot write the build log {}", log.display()))?;
         if !output.status.success() {
@@ -144,12 +178,15 @@ impl Lab for CommandLab {
         self.checkout(commit)?;
         let script = self.commands.benchmark.clone();
         let started = Instant::now();
-        let output = self
-            .shell(&script, commit, Some(spec))
-            .run()
-            .with_context(|| format!("cannot start the benchmark command `{script}`"))?;
+        let expr = self.shell(&script, commit, Some(spec));
+        let what = format!("benchmark command `{script}`");
+        let ran = self.execute(expr, self.commands.benchmark_limit, &what)?;
         self.totals.runs += 1;
         self.totals.bench_seconds += started.elapsed().as_secs_f64();
+        let output = match ran {
+            Ok(output) => output,
+            Err(reason) => return Ok(RunOutcome::Failed { reason }),
+        };
         let path = self
             .runs_dir
             .join(format!("run-{:05}-{}.txt", spec.run, commit.short()));

@@ -6,6 +6,7 @@
 //! travel; a [`MailTransport`] takes the text as it is to a local relay over
 //! SMTP or to the system's `sendmail`.
 
+use crate::proc::{self, Ended};
 use anyhow::{Context, anyhow};
 use lettre::address::{Address, Envelope};
 use lettre::transport::smtp::SmtpTransport;
@@ -97,18 +98,23 @@ impl Default for Sendmail {
 impl MailTransport for Sendmail {
     fn send(&self, from: &str, to: &[String], message: &str) -> anyhow::Result<()> {
         envelope(from, to)?;
-        let out = duct::cmd!(&self.path, "-t", "-i", "-f", from)
+        let expr = duct::cmd!(&self.path, "-t", "-i", "-f", from)
             .stdin_bytes(with_line_ends(message, "\n"))
             .stdout_capture()
-            .stderr_capture()
-            .unchecked()
-            .run()
-            .with_context(|| {
-                format!(
-                    "cannot run {} (install a mail transfer agent or use --smtp HOST:PORT)",
-                    self.path.display()
-                )
-            })?;
+            .stderr_capture();
+        let ended = proc::run_to_deadline(expr, super::NOTIFY_LIMIT).with_context(|| {
+            format!(
+                "cannot run {} (install a mail transfer agent or use --smtp HOST:PORT)",
+                self.path.display()
+            )
+        })?;
+        let Ended::Exited(out) = ended else {
+            return Err(anyhow!(
+                "{} did not finish in {} s and was stopped",
+                self.path.display(),
+                super::NOTIFY_LIMIT.as_secs()
+            ));
+        };
         if !out.status.success() {
             let said = String::from_utf8_lossy(&out.stderr);
             let said = said.trim();

@@ -238,7 +238,7 @@ pub fn pick_port(socket_dir: &Path) -> u16 {
 /// SIGTERM while the flag is set ends the process at once.
 pub fn install_interrupt_handler() -> std::io::Result<Arc<AtomicBool>> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    let flag = Arc::new(AtomicBool::new(false));
+    let flag = crate::proc::interrupt_flag();
     for signal in [SIGINT, SIGTERM] {
         signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(&flag))?;
     }

@@ -589,6 +589,10 @@ impl<'a> Hunt<'a> {
             });
             let started = Instant::now();
             let prepared = self.lab.prepare(&commit)?;
+            if self.interrupted() {
+                // A build cut short by the interrupt is not a result.
+                return Err(HuntError::Interrupted.into());
+            }
             if !matches!(prepared, Prepared::Ready { cached: true }) {
                 self.costs.builds += 1;
                 self.costs.build_seconds += started.elapsed().as_secs_f64();
