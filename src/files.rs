@@ -73,6 +73,47 @@ pub fn check_owner(dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// Most of a command's output kept (and read back), in bytes: its first
+/// and last halves, which hold what a failure and a result print.
+pub const KEEP_OUTPUT: u64 = 1 << 20;
+
+/// Shortens the file at `path` to its first and last `keep / 2` bytes,
+/// with a line saying how much was cut between them, when it is longer
+/// than `keep`; returns what is left, as text.
+pub fn keep_ends(path: &Path, keep: u64) -> io::Result<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    let len = file.metadata()?.len();
+    if len <= keep {
+        let mut text = Vec::new();
+        file.read_to_end(&mut text)?;
+        return Ok(String::from_utf8_lossy(&text).into_owned());
+    }
+    let half = keep / 2;
+    let mut head = vec![0; half as usize];
+    file.read_exact(&mut head)?;
+    let mut tail = vec![0; half as usize];
+    file.seek(SeekFrom::Start(len - half))?;
+    file.read_exact(&mut tail)?;
+    let mut kept = head;
+    kept.extend_from_slice(
+        format!(
+            "\n[... {} bytes of output cut by pgbisect ...]\n",
+            len - 2 * half
+        )
+        .as_bytes(),
+    );
+    kept.extend_from_slice(&tail);
+    file.set_len(0)?;
+    file.seek(SeekFrom::Start(0))?;
+    file.write_all(&kept)?;
+    Ok(String::from_utf8_lossy(&kept).into_owned())
+}
+
 fn remove_link(path: &Path) -> io::Result<()> {
     match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_symlink() => std::fs::remove_file(path),
@@ -130,6 +171,23 @@ mod tests {
         append(&real).unwrap().write_all(b"a\n").unwrap();
         append(&real).unwrap().write_all(b"b\n").unwrap();
         assert_eq!(std::fs::read_to_string(&real).unwrap(), "a\nb\n");
+    }
+
+    #[test]
+    fn long_output_keeps_its_ends() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("run.txt");
+        let text = format!("start\n{}\ntps = 5\n", "x".repeat(10_000));
+        write(&out, &text).unwrap();
+        assert_eq!(keep_ends(&out, 20_000).unwrap(), text);
+        let kept = keep_ends(&out, 100).unwrap();
+        assert!(kept.starts_with("start\n"), "{kept}");
+        assert!(kept.ends_with("tps = 5\n"), "{kept}");
+        assert!(
+            kept.contains("[... 9915 bytes of output cut by pgbisect ...]"),
+            "{kept}"
+        );
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), kept);
     }
 
     #[test]

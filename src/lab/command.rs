@@ -14,7 +14,7 @@ use crate::repo::WorkTree;
 use anyhow::Context;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 /// The commands of a custom-command profile.
@@ -96,19 +96,31 @@ impl CommandLab {
                 .env("PGBISECT_CLIENTS", spec.clients.to_string())
                 .env("PGBISECT_RUN", spec.run.to_string());
         }
-        expr.stderr_to_stdout().stdout_capture()
+        expr
     }
 
-    /// Runs `script`'s expression within `limit`: its output, or why it
-    /// gave none (it was stopped at its deadline). An interrupt is an error.
+    /// Runs `expr` within `limit`, its output (stdout and stderr) going
+    /// to the file `out`, of which the ends are kept when it is long: how
+    /// it exited and that output, or why it gave none (it was stopped at
+    /// its deadline). An interrupt is an error.
     fn execute(
         &self,
         expr: duct::Expression,
-        limit: Duration,
+        (limit, out): (Duration, &Path),
         what: &str,
-    ) -> anyhow::Result<Result<Output, String>> {
-        match proc::run(expr, limit).with_context(|| format!("cannot start the {what}"))? {
-            Ended::Exited(output) => Ok(Ok(output)),
+    ) -> anyhow::Result<Result<(ExitStatus, String), String>> {
+        let file = crate::files::create(out).with_context(|| {
+            format!("cannot write the output of the {what} to {}", out.display())
+        })?;
+        let expr = expr.stderr_to_stdout().stdout_file(file);
+        let ended = proc::run(expr, limit).with_context(|| format!("cannot start the {what}"))?;
+        let kept = |out: &Path| {
+            crate::files::keep_ends(out, crate::files::KEEP_OUTPUT).with_context(|| {
+                format!("cannot read the output of the {what} in {}", out.display())
+            })
+        };
+        match ended {
+            Ended::Exited(output) => Ok(Ok((output.status, kept(out)?))),
             Ended::TimedOut(limit) => Ok(Err(format!(
                 "the {what} did not finish in {} s and was stopped (set `timeout` in the \
                  profile for more)",
@@ -130,21 +142,23 @@ impl CommandLab {
         let started = Instant::now();
         let expr = self.shell(script, commit, None);
         let what = format!("build command `{script}`");
-        let ran = self.execute(expr, self.commands.build_limit, &what)?;
+        let ran = self.execute(expr, (self.commands.build_limit, &log), &what)?;
         self.totals.builds += 1;
         self.totals.build_seconds += started.elapsed().as_secs_f64();
-        let output = match ran {
-            Ok(output) => output,
-            Err(reason) => return Ok(Prepared::Unbuildable { reason, log: None }),
+        let (status, text) = match ran {
+            Ok(done) => done,
+            Err(reason) => {
+                return Ok(Prepared::Unbuildable {
+                    reason,
+                    log: Some(log),
+                });
+            }
         };
-        crate::files::write(&log, &output.stdout)
-            .with_context(|| format!("cannot write the build log {}", log.display()))?;
-        if !output.status.success() {
+        if !status.success() {
             return Ok(Prepared::Unbuildable {
                 reason: format!(
-                    "build command `{script}` failed ({}); last lines:\n{}",
-                    output.status,
-                    tail(&output.stdout)
+                    "build command `{script}` failed ({status}); last lines:\n{}",
+                    tail(&text)
                 ),
                 log: Some(log),
             });
@@ -156,8 +170,8 @@ impl CommandLab {
 }
 
 /// The last lines of a command's output, for error messages.
-fn tail(output: &[u8]) -> String {
-    bench::tail_lines(&String::from_utf8_lossy(output), bench::TAIL_LINES)
+fn tail(output: &str) -> String {
+    bench::tail_lines(output, bench::TAIL_LINES)
 }
 
 impl Lab for CommandLab {
@@ -180,28 +194,24 @@ impl Lab for CommandLab {
         let started = Instant::now();
         let expr = self.shell(&script, commit, Some(spec));
         let what = format!("benchmark command `{script}`");
-        let ran = self.execute(expr, self.commands.benchmark_limit, &what)?;
-        self.totals.runs += 1;
-        self.totals.bench_seconds += started.elapsed().as_secs_f64();
-        let output = match ran {
-            Ok(output) => output,
-            Err(reason) => return Ok(RunOutcome::Failed { reason }),
-        };
         let path = self
             .runs_dir
             .join(format!("run-{:05}-{}.txt", spec.run, commit.short()));
-        crate::files::write(&path, &output.stdout)
-            .with_context(|| format!("cannot keep the benchmark output in {}", path.display()))?;
-        if !output.status.success() {
+        let ran = self.execute(expr, (self.commands.benchmark_limit, &path), &what)?;
+        self.totals.runs += 1;
+        self.totals.bench_seconds += started.elapsed().as_secs_f64();
+        let (status, text) = match ran {
+            Ok(done) => done,
+            Err(reason) => return Ok(RunOutcome::Failed { reason }),
+        };
+        if !status.success() {
             return Ok(RunOutcome::Failed {
                 reason: format!(
-                    "benchmark command `{script}` failed ({}); last lines:\n{}",
-                    output.status,
-                    tail(&output.stdout)
+                    "benchmark command `{script}` failed ({status}); last lines:\n{}",
+                    tail(&text)
                 ),
             });
         }
-        let text = String::from_utf8_lossy(&output.stdout);
         Ok(match bench::parse_output(&text) {
             Ok(report) => RunOutcome::Measured(Measurement {
                 tps: report.tps,
