@@ -252,6 +252,9 @@ fn run_hunt(
             lab.replayable_runs()
         )));
     }
+    if let Some(note) = work_dir_in_repo(plan.work.root(), &plan.repo_dir) {
+        progress.event(&ProgressEvent::Note(note));
+    }
     let mut journal = Journal::open(&hunt.journal())?;
     if journal.cut() > 0 {
         progress.event(&ProgressEvent::Note(format!(
@@ -356,6 +359,20 @@ fn budget(args: &RunArgs) -> anyhow::Result<Option<Budget>> {
     Ok(Some(Budget::until(end)))
 }
 
+/// A word when the work dir is inside the repository's checkout, where git
+/// lists it as untracked.
+fn work_dir_in_repo(work: &Path, repo: &Path) -> Option<String> {
+    let (work, repo) = (work.canonicalize().ok()?, repo.canonicalize().ok()?);
+    work.starts_with(&repo).then(|| {
+        format!(
+            "the work dir {} is inside the repository {}: git lists it as untracked; \
+             add it to .git/info/exclude, or pass a --work-dir outside the repository",
+            work.display(),
+            repo.display()
+        )
+    })
+}
+
 /// Fails at once, before hours of measuring, when `path` cannot take a
 /// file: its folder is missing, or it is a folder itself.
 pub(super) fn check_writable_file(path: &Path, flag: &str) -> anyhow::Result<()> {
@@ -400,6 +417,17 @@ mod tests {
         assert_eq!(hunt_config(&args, false, &profile).unwrap().clients, 16);
         let one = Profile::load("smoke").unwrap();
         hunt_config(&TargetArgs::default(), false, &one).unwrap();
+    }
+
+    #[test]
+    fn a_work_dir_inside_the_repository_gets_a_word() {
+        let tmp = tempfile::tempdir().unwrap();
+        let inside = tmp.path().join("w");
+        std::fs::create_dir(&inside).unwrap();
+        let note = work_dir_in_repo(&inside, tmp.path()).unwrap();
+        assert!(note.contains(".git/info/exclude"), "{note}");
+        let other = tempfile::tempdir().unwrap();
+        assert_eq!(work_dir_in_repo(other.path(), tmp.path()), None);
     }
 
     #[test]

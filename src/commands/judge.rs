@@ -10,7 +10,7 @@ use crate::error::UsageError;
 use crate::journal::Journal;
 use crate::profile::Profile;
 use crate::repo::Repo;
-use crate::workspace::{HuntDir, WorkDir};
+use crate::workspace::{COMMAND_FILE, HuntDir, WorkDir};
 use anyhow::Context;
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -72,6 +72,10 @@ pub(super) fn command(args: &JudgeArgs) -> ExitCode {
 
 fn run(args: &JudgeArgs) -> anyhow::Result<u8> {
     let mut target = args.target.clone();
+    if target.lab.repo.is_none() && target.lab.work_dir.is_some() {
+        // The commit is one of the hunt's repository, wherever judge runs.
+        target.lab.repo = hunts_repo(&target.lab.work_dir()?);
+    }
     let repo = Repo::open(&target.lab.repo_dir())?;
     let commit = repo.resolve(&args.commit)?;
     let want = |rev: &Option<String>| -> anyhow::Result<Option<String>> {
@@ -122,6 +126,12 @@ fn run(args: &JudgeArgs) -> anyhow::Result<u8> {
     };
     report(&commit.id, word, &judged.tps, &hunt, args.json.as_deref())?;
     Ok(code)
+}
+
+/// The repository the newest hunt in `work` ran in, as it saved it.
+fn hunts_repo(work: &WorkDir) -> Option<PathBuf> {
+    let hunt = work.choose_hunt(None, COMMAND_FILE).ok()?;
+    super::resume::load(&hunt).ok()?.target.lab.repo
 }
 
 /// Measures with the profile the hunt used, when it was kept: its build

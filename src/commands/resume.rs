@@ -48,7 +48,7 @@ pub(super) fn save(
 }
 
 /// The saved command of `hunt`.
-fn load(hunt: &HuntDir) -> anyhow::Result<RunArgs> {
+pub(super) fn load(hunt: &HuntDir) -> anyhow::Result<RunArgs> {
     let path = hunt.command();
     let text = std::fs::read_to_string(&path)
         .with_context(|| format!("cannot read {}", path.display()))?;
