@@ -1,5 +1,7 @@
 //! The repository layer against real git repositories built in temp dirs.
 
+mod common;
+
 use pgbisect::model::Commit;
 use pgbisect::repo::{Repo, RepoError, WorkTree};
 use std::collections::BTreeSet;
@@ -30,25 +32,7 @@ impl TestRepo {
     }
 
     fn git(&self, args: &[&str]) -> String {
-        let out = Command::new("git")
-            .args(args)
-            .current_dir(self.path())
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_AUTHOR_NAME", "Ann Author")
-            .env("GIT_AUTHOR_EMAIL", "ann@example.org")
-            .env("GIT_COMMITTER_NAME", "Ann Author")
-            .env("GIT_COMMITTER_EMAIL", "ann@example.org")
-            .env("GIT_AUTHOR_DATE", "2016-03-01T17:24:05-05:00")
-            .env("GIT_COMMITTER_DATE", "2016-03-01T17:24:05-05:00")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap().trim().to_string()
+        common::git_as(("Ann Author", "ann@example.org"), self.path(), args)
     }
 
     /// Writes (`Some`) or deletes (`None`) files, commits, returns the SHA.
