@@ -2,13 +2,13 @@
 
 mod common;
 
+use common::mtime;
 use pgbisect::model::Commit;
 use pgbisect::repo::{Repo, RepoError, WorkTree};
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::SystemTime;
 use tempfile::TempDir;
 
 /// A throwaway git repository driven by the `git` command.
@@ -283,10 +283,6 @@ fn reads_files_and_changed_paths_without_a_checkout() {
         .collect();
     assert_eq!(changed, want);
     assert!(repo.changed_paths(&first, &first).unwrap().is_empty());
-}
-
-fn mtime(path: &Path) -> SystemTime {
-    fs::metadata(path).unwrap().modified().unwrap()
 }
 
 /// Everything that says what state the user's repository is in.

@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 /// The author and committer of every commit made by [`git`].
 pub const AUTHOR: (&str, &str) = ("Test Author", "author@example.org");
@@ -240,6 +240,14 @@ pub fn only_hunt_dir(work: &Path) -> PathBuf {
 /// The JSON document in the file `path`.
 pub fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// When `path` was last modified; fails the test, naming it, if it is gone.
+pub fn mtime(path: &Path) -> SystemTime {
+    std::fs::metadata(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .modified()
+        .unwrap()
 }
 
 /// The number of lines of `path` (0 if it does not exist).
