@@ -6,7 +6,8 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$here"
 export PGBISECT_TEST_PG_SOURCE="$here/.pgbisect-test-cache/postgresql-15"
 export PGBISECT_TEST_PG_BIN="/usr/lib/postgresql/15/bin"
-# Report snapshots (tests/snapshots/) are compared, never rewritten: a
-# changed report fails the run until the snapshot is reviewed and updated.
+# Snapshots (tests/snapshots/: reports, --help, usage errors) are compared,
+# never rewritten: a changed output fails the run until the snapshot is
+# reviewed and updated.
 export INSTA_UPDATE=no
 cargo test --release --all-targets

@@ -6,12 +6,15 @@
 //! it is unset. Every step shares one build tree, so PostgreSQL is built
 //! from scratch once (about 4 minutes on 2 cores with a cold ccache).
 
+mod common;
+
+use common::mtime;
 use pgbisect::build::{BuildOutcome, BuildSettings, Builder, read_stamp};
 use pgbisect::lab::LabDirs;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 fn source_dir() -> Option<PathBuf> {
     match std::env::var_os("PGBISECT_TEST_PG_SOURCE") {
@@ -45,13 +48,6 @@ fn output(program: &Path, args: &[&str]) -> String {
         program.display()
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn mtime(path: &Path) -> SystemTime {
-    fs::metadata(path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .modified()
-        .unwrap()
 }
 
 /// Replaces `from` by `to` in a file of the checkout, as a new commit would.

@@ -2,6 +2,8 @@
 //! aiosmtpd, installed by scripts/setup.sh) and `--notify-cmd` through the
 //! binary, on git repositories made in temp dirs.
 
+mod common;
+
 use pgbisect::notify::mail::{Envelope5322, MailTransport, Sendmail, Smtp, plain_message};
 use std::net::TcpStream;
 use std::path::Path;
@@ -199,81 +201,34 @@ fn smtp_refusal_names_the_server_and_its_answer() {
     assert!(server.messages().is_empty());
 }
 
-fn git(dir: &Path, script: &str) -> String {
-    let out = Command::new("sh")
-        .args(["-c", script])
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "Notify Tester")
-        .env("GIT_AUTHOR_EMAIL", "tester@example.org")
-        .env("GIT_COMMITTER_NAME", "Notify Tester")
-        .env("GIT_COMMITTER_EMAIL", "tester@example.org")
-        .output()
-        .expect("sh runs");
-    assert!(
-        out.status.success(),
-        "{script}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
+/// `n` commits whose `level` drops from 1000 to 800 at commit `at` (tags
+/// `good` and `bad` on the ends); with `bad_broken` the last commit does
+/// not build. Returns the repo and the SHA of commit `at`.
+fn make_repo(n: usize, at: usize, bad_broken: bool) -> (tempfile::TempDir, String) {
+    let broken = if bad_broken { vec![n - 1] } else { vec![] };
+    let (dir, shas) = common::history(&common::levels_with_drop_at(n, at), &broken);
+    (dir, shas[at].clone())
 }
 
-/// `n` commits whose `level` file drops from 1000 to 800 at commit `at`
-/// (tags `good` and `bad` on the ends); with `bad_broken` the last commit
-/// does not build. Returns the repo and the SHA of commit `at`.
-fn make_repo(n: u32, at: u32, bad_broken: bool) -> (tempfile::TempDir, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let broken = if bad_broken { "touch broken" } else { ":" };
-    git(
-        dir.path(),
-        &format!(
-            "git init -q -b main && i=0 && while [ $i -lt {n} ]; do \
-               if [ $i -ge {at} ]; then echo 800 > level; else echo 1000 > level; fi; \
-               echo $i > step; if [ $i -eq {last} ]; then {broken}; fi; \
-               git add -A && git commit -q -m \"step $i\" || exit 1; \
-               [ $i -eq 0 ] && git tag good; i=$((i+1)); done; git tag bad",
-            last = n - 1
-        ),
-    );
-    let culprit = git(dir.path(), &format!("git rev-parse HEAD~{}", n - 1 - at));
-    (dir, culprit)
-}
-
-/// A profile whose benchmark prints its checkout's level with up to 2%
-/// noise that depends on the run number; `broken` commits do not build.
-const PROFILE: &str = r#"description = "notification test"
-[build]
-command = "test ! -e broken && mkdir -p \"$PGBISECT_PREFIX\" && cp level \"$PGBISECT_PREFIX/\""
-[benchmark]
-command = "l=$(cat \"$PGBISECT_PREFIX/level\"); n=$(( (PGBISECT_RUN * 7919) % 41 - 20 )); echo \"tps = $(( l * (1000 + n) )).0 (without initial connection time)\""
-"#;
-
-/// Hunts good..bad of `repo` with [`PROFILE`], everything under `work`.
+/// Hunts good..bad of `repo` with the test profile, everything under `work`.
 fn hunt(repo: &Path, work: &Path, extra: &[&str]) -> Output {
-    hunt_command(repo, work, PROFILE, extra)
+    hunt_command(repo, &common::profile(work), work, extra)
         .output()
         .expect("pgbisect runs")
 }
 
-/// The command of a hunt of good..bad of `repo` with the profile text
-/// `profile`, everything under `work`.
-fn hunt_command(repo: &Path, work: &Path, profile: &str, extra: &[&str]) -> Command {
-    let profile_path = work.join("notify-profile.toml");
-    std::fs::write(&profile_path, profile).expect("the profile is written");
-    let mut args = vec![
-        "--good".into(),
-        "good".into(),
-        "--bad".into(),
-        "bad".into(),
-        "--profile".into(),
-        profile_path.into_os_string(),
-        "--repo".into(),
-        repo.as_os_str().to_owned(),
-        "--work-dir".into(),
-        work.join("w").into_os_string(),
-    ];
-    args.extend(extra.iter().map(std::ffi::OsString::from));
-    let mut command = Command::new(env!("CARGO_BIN_EXE_pgbisect"));
-    command.args(args);
+/// The command of a hunt of good..bad of `repo` with the profile `profile`,
+/// the work dir `work/w`.
+fn hunt_command(repo: &Path, profile: &Path, work: &Path, extra: &[&str]) -> Command {
+    let mut command = common::bin();
+    command
+        .args(["--good", "good", "--bad", "bad", "--profile"])
+        .arg(profile)
+        .arg("--repo")
+        .arg(repo)
+        .arg("--work-dir")
+        .arg(work.join("w"))
+        .args(extra);
     command
 }
 
@@ -342,11 +297,11 @@ fn interrupted_hunt_runs_notify_cmd_with_error() {
     let (repo, _) = make_repo(12, 5, false);
     let work = tempfile::tempdir().unwrap();
     let dump = work.path().join("env.txt");
-    let slow = PROFILE.replace("l=$(cat", "sleep 0.2; l=$(cat");
+    let slow = common::profile_with(work.path(), "slow.toml", "sleep 0.2");
     let child = hunt_command(
         repo.path(),
-        work.path(),
         &slow,
+        work.path(),
         &["--notify-cmd", &env_dump(&dump)],
     )
     .stdout(Stdio::null())
@@ -354,21 +309,7 @@ fn interrupted_hunt_runs_notify_cmd_with_error() {
     .spawn()
     .expect("pgbisect starts");
     // Interrupt once a few runs are journaled.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let runs = || {
-        let hunts = work.path().join("w").join("hunts");
-        std::fs::read_dir(hunts)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|h| std::fs::read_to_string(h.path().join("journal.jsonl")).ok())
-            .map(|j| j.matches("\"event\":\"run\"").count())
-            .sum::<usize>()
-    };
-    while runs() < 3 {
-        assert!(Instant::now() < deadline, "no runs were journaled");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    common::wait_for_runs(&work.path().join("w"), 3);
     let pid = child.id().to_string();
     let kill = Command::new("kill").args(["-INT", &pid]).status().unwrap();
     assert!(kill.success());
@@ -398,12 +339,7 @@ fn mail_to_with_smtp_sends_the_result_and_the_failure() {
         "bench@example.org",
     ];
     let out = hunt(repo.path(), work.path(), &mail);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_code(&out, 0);
     let got = server.messages();
     assert_eq!(got.len(), 1, "{got:?}");
     let m = &got[0];
@@ -421,7 +357,7 @@ fn mail_to_with_smtp_sends_the_result_and_the_failure() {
     let (broken, _) = make_repo(5, 2, true);
     let work = tempfile::tempdir().unwrap();
     let out = hunt(broken.path(), work.path(), &mail);
-    assert_eq!(out.status.code(), Some(4));
+    common::assert_code(&out, 4);
     let got = server.messages();
     let failure = got
         .iter()
@@ -434,11 +370,11 @@ fn mail_to_with_smtp_sends_the_result_and_the_failure() {
 #[test]
 fn mail_flags_without_a_recipient_are_a_usage_error() {
     let work = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_pgbisect"))
+    let out = common::bin()
         .args(["--good", "a", "--bad", "b", "--smtp", "localhost:25"])
         .current_dir(work.path())
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    common::assert_code(&out, 2);
     assert!(String::from_utf8_lossy(&out.stderr).contains("--mail-to"));
 }

@@ -1,12 +1,14 @@
 //! The repository layer against real git repositories built in temp dirs.
 
+mod common;
+
+use common::mtime;
 use pgbisect::model::Commit;
 use pgbisect::repo::{Repo, RepoError, WorkTree};
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::SystemTime;
 use tempfile::TempDir;
 
 /// A throwaway git repository driven by the `git` command.
@@ -30,25 +32,7 @@ impl TestRepo {
     }
 
     fn git(&self, args: &[&str]) -> String {
-        let out = Command::new("git")
-            .args(args)
-            .current_dir(self.path())
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_AUTHOR_NAME", "Ann Author")
-            .env("GIT_AUTHOR_EMAIL", "ann@example.org")
-            .env("GIT_COMMITTER_NAME", "Ann Author")
-            .env("GIT_COMMITTER_EMAIL", "ann@example.org")
-            .env("GIT_AUTHOR_DATE", "2016-03-01T17:24:05-05:00")
-            .env("GIT_COMMITTER_DATE", "2016-03-01T17:24:05-05:00")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap().trim().to_string()
+        common::git_as(("Ann Author", "ann@example.org"), self.path(), args)
     }
 
     /// Writes (`Some`) or deletes (`None`) files, commits, returns the SHA.
@@ -299,10 +283,6 @@ fn reads_files_and_changed_paths_without_a_checkout() {
         .collect();
     assert_eq!(changed, want);
     assert!(repo.changed_paths(&first, &first).unwrap().is_empty());
-}
-
-fn mtime(path: &Path) -> SystemTime {
-    fs::metadata(path).unwrap().modified().unwrap()
 }
 
 /// Everything that says what state the user's repository is in.

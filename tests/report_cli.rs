@@ -1,13 +1,19 @@
 //! `pgbisect report` end to end: the binary renders a hunt result found in
-//! a work dir, and says clearly when there is none.
+//! a work dir, and says clearly when there is none; a hunt writes the
+//! reports that `report` renders again.
 
+mod common;
+
+use common::{assert_code, bin, history, json, levels_with_drop_at, only_hunt_dir, profile};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 const FIXTURE: &str = include_str!("fixtures/reports/hunt.json");
 
+/// Runs `pgbisect` with `args` in `cwd`, with the cache (the default work
+/// dirs) under `cwd/cache`.
 fn pgbisect(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pgbisect"))
+    bin()
         .args(args)
         .current_dir(cwd)
         .env("XDG_CACHE_HOME", cwd.join("cache"))
@@ -119,7 +125,7 @@ fn empty_work_dir_says_where_it_looked_and_what_to_run() {
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().to_str().unwrap();
     let out = pgbisect(&["report", "--work-dir", dir], work.path());
-    assert_eq!(out.status.code(), Some(2));
+    assert_code(&out, 2);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains(&format!("{dir}/hunts/*/result.json")),
@@ -138,7 +144,7 @@ fn unreadable_result_names_the_file() {
         &["report", "--work-dir", work.path().to_str().unwrap()],
         work.path(),
     );
-    assert_eq!(out.status.code(), Some(4));
+    assert_code(&out, 4);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("broken/result.json"), "{stderr}");
 }
@@ -151,7 +157,7 @@ fn email_needs_sender_and_recipient() {
         &["report", "--work-dir", dir, "--format", "email"],
         work.path(),
     );
-    assert_eq!(out.status.code(), Some(2));
+    assert_code(&out, 2);
     assert!(String::from_utf8_lossy(&out.stderr).contains("--from"));
 }
 
@@ -170,4 +176,49 @@ fn default_work_dir_is_the_hunts() {
         root.path(),
     ));
     assert!(text.contains("first bad commit: "), "{text}");
+}
+
+#[test]
+fn hunt_writes_reports_and_report_renders_them_again() {
+    let (repo, shas) = history(&levels_with_drop_at(12, 7), &[]);
+    let work = tempfile::tempdir().unwrap();
+    let profile_path = profile(work.path());
+    let work_dir = work.path().join("w");
+    let out = common::pgbisect(
+        repo.path(),
+        &work_dir,
+        &[
+            "--good=good",
+            "--bad=bad",
+            "--format=markdown",
+            "--profile",
+            profile_path.to_str().unwrap(),
+        ],
+    );
+    assert_code(&out, 0);
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(printed.starts_with("# pgbisect: "), "{printed}");
+    let hunt_dir = only_hunt_dir(&work_dir);
+    let result = json(&hunt_dir.join("result.json"));
+    assert!(
+        result["machine"]["cpus"].as_u64().unwrap() >= 1,
+        "{result:#}"
+    );
+    assert_eq!(
+        result["profile_toml"].as_str().unwrap(),
+        std::fs::read_to_string(&profile_path).unwrap()
+    );
+    let md = std::fs::read_to_string(hunt_dir.join("report.md")).unwrap();
+    assert_eq!(md, printed);
+    let text = std::fs::read_to_string(hunt_dir.join("report.txt")).unwrap();
+    assert!(
+        text.contains(&format!("first bad commit: {}", shas[7])),
+        "{text}"
+    );
+    let again = bin()
+        .args(["report", "--work-dir"])
+        .arg(&work_dir)
+        .output()
+        .expect("pgbisect runs");
+    assert_eq!(String::from_utf8_lossy(&again.stdout), text);
 }
