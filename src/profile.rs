@@ -112,7 +112,7 @@ pub struct BenchmarkSection {
     /// `simple`, `extended` or `prepared` (`-M`).
     pub mode: Option<QueryMode>,
     pub clients: Option<Clients>,
-    /// `-j`; default: as many threads as clients, like the threads.
+    /// `-j`; default: one a CPU (at most the clients, and a divisor of them).
     pub threads: Option<u32>,
     /// Seconds per run (`-T`).
     pub duration: Option<u32>,
@@ -165,6 +165,7 @@ impl BenchmarkSection {
             mode: self.mode.unwrap_or(d.mode),
             clients,
             threads: self.threads,
+            cpus: None,
             duration_secs: self.duration.unwrap_or(d.duration_secs),
             scale: self.scale.unwrap_or(d.scale),
             warmup_runs: self.warmup_runs.unwrap_or(d.warmup_runs),

@@ -11,9 +11,11 @@ use crate::build::{BuildOutcome, BuildSettings, Builder};
 use crate::lab::{Lab, LabDirs, RunSpec};
 use crate::model::{Commit, LabTotals, Measurement, Prepared, RunOutcome};
 use crate::repo::{Repo, WorkTree};
-use crate::server::{self, DataTemplate, RunAs, Server, ServerError, SocketDir, TemplateSpec};
+use crate::server::{
+    self, DataTemplate, RunAs, Server, ServerError, SocketDir, TemplateSpec, settings,
+};
 use anyhow::Context;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -64,6 +66,9 @@ pub struct PgLabConfig {
     pub cache_size: usize,
     /// The good endpoint (its pgbench may drive every run).
     pub good: String,
+    /// The bad endpoint: with the good one, the versions the profile's
+    /// settings are checked against before anything is built.
+    pub bad: String,
 }
 
 /// Builds and benchmarks real PostgreSQL commits.
@@ -80,11 +85,24 @@ pub struct PgLab {
     fresh_copy_of: Option<DataTemplate>,
     /// Whether the work dir was checked for copies that share blocks.
     copies_checked: bool,
+    /// The profile's settings as each built commit's server takes them.
+    settings: HashMap<String, Vec<(String, String)>>,
+    /// Notes about settings already shown, shown again in `describe`.
+    notes: Vec<String>,
+    /// Client counts whose machine limits were checked.
+    limits_checked: HashSet<u32>,
     totals: LabTotals,
 }
 
 impl PgLab {
-    pub fn new(cfg: PgLabConfig, repo: Repo) -> anyhow::Result<PgLab> {
+    pub fn new(mut cfg: PgLabConfig, repo: Repo) -> anyhow::Result<PgLab> {
+        let range = source_major(&repo, &cfg.good).zip(source_major(&repo, &cfg.bad));
+        settings::check(&cfg.settings, range)?;
+        if cfg.options.cpus.is_none() {
+            cfg.options.cpus = std::thread::available_parallelism()
+                .ok()
+                .and_then(|n| u32::try_from(n.get()).ok());
+        }
         let dirs = [&cfg.dirs.logs, &cfg.dirs.templates, &cfg.dirs.data];
         for dir in dirs.into_iter().chain([&cfg.runs_dir]) {
             std::fs::create_dir_all(dir)
@@ -101,7 +119,8 @@ impl PgLab {
             builder.pin(&cfg.good);
         }
         let sockets = SocketDir::create(&cfg.run_as)?;
-        Ok(PgLab {
+        let clients = cfg.options.clients;
+        PgLab {
             cfg,
             repo,
             worktree,
@@ -112,8 +131,46 @@ impl PgLab {
             sockets,
             fresh_copy_of: None,
             copies_checked: false,
+            settings: HashMap::new(),
+            notes: Vec::new(),
+            limits_checked: HashSet::new(),
             totals: LabTotals::default(),
-        })
+        }
+        .checked_for_clients(clients)
+    }
+
+    /// Checks, once for each client count, that the machine lets that many
+    /// connections be made, and says when `max_connections` is raised.
+    fn checked_for_clients(mut self, clients: u32) -> anyhow::Result<PgLab> {
+        self.check_clients(clients)?;
+        Ok(self)
+    }
+
+    fn check_clients(&mut self, clients: u32) -> anyhow::Result<()> {
+        if !self.limits_checked.insert(clients) {
+            return Ok(());
+        }
+        let (_, max_connections, raised) = server::for_workload(&self.cfg.settings, clients);
+        if let Some(note) = raised {
+            self.note(note);
+        }
+        server::raise_open_files(server::open_files_needed(clients));
+        let threads = self.cfg.options.threads_for(clients);
+        server::check_limits(
+            &server::SystemLimits::read(),
+            clients,
+            threads,
+            max_connections,
+        )?;
+        Ok(())
+    }
+
+    /// Shows a note about the settings once.
+    fn note(&mut self, note: String) {
+        if !self.notes.contains(&note) {
+            eprintln!("pgbisect: note: {note}");
+            self.notes.push(note);
+        }
     }
 
     /// Data-directory format of a commit: major version, catalog and
@@ -208,7 +265,7 @@ impl PgLab {
             data_dir: data,
             port: server::pick_port(self.sockets.path()),
             socket_dir: self.sockets.path().to_path_buf(),
-            settings: self.cfg.settings.clone(),
+            settings: self.settings_for_run(&commit.id, spec.clients)?,
             log: self
                 .cfg
                 .dirs
@@ -264,6 +321,21 @@ impl PgLab {
         })
     }
 
+    /// The settings of one run: the commit's form of the profile's, with
+    /// `max_connections` for the run's clients.
+    fn settings_for_run(
+        &mut self,
+        commit: &str,
+        clients: u32,
+    ) -> anyhow::Result<Vec<(String, String)>> {
+        self.check_clients(clients)?;
+        let applied = self
+            .settings
+            .get(commit)
+            .ok_or_else(|| anyhow::anyhow!("commit {commit} was not built before use"))?;
+        Ok(server::for_workload(applied, clients).0)
+    }
+
     fn run_file(&self, run: u64, commit: &Commit, what: &str) -> PathBuf {
         self.cfg
             .runs_dir
@@ -275,6 +347,17 @@ fn failed(err: &anyhow::Error) -> RunOutcome {
     RunOutcome::Failed {
         reason: format!("{err:#}"),
     }
+}
+
+/// The major version of `commit`'s source tree, from its configure script
+/// or meson.build; None when it cannot be read.
+fn source_major(repo: &Repo, commit: &str) -> Option<settings::Major> {
+    ["configure.ac", "configure.in", "meson.build"]
+        .iter()
+        .find_map(|path| {
+            let text = repo.read_file(commit, path).ok()??;
+            settings::Major::from_source(&String::from_utf8_lossy(&text))
+        })
 }
 
 /// The value of `#define NAME value` in C header text.
@@ -303,17 +386,22 @@ impl Lab for PgLab {
                 });
             }
         };
-        if let Err(e) =
-            server::check_settings(&prefix.join("bin"), &self.cfg.run_as, &self.cfg.settings)
-        {
-            return match e {
-                ServerError::UnknownSetting { .. } => Ok(Prepared::Unbuildable {
-                    reason: e.to_string(),
-                    log: None,
-                }),
-                other => Err(other.into()),
+        let applied =
+            match server::apply_settings(&prefix.join("bin"), &self.cfg.run_as, &self.cfg.settings)
+            {
+                Ok(applied) => applied,
+                Err(e @ (ServerError::UnknownSetting { .. } | ServerError::Setting(_))) => {
+                    return Ok(Prepared::Unbuildable {
+                        reason: e.to_string(),
+                        log: None,
+                    });
+                }
+                Err(other) => return Err(other.into()),
             };
+        for note in applied.notes {
+            self.note(note);
         }
+        self.settings.insert(commit.id.clone(), applied.settings);
         self.installs.insert(commit.id.clone(), prefix);
         let (builds, seconds) = self.builder.totals();
         self.totals.builds = builds;
@@ -355,14 +443,18 @@ impl Lab for PgLab {
             self.cfg.options.duration_secs,
             &conn,
         );
-        let settings: Vec<String> = self
-            .cfg
-            .settings
+        let (settings, _, _) = server::for_workload(&self.cfg.settings, self.cfg.options.clients);
+        let settings: Vec<String> = settings
             .iter()
             .map(|(k, v)| format!("-c {k}={v}"))
             .collect();
+        let notes = if self.notes.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", self.notes.join("; "))
+        };
         format!(
-            "pgbench {} ({} pgbench); server {}",
+            "pgbench {} ({} pgbench); server {}{notes}",
             args.join(" "),
             match &self.cfg.pgbench {
                 PgbenchChoice::Good => "the good endpoint's".to_string(),
