@@ -208,6 +208,10 @@ pub const BUNDLED: &[(&str, &str)] = &[
         include_str!("../bisect-profiles/rw-exceeds-buffers.toml"),
     ),
     (
+        "rw-exceeds-buffers-small",
+        include_str!("../bisect-profiles/rw-exceeds-buffers-small.toml"),
+    ),
+    (
         "rw-fits-buffers",
         include_str!("../bisect-profiles/rw-fits-buffers.toml"),
     ),
@@ -364,6 +368,40 @@ mod tests {
                 .settings_strings()
                 .contains(&("shared_buffers".into(), "8GB".into()))
         );
+    }
+
+    /// The seed-000 profiles' settings exist under their own names on
+    /// every version from 9.5 to master, so every server of such a hunt
+    /// runs them as written; commits from before 9.5's rename get
+    /// `checkpoint_segments` instead of `max_wal_size`.
+    #[test]
+    fn seed_profiles_mean_the_same_from_9_5_to_master() {
+        use crate::server::settings::{self, Major, known_names};
+        for name in ["rw-exceeds-buffers", "rw-exceeds-buffers-small"] {
+            let profile = Profile::load(name).unwrap();
+            let given = profile.server.settings_strings();
+            let range = Major::parse("9.5").zip(Major::parse("20"));
+            settings::check(&given, range).unwrap();
+            for version in ["9.5", "9.6", "10", "13", "16", "20"] {
+                let v = Major::parse(version).unwrap();
+                let known = known_names()
+                    .iter()
+                    .filter(|(_, life)| life.includes(v))
+                    .map(|(n, _)| n.clone())
+                    .collect();
+                let applied = settings::for_server(&given, &known, version).unwrap();
+                assert_eq!(applied.settings, given, "{name} on {version}");
+                assert!(
+                    applied.notes.is_empty(),
+                    "{name} on {version}: {:?}",
+                    applied.notes
+                );
+            }
+        }
+        let seed = Profile::load("rw-exceeds-buffers").unwrap();
+        assert_eq!(seed.benchmark.scale, Some(1000));
+        assert_eq!(seed.benchmark.duration, Some(1800));
+        assert_eq!(seed.benchmark.clients, Some(Clients::One(128)));
     }
 
     #[test]
