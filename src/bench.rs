@@ -367,6 +367,42 @@ mod tests {
         assert_eq!(report.failed_transactions, None);
     }
 
+    /// The good endpoint's pgbench drives every server of a hunt: the
+    /// oldest, 2015's, against a server of 15, with pgbisect's own
+    /// argument order.
+    #[test]
+    fn parses_2015_pgbench_against_a_15_server() {
+        let select = parse_output(&fixture("pg95_select_only_on_15.txt")).unwrap();
+        assert_eq!(select.tps, 14477.021501);
+        assert_eq!(select.latency_ms, Some(0.278));
+        assert_eq!(select.transactions, Some(43117));
+        let tpcb = parse_output(&fixture("pg95_tpcb_like_on_15.txt")).unwrap();
+        assert_eq!(tpcb.tps, 993.120240);
+        assert_eq!(tpcb.latency_ms, Some(4.032));
+    }
+
+    /// What 2015's pgbench refuses, and that pgbisect's arguments avoid it.
+    #[test]
+    fn old_pgbench_refusals_are_avoided() {
+        for refusal in [
+            "pg95_threads_not_dividing.txt",
+            "pg95_mode_after_script.txt",
+        ] {
+            let text = fixture(refusal);
+            let ParseError::NoTps { tail } = parse_output(&text).unwrap_err() else {
+                panic!("{refusal}")
+            };
+            assert_eq!(tail, text.trim_end());
+        }
+        let opts = PgbenchOptions {
+            builtin: Some(Builtin::SimpleUpdate),
+            cpus: Some(2),
+            ..PgbenchOptions::default()
+        };
+        let args = run_args(&opts, 3, 2, &conn()).join(" ");
+        assert!(args.contains("-M prepared -N -c 3 -j 1 "), "{args}");
+    }
+
     #[test]
     fn parses_13_output() {
         let report = parse_output(&fixture("pg13_tpcb_like.txt")).unwrap();

@@ -22,9 +22,11 @@ use std::time::Instant;
 /// Which pgbench drives the load.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PgbenchChoice {
-    /// The pgbench built from the good endpoint, for every commit: one
-    /// load generator for the whole hunt, old enough to talk to every
-    /// server in the range (newer pgbench cannot reach old servers).
+    /// The pgbench built from the good endpoint (or from the other one
+    /// when its source says it is older), for every commit: one load
+    /// generator for the whole hunt, old enough to talk to every server in
+    /// the range (pgbench of 2025 cannot reach a 2016 server; 2015's
+    /// reaches every later one, with pgbisect's argument order).
     Good,
     /// Each commit's own pgbench (client-side changes are measured too).
     Candidate,
@@ -74,6 +76,8 @@ pub struct PgLabConfig {
 /// Builds and benchmarks real PostgreSQL commits.
 pub struct PgLab {
     cfg: PgLabConfig,
+    /// The endpoint whose pgbench drives every run with [`PgbenchChoice::Good`].
+    driver: String,
     repo: Repo,
     worktree: WorkTree,
     builder: Builder,
@@ -96,8 +100,18 @@ pub struct PgLab {
 
 impl PgLab {
     pub fn new(mut cfg: PgLabConfig, repo: Repo) -> anyhow::Result<PgLab> {
-        let range = source_major(&repo, &cfg.good).zip(source_major(&repo, &cfg.bad));
-        settings::check(&cfg.settings, range)?;
+        let (good, bad) = (
+            source_major(&repo, &cfg.good),
+            source_major(&repo, &cfg.bad),
+        );
+        settings::check(&cfg.settings, good.zip(bad))?;
+        // Newer pgbench cannot reach old servers, older reaches newer: the
+        // older endpoint's drives the load (the bad one only when a
+        // comparison names a newer commit first).
+        let driver = match (good, bad) {
+            (Some(good), Some(bad)) if bad < good => cfg.bad.clone(),
+            _ => cfg.good.clone(),
+        };
         if cfg.options.cpus.is_none() {
             cfg.options.cpus = std::thread::available_parallelism()
                 .ok()
@@ -116,12 +130,13 @@ impl PgLab {
         let mut builder = Builder::new(&cfg.dirs, cfg.build.clone(), cfg.cache_size)?;
         if cfg.pgbench == PgbenchChoice::Good {
             // Its pgbench drives every run: never evict it.
-            builder.pin(&cfg.good);
+            builder.pin(&driver);
         }
         let sockets = SocketDir::create(&cfg.run_as)?;
         let clients = cfg.options.clients;
         PgLab {
             cfg,
+            driver,
             repo,
             worktree,
             builder,
@@ -195,7 +210,7 @@ impl PgLab {
     fn pgbench_for(&self, commit: &str) -> anyhow::Result<PathBuf> {
         Ok(match &self.cfg.pgbench {
             PgbenchChoice::Candidate => self.prefix(commit)?.join("bin/pgbench"),
-            PgbenchChoice::Good => self.prefix(&self.cfg.good)?.join("bin/pgbench"),
+            PgbenchChoice::Good => self.prefix(&self.driver)?.join("bin/pgbench"),
             PgbenchChoice::Fixed(p) => p.clone(),
         })
     }
@@ -416,12 +431,14 @@ impl Lab for PgLab {
             return Ok(RunOutcome::Failed { reason });
         }
         if matches!(self.cfg.pgbench, PgbenchChoice::Good)
-            && !self.installs.contains_key(&self.cfg.good)
+            && !self.installs.contains_key(&self.driver)
             && let Prepared::Unbuildable { reason, .. } =
-                self.prepare(&Commit::bare(self.cfg.good.clone()))?
+                self.prepare(&Commit::bare(self.driver.clone()))?
         {
             anyhow::bail!(
-                "the good endpoint's pgbench is needed to drive the load, but it does not build: {reason}"
+                "the pgbench of {} (the older endpoint) is needed to drive the load, but it does \
+                 not build: {reason}",
+                self.driver
             );
         }
         self.measure(commit, spec)
@@ -457,7 +474,10 @@ impl Lab for PgLab {
             "pgbench {} ({} pgbench); server {}{notes}",
             args.join(" "),
             match &self.cfg.pgbench {
-                PgbenchChoice::Good => "the good endpoint's".to_string(),
+                PgbenchChoice::Good if self.driver == self.cfg.good => {
+                    "the good endpoint's".to_string()
+                }
+                PgbenchChoice::Good => "the older endpoint's".to_string(),
                 PgbenchChoice::Candidate => "each commit's own".to_string(),
                 PgbenchChoice::Fixed(p) => p.display().to_string(),
             },
