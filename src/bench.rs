@@ -379,6 +379,9 @@ mod tests {
         let tpcb = parse_output(&fixture("pg95_tpcb_like_on_15.txt")).unwrap();
         assert_eq!(tpcb.tps, 993.120240);
         assert_eq!(tpcb.latency_ms, Some(4.032));
+        let spring_2016 = parse_output(&fixture("pg96dev_select_only_on_15.txt")).unwrap();
+        assert_eq!(spring_2016.tps, 13039.225069);
+        assert_eq!(spring_2016.transactions, Some(39035));
     }
 
     /// What 2015's pgbench refuses, and that pgbisect's arguments avoid it.
