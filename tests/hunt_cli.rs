@@ -65,6 +65,12 @@ command = "awk -v seed=\"$PGBISECT_RUN\" -v level=\"$(cat \"$PGBISECT_PREFIX/lev
     path
 }
 
+/// `--good good --bad bad --profile PROFILE`.
+fn good_to_bad(profile: &Path) -> [&str; 6] {
+    let profile = profile.to_str().unwrap();
+    ["--good", "good", "--bad", "bad", "--profile", profile]
+}
+
 fn pgbisect(repo: &Path, work: &Path, extra: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_pgbisect"))
         .arg("--repo")
@@ -292,14 +298,7 @@ fn rerun_resumes_from_the_journal_without_measuring_twice() {
         &format!("command = \"echo run >> {} && awk", calls.display()),
     );
     std::fs::write(&profile_path, counting).unwrap();
-    let args = [
-        "--good",
-        "good",
-        "--bad",
-        "bad",
-        "--profile",
-        profile_path.to_str().unwrap(),
-    ];
+    let args = good_to_bad(&profile_path);
     let wdir = work.path().join("w");
     let first = pgbisect(repo.path(), &wdir, &args);
     assert_eq!(
@@ -812,17 +811,12 @@ fn refused_settings(versions: [&str; 2], settings: &str) -> String {
     let work = tempfile::tempdir().unwrap();
     let profile = work.path().join("settings.toml");
     std::fs::write(&profile, format!("[server.settings]\n{settings}\n")).unwrap();
-    let args = [
-        "--good",
-        "good",
-        "--bad",
-        "bad",
-        "--profile",
-        profile.to_str().unwrap(),
-    ];
-    let out = pgbisect(repo.path(), &work.path().join("w"), &args);
+    let out = pgbisect(repo.path(), &work.path().join("w"), &good_to_bad(&profile));
     assert_eq!(out.status.code(), Some(2), "{out:?}");
-    assert!(!work.path().join("w/checkout").exists(), "nothing is checked out or built");
+    assert!(
+        !work.path().join("w/checkout").exists(),
+        "nothing is checked out or built"
+    );
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
