@@ -89,6 +89,11 @@ pub struct Life {
 }
 
 impl Life {
+    /// Whether master's line had the setting in version `v`.
+    pub fn includes(&self, v: Major) -> bool {
+        self.overlaps(v, v)
+    }
+
     fn overlaps(&self, from: Major, to: Major) -> bool {
         self.first <= to && self.last.is_none_or(|last| last >= from)
     }
@@ -469,7 +474,7 @@ mod tests {
         let v = Major::parse(version).unwrap();
         known_names()
             .iter()
-            .filter(|(_, life)| life.overlaps(v, v))
+            .filter(|(_, life)| life.includes(v))
             .map(|(n, _)| n.clone())
             .collect()
     }
