@@ -62,8 +62,13 @@ pub struct PgbenchOptions {
     /// is simple, which mostly measures parsing and planning).
     pub mode: QueryMode,
     pub clients: u32,
-    /// Worker threads; the number of clients when not given (`-c N -j N`).
+    /// Worker threads (`-j`); when not given, as many as `cpus`, or as
+    /// clients when that is unknown.
     pub threads: Option<u32>,
+    /// CPUs of the machine pgbench runs on: more threads than CPUs only
+    /// make the load generator compete with the server it measures.
+    #[serde(skip)]
+    pub cpus: Option<u32>,
     pub duration_secs: u32,
     /// Scale factor for `pgbench -i`.
     pub scale: u32,
@@ -83,6 +88,7 @@ impl Default for PgbenchOptions {
             mode: QueryMode::Prepared,
             clients: 1,
             threads: None,
+            cpus: None,
             duration_secs: 10,
             scale: 10,
             warmup_runs: 1,
@@ -128,9 +134,21 @@ impl PgbenchOptions {
         }
     }
 
-    /// Threads for a run with `clients` clients: never more than the clients.
+    /// Threads for a run with `clients` clients: the profile's `threads`,
+    /// else one a CPU; never more than the clients, and a divisor of them,
+    /// because pgbench up to 9.5 refuses "number of clients must be a
+    /// multiple of number of threads".
     pub fn threads_for(&self, clients: u32) -> u32 {
-        self.threads.unwrap_or(clients).min(clients).max(1)
+        let clients = clients.max(1);
+        let wanted = self
+            .threads
+            .or(self.cpus)
+            .unwrap_or(clients)
+            .clamp(1, clients);
+        (1..=wanted)
+            .rev()
+            .find(|threads| clients.is_multiple_of(*threads))
+            .unwrap_or(1)
     }
 
     /// Length of a warm-up run in seconds.
@@ -349,6 +367,45 @@ mod tests {
         assert_eq!(report.failed_transactions, None);
     }
 
+    /// The good endpoint's pgbench drives every server of a hunt: the
+    /// oldest, 2015's, against a server of 15, with pgbisect's own
+    /// argument order.
+    #[test]
+    fn parses_2015_pgbench_against_a_15_server() {
+        let select = parse_output(&fixture("pg95_select_only_on_15.txt")).unwrap();
+        assert_eq!(select.tps, 14477.021501);
+        assert_eq!(select.latency_ms, Some(0.278));
+        assert_eq!(select.transactions, Some(43117));
+        let tpcb = parse_output(&fixture("pg95_tpcb_like_on_15.txt")).unwrap();
+        assert_eq!(tpcb.tps, 993.120240);
+        assert_eq!(tpcb.latency_ms, Some(4.032));
+        let spring_2016 = parse_output(&fixture("pg96dev_select_only_on_15.txt")).unwrap();
+        assert_eq!(spring_2016.tps, 13039.225069);
+        assert_eq!(spring_2016.transactions, Some(39035));
+    }
+
+    /// What 2015's pgbench refuses, and that pgbisect's arguments avoid it.
+    #[test]
+    fn old_pgbench_refusals_are_avoided() {
+        for refusal in [
+            "pg95_threads_not_dividing.txt",
+            "pg95_mode_after_script.txt",
+        ] {
+            let text = fixture(refusal);
+            let ParseError::NoTps { tail } = parse_output(&text).unwrap_err() else {
+                panic!("{refusal}")
+            };
+            assert_eq!(tail, text.trim_end());
+        }
+        let opts = PgbenchOptions {
+            builtin: Some(Builtin::SimpleUpdate),
+            cpus: Some(2),
+            ..PgbenchOptions::default()
+        };
+        let args = run_args(&opts, 3, 2, &conn()).join(" ");
+        assert!(args.contains("-M prepared -N -c 3 -j 1 "), "{args}");
+    }
+
     #[test]
     fn parses_13_output() {
         let report = parse_output(&fixture("pg13_tpcb_like.txt")).unwrap();
@@ -468,6 +525,37 @@ mod tests {
         };
         assert_eq!(opts.threads_for(2), 2);
         assert_eq!(opts.threads_for(16), 8);
+    }
+
+    #[test]
+    fn threads_default_to_the_cpus_and_divide_the_clients() {
+        let two_cpus = PgbenchOptions {
+            cpus: Some(2),
+            ..PgbenchOptions::default()
+        };
+        assert_eq!(two_cpus.threads_for(128), 2);
+        assert_eq!(two_cpus.threads_for(1), 1);
+        assert_eq!(
+            two_cpus.threads_for(7),
+            1,
+            "7 clients on 2 threads: 9.5 refuses"
+        );
+        let big_box = PgbenchOptions {
+            cpus: Some(72),
+            ..PgbenchOptions::default()
+        };
+        // Seed 000 ran 128 clients on -j 64.
+        assert_eq!(big_box.threads_for(128), 64);
+        assert_eq!(big_box.threads_for(72), 72);
+        let profile_says = PgbenchOptions {
+            threads: Some(12),
+            cpus: Some(2),
+            ..PgbenchOptions::default()
+        };
+        assert_eq!(profile_says.threads_for(128), 8);
+        assert_eq!(profile_says.threads_for(96), 12);
+        let unknown = PgbenchOptions::default();
+        assert_eq!(unknown.threads_for(16), 16);
     }
 
     #[test]

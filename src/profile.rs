@@ -118,7 +118,7 @@ pub struct BenchmarkSection {
     /// `simple`, `extended` or `prepared` (`-M`).
     pub mode: Option<QueryMode>,
     pub clients: Option<Clients>,
-    /// `-j`; default: as many threads as clients, like the threads.
+    /// `-j`; default: one a CPU (at most the clients, and a divisor of them).
     pub threads: Option<u32>,
     /// Seconds per run (`-T`).
     pub duration: Option<u32>,
@@ -171,6 +171,7 @@ impl BenchmarkSection {
             mode: self.mode.unwrap_or(d.mode),
             clients,
             threads: self.threads,
+            cpus: None,
             duration_secs: self.duration.unwrap_or(d.duration_secs),
             scale: self.scale.unwrap_or(d.scale),
             warmup_runs: self.warmup_runs.unwrap_or(d.warmup_runs),
@@ -211,6 +212,10 @@ pub const BUNDLED: &[(&str, &str)] = &[
     (
         "rw-exceeds-buffers",
         include_str!("../bisect-profiles/rw-exceeds-buffers.toml"),
+    ),
+    (
+        "rw-exceeds-buffers-small",
+        include_str!("../bisect-profiles/rw-exceeds-buffers-small.toml"),
     ),
     (
         "rw-fits-buffers",
@@ -369,6 +374,40 @@ mod tests {
                 .settings_strings()
                 .contains(&("shared_buffers".into(), "8GB".into()))
         );
+    }
+
+    /// The seed-000 profiles' settings exist under their own names on
+    /// every version from 9.5 to master, so every server of such a hunt
+    /// runs them as written; commits from before 9.5's rename get
+    /// `checkpoint_segments` instead of `max_wal_size`.
+    #[test]
+    fn seed_profiles_mean_the_same_from_9_5_to_master() {
+        use crate::server::settings::{self, Major, known_names};
+        for name in ["rw-exceeds-buffers", "rw-exceeds-buffers-small"] {
+            let profile = Profile::load(name).unwrap();
+            let given = profile.server.settings_strings();
+            let range = Major::parse("9.5").zip(Major::parse("20"));
+            settings::check(&given, range).unwrap();
+            for version in ["9.5", "9.6", "10", "13", "16", "20"] {
+                let v = Major::parse(version).unwrap();
+                let known = known_names()
+                    .iter()
+                    .filter(|(_, life)| life.includes(v))
+                    .map(|(n, _)| n.clone())
+                    .collect();
+                let applied = settings::for_server(&given, &known, version).unwrap();
+                assert_eq!(applied.settings, given, "{name} on {version}");
+                assert!(
+                    applied.notes.is_empty(),
+                    "{name} on {version}: {:?}",
+                    applied.notes
+                );
+            }
+        }
+        let seed = Profile::load("rw-exceeds-buffers").unwrap();
+        assert_eq!(seed.benchmark.scale, Some(1000));
+        assert_eq!(seed.benchmark.duration, Some(1800));
+        assert_eq!(seed.benchmark.clients, Some(Clients::One(128)));
     }
 
     #[test]

@@ -20,3 +20,11 @@ pub fn write_script(path: &Path, text: &str) {
         .unwrap();
     assert!(status.success(), "install {} failed", path.display());
 }
+
+/// `name = value` pairs as the owned settings the server modules take.
+pub fn settings(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(name, value)| (name.to_string(), value.to_string()))
+        .collect()
+}

@@ -6,6 +6,7 @@
 mod common;
 
 use common::*;
+use std::path::Path;
 
 #[test]
 fn finds_the_culprit_and_writes_json() {
@@ -332,5 +333,59 @@ fn completions_are_scripts_the_shells_accept() {
         check.status.success(),
         "{}",
         String::from_utf8_lossy(&check.stderr)
+    );
+}
+
+/// `--good good --bad bad --profile PROFILE`.
+fn good_to_bad(profile: &Path) -> [&str; 6] {
+    let profile = profile.to_str().unwrap();
+    ["--good", "good", "--bad", "bad", "--profile", profile]
+}
+
+/// A two-commit history whose configure.ac says `versions[i]`; the first
+/// is tagged `good`, the second `bad`.
+fn versioned_history(versions: [&str; 2]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    git(root, &["init", "-q", "-b", "main"]);
+    for (i, version) in versions.iter().enumerate() {
+        let configure =
+            format!("AC_INIT([PostgreSQL], [{version}], [pgsql-bugs@lists.postgresql.org])\n");
+        std::fs::write(root.join("configure.ac"), configure).unwrap();
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", &format!("version {version}")]);
+        git(root, &["tag", ["good", "bad"][i]]);
+    }
+    dir
+}
+
+/// A PostgreSQL profile with `settings` is refused before anything is
+/// built; returns stderr.
+fn refused_settings(versions: [&str; 2], settings: &str) -> String {
+    let repo = versioned_history(versions);
+    let work = tempfile::tempdir().unwrap();
+    let profile = work.path().join("settings.toml");
+    std::fs::write(&profile, format!("[server.settings]\n{settings}\n")).unwrap();
+    let out = pgbisect(repo.path(), &work.path().join("w"), &good_to_bad(&profile));
+    assert_code(&out, 2);
+    assert!(
+        !work.path().join("w/checkout").exists(),
+        "nothing is checked out or built"
+    );
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn a_mistyped_setting_is_refused_before_building() {
+    let stderr = refused_settings(["12devel", "16devel"], "shared_bufers = \"1GB\"");
+    assert!(stderr.contains("did you mean shared_buffers"), "{stderr}");
+}
+
+#[test]
+fn a_setting_none_of_the_versions_has_is_refused_before_building() {
+    let stderr = refused_settings(["12devel", "16devel"], "sql_inheritance = \"off\"");
+    assert!(
+        stderr.contains("PostgreSQL 9.4 to 10") && stderr.contains("12 to 16"),
+        "{stderr}"
     );
 }

@@ -4,8 +4,9 @@
 
 use pgbisect::bench::{self, Builtin, PgbenchOptions, QueryMode};
 use pgbisect::server::{
-    BenchError, DataTemplate, RunAs, RunningServer, Server, ServerError, SocketDir, TemplateSpec,
-    check_settings, fresh_copy, pick_port, reap_leftovers, shares_blocks, time_limit,
+    BenchError, DataTemplate, RunAs, RunningServer, Server, ServerError, SocketDir, SystemLimits,
+    TemplateSpec, apply_settings, check_limits, for_workload, fresh_copy, open_files_needed,
+    pick_port, raise_open_files, reap_leftovers, shares_blocks, time_limit,
 };
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -211,17 +212,75 @@ fn unknown_setting_is_named_with_the_version() {
         ("shared_buffers".to_string(), "1GB".to_string()),
         ("DateStyle".to_string(), "ISO".to_string()),
     ];
-    check_settings(&bin, &run_as, &known).unwrap();
+    let applied = apply_settings(&bin, &run_as, &known).unwrap();
+    assert_eq!(applied.settings, known.to_vec());
     let mut settings = known.to_vec();
-    settings.push(("checkpoint_segments".to_string(), "64".to_string()));
+    settings.push(("chekpoint_segments".to_string(), "64".to_string()));
     settings.push(("pg_stat_statements.max".to_string(), "100".to_string()));
-    let err = check_settings(&bin, &run_as, &settings).unwrap_err();
+    let err = apply_settings(&bin, &run_as, &settings).unwrap_err();
     let ServerError::UnknownSetting { name, version } = &err else {
         panic!("{err}")
     };
-    assert_eq!(name, "checkpoint_segments");
+    assert_eq!(name, "chekpoint_segments");
     assert!(version.starts_with("15"), "{version}");
-    assert!(err.to_string().contains("checkpoint_segments"));
+    assert!(err.to_string().contains("chekpoint_segments"));
+}
+
+/// A 9.4-era profile (checkpoint_segments, the smoke profile's 20
+/// connections) drives 128 clients on PostgreSQL 15: the setting is
+/// translated, max_connections follows the clients, and pgbench's
+/// threads follow the CPUs.
+#[test]
+fn old_settings_and_128_clients_run_on_a_current_server() {
+    let Some(bin) = pg_bin() else { return };
+    let run_as = RunAs::resolve(None).unwrap();
+    let profile = [
+        ("checkpoint_segments".to_string(), "64".to_string()),
+        ("max_connections".to_string(), "20".to_string()),
+        (
+            "stats_temp_directory".to_string(),
+            "pg_stat_tmp".to_string(),
+        ),
+    ];
+    let applied = apply_settings(&bin, &run_as, &profile).unwrap();
+    let (settings, max_connections, raised) = for_workload(&applied.settings, 128);
+    assert!(raised.is_some());
+    assert_eq!(
+        settings,
+        vec![
+            ("max_wal_size".to_string(), "3072MB".to_string()),
+            ("max_connections".to_string(), "138".to_string()),
+        ]
+    );
+    let options = PgbenchOptions {
+        cpus: Some(2),
+        duration_secs: 2,
+        ..small_workload()
+    };
+    let threads = options.threads_for(128);
+    assert_eq!(threads, 2);
+    assert!(raise_open_files(open_files_needed(128)));
+    check_limits(&SystemLimits::read(), 128, threads, max_connections).unwrap();
+    let work = work_dir();
+    let sockets = SocketDir::create(&run_as).unwrap();
+    let borrowed: Vec<(&str, &str)> = settings
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_str()))
+        .collect();
+    let server = server_on_copy(&bin, work.path(), &sockets, &borrowed)
+        .start()
+        .unwrap();
+    assert_eq!(server.psql("SHOW max_wal_size").unwrap(), "3GB");
+    assert_eq!(server.psql("SHOW max_connections").unwrap(), "138");
+    let args = bench::run_args(&options, 128, 2, &server.conn("postgres"));
+    let out = work.path().join("pgbench-128.txt");
+    let report = server
+        .run_pgbench(&bin.join("pgbench"), &args, &out, time_limit(2))
+        .unwrap();
+    assert!(report.tps > 0.0);
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains("number of clients: 128"), "{text}");
+    assert!(text.contains("number of threads: 2"), "{text}");
 }
 
 #[test]

@@ -310,7 +310,9 @@ fn with_setup(
     report.profile_name = profile_name.unwrap_or("default").to_string();
     report.profile_toml = profile_name.map(profile_text).unwrap_or_default();
     if !plan.profile.is_custom() {
-        report.server_settings = plan.profile.server.settings_strings();
+        let profile_settings = plan.profile.server.settings_strings();
+        report.server_settings =
+            crate::server::for_workload(&profile_settings, plan.config.clients).0;
         report.configure_flags = crate::build::setup_args(&build_settings(&plan.profile)?);
     }
     Ok(report)

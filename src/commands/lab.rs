@@ -78,6 +78,7 @@ pub(super) fn make_lab(
         build: build_settings(profile)?,
         cache_size: args.cache_size.max(2),
         good: plan.good.id.clone(),
+        bad: plan.bad.id.clone(),
     };
     Ok(Box::new(PgLab::new(cfg, repo)?))
 }

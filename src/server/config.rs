@@ -2,9 +2,12 @@
 //!
 //! A hunt spans years of PostgreSQL, and settings come and go between
 //! versions; a server given a setting it does not know refuses to start.
-//! Checking the profile's settings against `postgres --describe-config`
-//! first turns that into an error that names the setting and the version.
+//! Reading the names a build knows from `postgres --describe-config`
+//! lets each setting be given in the form that server takes, and turns a
+//! name no version knows into an error that names the setting and the
+//! version.
 
+use super::settings::{Applied, SettingError};
 use super::{Invocation, RunAs, ServerError};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -51,32 +54,28 @@ fn parse_version(text: &str) -> String {
     }
 }
 
-/// Errors with the first setting that `BIN/postgres` does not know.
-/// Names with a dot (extension settings) are left to the server.
-pub fn check_settings(
+/// The profile's `settings` as `BIN/postgres` takes them: names it does
+/// not know are given under their other name of its version (with the
+/// value converted) or left out, with notes (see
+/// [`super::settings::for_server`]). A name no version knows is an
+/// [`ServerError::UnknownSetting`] naming this server's version.
+pub fn apply_settings(
     bin: &Path,
     run_as: &RunAs,
     settings: &[(String, String)],
-) -> Result<(), ServerError> {
-    let checked: Vec<&str> = settings
-        .iter()
-        .map(|(name, _)| name.as_str())
-        .filter(|name| !name.contains('.'))
-        .collect();
-    if checked.is_empty() {
-        return Ok(());
+) -> Result<Applied, ServerError> {
+    if settings.iter().all(|(name, _)| name.contains('.')) {
+        return Ok(Applied {
+            settings: settings.to_vec(),
+            notes: Vec::new(),
+        });
     }
     let known = describe_config(bin, run_as)?;
-    match checked
-        .iter()
-        .find(|name| !known.contains(&name.to_ascii_lowercase()))
-    {
-        Some(name) => Err(ServerError::UnknownSetting {
-            name: name.to_string(),
-            version: server_version(bin, run_as).unwrap_or_else(|_| bin.display().to_string()),
-        }),
-        None => Ok(()),
-    }
+    let version = server_version(bin, run_as).unwrap_or_else(|_| bin.display().to_string());
+    super::settings::for_server(settings, &known, &version).map_err(|err| match err {
+        SettingError::Unknown { name, .. } => ServerError::UnknownSetting { name, version },
+        other => ServerError::Setting(other),
+    })
 }
 
 #[cfg(test)]

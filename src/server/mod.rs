@@ -9,12 +9,18 @@
 //! that a killed run left behind.
 
 mod config;
+mod limits;
 mod pgbench;
 mod registry;
 mod run_as;
+pub mod settings;
 mod template;
 
-pub use config::{check_settings, describe_config, server_version};
+pub use config::{apply_settings, describe_config, server_version};
+pub use limits::{
+    CONNECTION_MARGIN, LimitError, SystemLimits, check_limits, for_workload, open_files_needed,
+    raise_open_files,
+};
 pub use pgbench::{BenchError, run_pgbench, time_limit};
 pub use registry::{process_start_time, reap_leftovers};
 pub use run_as::{DEFAULT_USER, RunAs, is_root, lookup_user};
@@ -78,6 +84,8 @@ pub enum ServerError {
          remove it from the profile or use it only with versions that have it"
     )]
     UnknownSetting { name: String, version: String },
+    #[error("{0}")]
+    Setting(#[from] settings::SettingError),
     #[error("the server in {} did not start (`{command}`: {detail}); last lines of its log {}:\n{log_tail}", data_dir.display(), log.display())]
     StartFailed {
         data_dir: PathBuf,

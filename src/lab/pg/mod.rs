@@ -13,18 +13,20 @@ use crate::build::{BuildOutcome, BuildSettings, Builder};
 use crate::lab::{Lab, LabDirs, RunSpec};
 use crate::model::{Commit, LabTotals, Prepared, RunOutcome};
 use crate::repo::{Repo, WorkTree};
-use crate::server::{self, RunAs, Server, ServerError, SocketDir, TemplateSpec};
+use crate::server::{self, RunAs, Server, ServerError, SocketDir, TemplateSpec, settings};
 use anyhow::Context;
 use runs::{RealMachinery, RunJob, Runs, failed};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 /// Which pgbench drives the load.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PgbenchChoice {
-    /// The pgbench built from the good endpoint, for every commit: one
-    /// load generator for the whole hunt, old enough to talk to every
-    /// server in the range (newer pgbench cannot reach old servers).
+    /// The pgbench built from the good endpoint (or from the other one
+    /// when its source says it is older), for every commit: one load
+    /// generator for the whole hunt, old enough to talk to every server in
+    /// the range (pgbench of 2025 cannot reach a 2016 server; 2015's
+    /// reaches every later one, with pgbisect's argument order).
     Good,
     /// Each commit's own pgbench (client-side changes are measured too).
     Candidate,
@@ -66,11 +68,16 @@ pub struct PgLabConfig {
     pub cache_size: usize,
     /// The good endpoint (its pgbench may drive every run).
     pub good: String,
+    /// The bad endpoint: with the good one, the versions the profile's
+    /// settings are checked against before anything is built.
+    pub bad: String,
 }
 
 /// Builds and benchmarks real PostgreSQL commits.
 pub struct PgLab {
     cfg: PgLabConfig,
+    /// The endpoint whose pgbench drives every run with [`PgbenchChoice::Good`].
+    driver: String,
     repo: Repo,
     worktree: WorkTree,
     builder: Builder,
@@ -78,10 +85,33 @@ pub struct PgLab {
     template_keys: HashMap<String, String>,
     sockets: SocketDir,
     runs: Runs,
+    /// The profile's settings as each built commit's server takes them.
+    settings: HashMap<String, Vec<(String, String)>>,
+    /// Notes about settings already shown, shown again in `describe`.
+    notes: Vec<String>,
+    /// Client counts whose machine limits were checked.
+    limits_checked: HashSet<u32>,
 }
 
 impl PgLab {
-    pub fn new(cfg: PgLabConfig, repo: Repo) -> anyhow::Result<PgLab> {
+    pub fn new(mut cfg: PgLabConfig, repo: Repo) -> anyhow::Result<PgLab> {
+        let (good, bad) = (
+            source_major(&repo, &cfg.good),
+            source_major(&repo, &cfg.bad),
+        );
+        settings::check(&cfg.settings, good.zip(bad))?;
+        // Newer pgbench cannot reach old servers, older reaches newer: the
+        // older endpoint's drives the load (the bad one only when a
+        // comparison names a newer commit first).
+        let driver = match (good, bad) {
+            (Some(good), Some(bad)) if bad < good => cfg.bad.clone(),
+            _ => cfg.good.clone(),
+        };
+        if cfg.options.cpus.is_none() {
+            cfg.options.cpus = std::thread::available_parallelism()
+                .ok()
+                .and_then(|n| u32::try_from(n.get()).ok());
+        }
         let dirs = [&cfg.dirs.logs, &cfg.dirs.templates, &cfg.dirs.data];
         for dir in dirs.into_iter().chain([&cfg.runs_dir]) {
             crate::files::create_dir(dir)
@@ -95,12 +125,14 @@ impl PgLab {
         let mut builder = Builder::new(&cfg.dirs, cfg.build.clone(), cfg.cache_size)?;
         if cfg.pgbench == PgbenchChoice::Good {
             // Its pgbench drives every run: never evict it.
-            builder.pin(&cfg.good);
+            builder.pin(&driver);
         }
         let sockets = SocketDir::create(&cfg.run_as)?;
         let runs = Runs::new(Box::new(RealMachinery), cfg.options.clone());
-        Ok(PgLab {
+        let clients = cfg.options.clients;
+        PgLab {
             cfg,
+            driver,
             repo,
             worktree,
             builder,
@@ -108,7 +140,45 @@ impl PgLab {
             template_keys: HashMap::new(),
             sockets,
             runs,
-        })
+            settings: HashMap::new(),
+            notes: Vec::new(),
+            limits_checked: HashSet::new(),
+        }
+        .checked_for_clients(clients)
+    }
+
+    /// Checks, once for each client count, that the machine lets that many
+    /// connections be made, and says when `max_connections` is raised.
+    fn checked_for_clients(mut self, clients: u32) -> anyhow::Result<PgLab> {
+        self.check_clients(clients)?;
+        Ok(self)
+    }
+
+    fn check_clients(&mut self, clients: u32) -> anyhow::Result<()> {
+        if !self.limits_checked.insert(clients) {
+            return Ok(());
+        }
+        let (_, max_connections, raised) = server::for_workload(&self.cfg.settings, clients);
+        if let Some(note) = raised {
+            self.note(note);
+        }
+        server::raise_open_files(server::open_files_needed(clients));
+        let threads = self.cfg.options.threads_for(clients);
+        server::check_limits(
+            &server::SystemLimits::read(),
+            clients,
+            threads,
+            max_connections,
+        )?;
+        Ok(())
+    }
+
+    /// Shows a note about the settings once.
+    fn note(&mut self, note: String) {
+        if !self.notes.contains(&note) {
+            eprintln!("pgbisect: note: {note}");
+            self.notes.push(note);
+        }
     }
 
     /// Data-directory format of a commit: major version, catalog and
@@ -133,7 +203,7 @@ impl PgLab {
     fn pgbench_for(&self, commit: &str) -> anyhow::Result<PathBuf> {
         Ok(match &self.cfg.pgbench {
             PgbenchChoice::Candidate => self.prefix(commit)?.join("bin/pgbench"),
-            PgbenchChoice::Good => self.prefix(&self.cfg.good)?.join("bin/pgbench"),
+            PgbenchChoice::Good => self.prefix(&self.driver)?.join("bin/pgbench"),
             PgbenchChoice::Fixed(p) => p.clone(),
         })
     }
@@ -176,7 +246,7 @@ impl PgLab {
             data_dir: self.cfg.dirs.data.join("current"),
             port: server::pick_port(self.sockets.path()),
             socket_dir: self.sockets.path().to_path_buf(),
-            settings: self.cfg.settings.clone(),
+            settings: self.settings_for_run(&commit.id, spec.clients)?,
             log: self
                 .cfg
                 .dirs
@@ -195,6 +265,32 @@ impl PgLab {
         };
         self.runs.measure(job)
     }
+
+    /// The settings of one run: the commit's form of the profile's, with
+    /// `max_connections` for the run's clients.
+    fn settings_for_run(
+        &mut self,
+        commit: &str,
+        clients: u32,
+    ) -> anyhow::Result<Vec<(String, String)>> {
+        self.check_clients(clients)?;
+        let applied = self
+            .settings
+            .get(commit)
+            .ok_or_else(|| anyhow::anyhow!("commit {commit} was not built before use"))?;
+        Ok(server::for_workload(applied, clients).0)
+    }
+}
+
+/// The major version of `commit`'s source tree, from its configure script
+/// or meson.build; None when it cannot be read.
+fn source_major(repo: &Repo, commit: &str) -> Option<settings::Major> {
+    ["configure.ac", "configure.in", "meson.build"]
+        .iter()
+        .find_map(|path| {
+            let text = repo.read_file(commit, path).ok()??;
+            settings::Major::from_source(&String::from_utf8_lossy(&text))
+        })
 }
 
 /// The value of `#define NAME value` in C header text.
@@ -223,17 +319,22 @@ impl Lab for PgLab {
                 });
             }
         };
-        if let Err(e) =
-            server::check_settings(&prefix.join("bin"), &self.cfg.run_as, &self.cfg.settings)
-        {
-            return match e {
-                ServerError::UnknownSetting { .. } => Ok(Prepared::Unbuildable {
-                    reason: e.to_string(),
-                    log: None,
-                }),
-                other => Err(other.into()),
+        let applied =
+            match server::apply_settings(&prefix.join("bin"), &self.cfg.run_as, &self.cfg.settings)
+            {
+                Ok(applied) => applied,
+                Err(e @ (ServerError::UnknownSetting { .. } | ServerError::Setting(_))) => {
+                    return Ok(Prepared::Unbuildable {
+                        reason: e.to_string(),
+                        log: None,
+                    });
+                }
+                Err(other) => return Err(other.into()),
             };
+        for note in applied.notes {
+            self.note(note);
         }
+        self.settings.insert(commit.id.clone(), applied.settings);
         self.installs.insert(commit.id.clone(), prefix);
         Ok(Prepared::Ready { cached })
     }
@@ -245,12 +346,14 @@ impl Lab for PgLab {
             return Ok(RunOutcome::Failed { reason });
         }
         if matches!(self.cfg.pgbench, PgbenchChoice::Good)
-            && !self.installs.contains_key(&self.cfg.good)
+            && !self.installs.contains_key(&self.driver)
             && let Prepared::Unbuildable { reason, .. } =
-                self.prepare(&Commit::bare(self.cfg.good.clone()))?
+                self.prepare(&Commit::bare(self.driver.clone()))?
         {
             anyhow::bail!(
-                "the good endpoint's pgbench is needed to drive the load, but it does not build: {reason}"
+                "the pgbench of {} (the older endpoint) is needed to drive the load, but it does \
+                 not build: {reason}",
+                self.driver
             );
         }
         self.measure(commit, spec)
@@ -277,17 +380,24 @@ impl Lab for PgLab {
             self.cfg.options.duration_secs,
             &conn,
         );
-        let settings: Vec<String> = self
-            .cfg
-            .settings
+        let (settings, _, _) = server::for_workload(&self.cfg.settings, self.cfg.options.clients);
+        let settings: Vec<String> = settings
             .iter()
             .map(|(k, v)| format!("-c {k}={v}"))
             .collect();
+        let notes = if self.notes.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", self.notes.join("; "))
+        };
         format!(
-            "pgbench {} ({} pgbench); server {}",
+            "pgbench {} ({} pgbench); server {}{notes}",
             args.join(" "),
             match &self.cfg.pgbench {
-                PgbenchChoice::Good => "the good endpoint's".to_string(),
+                PgbenchChoice::Good if self.driver == self.cfg.good => {
+                    "the good endpoint's".to_string()
+                }
+                PgbenchChoice::Good => "the older endpoint's".to_string(),
                 PgbenchChoice::Candidate => "each commit's own".to_string(),
                 PgbenchChoice::Fixed(p) => p.display().to_string(),
             },
