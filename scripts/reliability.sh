@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Reliability probes: bad inputs, kills, hangs, links planted in the work
+# dir, and a foreign work dir, each against a real git repository and the
+# custom-command lab (no PostgreSQL is built). Prints one line per probe
+# and a table of what held; exits non-zero when a probe did not hold.
+#
+#   scripts/reliability.sh [WORK]     (WORK defaults to a new temp dir;
+#   PGBISECT_BIN names another pgbisect binary to probe)
+set -uo pipefail
+here="$(cd "$(dirname "$0")/.." && pwd)"
+work=${1:-$(mktemp -d /var/tmp/pgbisect-reliability.XXXXXX)}
+bin=${PGBISECT_BIN:-$here/target/release/pgbisect}
+[ -x "$bin" ] || (cd "$here" && cargo build --release -q) || exit 1
+mkdir -p "$work" && chmod 755 "$work"
+export GIT_AUTHOR_NAME=probe GIT_AUTHOR_EMAIL=probe@example.org
+export GIT_COMMITTER_NAME=probe GIT_COMMITTER_EMAIL=probe@example.org
+
+# A 30-commit history whose `level` file drops 20% at commit 19.
+repo="$work/repo"
+rm -rf "$repo" && git init -q -b main "$repo"
+for i in $(seq 1 30); do
+  if [ "$i" -ge 19 ]; then echo 800 > "$repo/level"; else echo 1000 > "$repo/level"; fi
+  echo "$i" > "$repo/n"
+  git -C "$repo" add -A && git -C "$repo" commit -q -m "commit $i"
+done
+git -C "$repo" tag good HEAD~29 && git -C "$repo" tag bad HEAD
+culprit=$(git -C "$repo" rev-parse HEAD~11)
+
+profile() { # NAME BENCHMARK-PREFIX: a profile whose benchmark runs PREFIX first
+  cat > "$work/$1.toml" <<EOF
+[build]
+command = "mkdir -p \"\$PGBISECT_PREFIX\" && cp level \"\$PGBISECT_PREFIX/level\""
+[benchmark]
+command = "$2 awk -v l=\$(cat \"\$PGBISECT_PREFIX/level\") -v s=\$PGBISECT_RUN 'BEGIN { srand(s); printf \"tps = %.1f\\\\n\", l * (1 + 0.04 * (rand() - 0.5)) }'"
+EOF
+  echo "$work/$1.toml"
+}
+plain=$(profile plain "")
+slow=$(profile slow "sleep 0.3;")
+
+held=0 failed=0
+declare -A tried ok
+probe() { # KIND WHAT CONDITION...
+  local kind=$1 what=$2; shift 2
+  tried[$kind]=$(( ${tried[$kind]:-0} + 1 ))
+  if "$@"; then
+    ok[$kind]=$(( ${ok[$kind]:-0} + 1 )); held=$((held + 1)); echo "  held: $what"
+  else
+    failed=$((failed + 1)); echo "  FAILED: $what"
+  fi
+}
+hunt() { # WORK-DIR PROFILE EXTRA...: runs a hunt, sets $rc and $out
+  local w=$1 p=$2; shift 2
+  out=$(cd "$repo" && "$bin" --good good --bad bad --profile "$p" --work-dir "$w" --json "$w.json" "$@" 2>&1)
+  rc=$?
+}
+culprit_is_right() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); sys.exit(0 if [c['commit'] for c in r['culprits']] == [sys.argv[2]] else 1)" "$1" "$culprit"; }
+has() { grep -q -- "$2" <<<"$1"; }
+
+echo "bad inputs"
+bad_input() { # TEXT-EXPECTED CODE-EXPECTED ARGS...
+  local want=$1 code=$2; shift 2
+  out=$(cd "$repo" && "$bin" "$@" 2>&1); rc=$?
+  [ "$rc" = "$code" ] && has "$out" "$want"
+}
+probe input "unknown revision" bad_input "unknown revision" 2 --good nope --bad bad --profile "$plain" --work-dir "$work/w-bad"
+probe input "--good after --bad" bad_input "swap" 2 --good bad --bad good --profile "$plain" --work-dir "$work/w-bad"
+probe input "same commit" bad_input "same commit" 2 --good bad --bad bad --profile "$plain" --work-dir "$work/w-bad"
+probe input "typo in a profile key" bad_input "unknown field" 2 --good good --bad bad --profile "$(printf '[benchmark]\ncomand = "x"\n' > "$work/typo.toml"; echo "$work/typo.toml")" --work-dir "$work/w-bad"
+probe input "missing profile" bad_input "profile" 2 --good good --bad bad --profile "$work/none.toml" --work-dir "$work/w-bad"
+probe input "--json in a missing folder" bad_input "does not exist" 2 --good good --bad bad --profile "$plain" --work-dir "$work/w-bad" --json "$work/no/such/r.json"
+probe input "--threshold 0" bad_input "between 0 and 100" 2 --good good --bad bad --profile "$plain" --work-dir "$work/w-bad" --threshold 0
+probe input "--time-budget nonsense" bad_input "not a duration" 2 --good good --bad bad --profile "$plain" --work-dir "$work/w-bad" --time-budget soon
+probe input "a list of clients in a hunt profile" bad_input "give --clients N" 2 --good good --bad bad --profile read-only-scaling --work-dir "$work/w-bad"
+probe input "[build] command without [benchmark] command" bad_input "is not" 2 --good good --bad bad --profile "$(printf '[build]\ncommand = "true"\n' > "$work/b.toml"; echo "$work/b.toml")" --work-dir "$work/w-bad"
+printf '[benchmark]\ncommand = "echo tps = 0"\n' > "$work/zero.toml"
+zero_fails() { hunt "$work/w-zero" "$work/zero.toml" --max-runs 4; [ "$rc" = 4 ] && has "$out" "no transaction completed"; }
+probe input "tps = 0 is a failed run, not a measurement" zero_fails
+
+# The hunt just rerun ended with the right culprit, and its journal holds
+# no run twice.
+resumed_exactly() {
+  [ "$rc" = 0 ] && culprit_is_right "$1.json" && python3 - "$1" <<'PY'
+import glob, json, sys
+events = [json.loads(l) for l in open(glob.glob(sys.argv[1] + "/hunts/*/journal.jsonl")[0])]
+runs = [e["run"] for e in events if e.get("event") == "run"]
+sys.exit(0 if runs and len(runs) == len(set(runs)) else 1)
+PY
+}
+
+echo "kills at random points, then the same command again"
+for i in 1 2 3; do
+  w="$work/w-kill$i"
+  (cd "$repo" && exec "$bin" --good good --bad bad --profile "$slow" --work-dir "$w" >/dev/null 2>&1) &
+  pid=$!
+  sleep "$(python3 -c "import random; print(round(random.uniform(1.0, 6.0), 2))")"
+  kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+  hunt "$w" "$slow"
+  probe kill "kill -9 #$i, resumed: the same culprit, every run journaled once" resumed_exactly "$w"
+done
+
+echo "hangs and signals"
+hang=$(profile hang "sleep 600;")
+w="$work/w-hang"
+(cd "$repo" && exec "$bin" --good good --bad bad --profile "$hang" --work-dir "$w" >/dev/null 2>"$work/hang.err") &
+pid=$!
+sleep 2
+start=$(date +%s)
+kill -TERM "$pid"; wait "$pid"; code=$?
+took=$(( $(date +%s) - start ))
+stopped_in_time() { [ "$took" -le 10 ] && [ "$code" != 0 ]; }
+nothing_left() { ! pgrep -f 'sleep 600' >/dev/null && [ ! -e "$w/lock" ]; }
+probe hang "SIGTERM while the benchmark hangs stops the hunt (${took} s)" stopped_in_time
+probe hang "no child left, no lock left" nothing_left
+printf '[benchmark]\ncommand = "sleep 600; echo tps = 5"\ntimeout = 2\n' > "$work/timeout.toml"
+hunt "$work/w-timeout" "$work/timeout.toml" --max-runs 4
+probe hang "a benchmark past its timeout is a failed run" has "$out" "did not finish in 2 s"
+
+echo "links planted in the work dir, and a work dir of another user"
+w="$work/w-links"
+hunt "$w" "$plain"
+echo precious > "$work/precious"
+for h in "$w"/hunts/*; do
+  for f in result.json report.txt report.md chart.svg command.json profile.json; do ln -sf "$work/precious" "$h/$f"; done
+  for f in "$h"/runs/*; do ln -sf "$work/precious" "$f"; done
+done
+for f in "$w"/logs/*; do ln -sf "$work/precious" "$f"; done
+rm -rf "$w"/installs/*
+hunt "$w" "$plain"
+untouched() { [ "$(cat "$work/precious")" = precious ]; }
+links_held() { [ "$rc" = 0 ] && untouched; }
+probe link "links at the reports, runs and logs leave their target untouched" links_held
+h=$(ls -d "$w"/hunts/* | head -1)
+mv "$h/journal.jsonl" "$work/journal.bak" && ln -s "$work/precious" "$h/journal.jsonl"
+hunt "$w" "$plain"
+journal_refused() { [ "$rc" = 4 ] && has "$out" "symbolic link" && untouched; }
+probe link "a linked journal is refused" journal_refused
+rm "$h/journal.jsonl" && mv "$work/journal.bak" "$h/journal.jsonl"
+rm -rf "$w/checkout" && ln -s "$work" "$w/checkout"
+hunt "$w" "$plain"
+probe link "a linked checkout is refused" has "$out" "symbolic link"
+if [ "$(id -u)" = 0 ]; then
+  mkdir -p "$work/w-foreign" && chown nobody "$work/w-foreign"
+  hunt "$work/w-foreign" "$plain"
+  foreign_refused() { [ "$rc" = 2 ] && has "$out" "belongs to another user"; }
+  probe link "a work dir of another user is refused" foreign_refused
+fi
+
+echo
+printf '%-40s %s\n' "probe" "held / tried"
+for kind in input kill hang link; do
+  case $kind in
+    input) name="bad inputs: clear error, right exit code";;
+    kill) name="kill -9 at random points: exact resume";;
+    hang) name="hangs injected: clean stop";;
+    link) name="links and permissions: held";;
+  esac
+  printf '%-40s %s / %s\n' "$name" "${ok[$kind]:-0}" "${tried[$kind]:-0}"
+done
+echo "$held passed, $failed failed"
+[ "$failed" = 0 ]
