@@ -109,6 +109,7 @@ pub(super) fn command(args: &SimulateArgs) -> anyhow::Result<ExitCode> {
             setup: args.setup.unwrap_or(0.0),
         }),
         budget: args.budget,
+        study_pba: false,
     };
     let mut stdout = std::io::stdout().lock();
     let results =

@@ -10,7 +10,7 @@
 
 use super::journal_noise::JournalNoise;
 use super::wall::{Costs, WallSummary, format_duration};
-use super::{NoiseModel, Scenario, ScenarioResult, evaluate, standard_scenarios};
+use super::{NoiseModel, Scenario, ScenarioResult, evaluate, pba, standard_scenarios};
 use super::{table_header, table_row};
 use crate::engine::hunt::HuntConfig;
 use anyhow::Context;
@@ -42,6 +42,8 @@ pub struct SimOptions {
     pub costs: Option<Costs>,
     /// A night to fit in: the table then says what run length would.
     pub budget: Option<f64>,
+    /// Also run the probabilistic-bisection study (one-step scenarios).
+    pub study_pba: bool,
 }
 
 impl SimOptions {
@@ -119,6 +121,23 @@ pub fn run_and_print(
     if let Some(costs) = options.costs {
         writeln!(out)?;
         write_wall_table(&results, &costs, options.budget, out)?;
+    }
+    if options.study_pba {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "probabilistic bisection (study; one step, buildable commits only):"
+        )?;
+        writeln!(out, "{}", pba::study_header())?;
+        let cfg = pba::PbaConfig {
+            threshold: config.decision.threshold,
+            ..pba::PbaConfig::default()
+        };
+        for r in &results {
+            if let Some(row) = pba::study_row(&r.scenario, trials, seed, &cfg, r) {
+                writeln!(out, "{row}")?;
+            }
+        }
     }
     Ok(results)
 }
