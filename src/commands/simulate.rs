@@ -72,6 +72,11 @@ pub struct SimulateArgs {
     /// Write the results as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Also run a study of probabilistic bisection on the one-step
+    /// scenarios (not a hunt method; its runs and answers beside the
+    /// by-hand method's).
+    #[arg(long)]
+    pub study_pba: bool,
 }
 
 pub(super) fn command(args: &SimulateArgs) -> anyhow::Result<ExitCode> {
@@ -109,7 +114,7 @@ pub(super) fn command(args: &SimulateArgs) -> anyhow::Result<ExitCode> {
             setup: args.setup.unwrap_or(0.0),
         }),
         budget: args.budget,
-        study_pba: false,
+        study_pba: args.study_pba,
     };
     let mut stdout = std::io::stdout().lock();
     let results =
