@@ -28,3 +28,13 @@ pub fn settings(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         .map(|(name, value)| (name.to_string(), value.to_string()))
         .collect()
 }
+
+/// A journal event of one measured run.
+pub fn run_event(n: u64, commit: &str, clients: u32, tps: f64) -> crate::journal::Event {
+    crate::journal::Event::Run {
+        run: n,
+        commit: commit.into(),
+        clients,
+        outcome: crate::model::RunOutcome::tps_only(tps),
+    }
+}

@@ -22,8 +22,13 @@ use serde::{Deserialize, Serialize};
 use statrs::distribution::{Normal, StudentsT};
 use std::collections::{BTreeSet, HashMap};
 
+pub mod journal_noise;
+pub mod options;
+pub mod pba;
+pub mod wall;
+
 /// How run-to-run noise behaves.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "model", rename_all = "kebab-case")]
 pub enum NoiseModel {
     /// Normal noise with this coefficient of variation.
@@ -44,6 +49,46 @@ pub enum NoiseModel {
     /// Normal noise on a machine whose speed wanders slowly: a random walk
     /// of `step` per run, kept within `bound` of the start.
     Drift { cv: f64, step: f64, bound: f64 },
+    /// Runs of a real machine: log deviations from a commit's mean, as
+    /// read from a hunt's journal, drawn at random with a little smoothing
+    /// (normal, of `bandwidth`) so that no two runs tie exactly; `shrink`
+    /// takes the smoothing's variance back out. Build it with
+    /// [`NoiseModel::empirical`].
+    Empirical {
+        residuals: Vec<f64>,
+        bandwidth: f64,
+        shrink: f64,
+    },
+}
+
+impl NoiseModel {
+    /// Noise drawn from measured log residuals (smoothed bootstrap, with
+    /// Silverman's bandwidth and the variance kept); `None` for fewer than
+    /// two residuals.
+    pub fn empirical(residuals: Vec<f64>) -> Option<NoiseModel> {
+        if residuals.len() < 2 {
+            return None;
+        }
+        let n = residuals.len() as f64;
+        let mean = residuals.iter().sum::<f64>() / n;
+        let sd = (residuals.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+        let iqr = {
+            let q = |p| wall::percentile(&residuals, p);
+            q(0.75) - q(0.25)
+        };
+        let spread = if iqr > 0.0 { sd.min(iqr / 1.34) } else { sd };
+        let bandwidth = 0.9 * spread * n.powf(-0.2);
+        let shrink = if sd > 0.0 {
+            1.0 / (1.0 + (bandwidth / sd).powi(2)).sqrt()
+        } else {
+            1.0
+        };
+        Some(NoiseModel::Empirical {
+            residuals,
+            bandwidth,
+            shrink,
+        })
+    }
 }
 
 /// A history with known truth.
@@ -121,6 +166,18 @@ impl SimLab {
             |rng: &mut StdRng, cv: f64| Normal::new(0.0, cv).map_or(0.0, |n| n.sample(rng));
         let factor = match self.noise {
             NoiseModel::Gaussian { cv } => 1.0 + normal(&mut self.rng, cv),
+            NoiseModel::Empirical {
+                ref residuals,
+                bandwidth,
+                shrink,
+            } => {
+                if residuals.is_empty() {
+                    1.0
+                } else {
+                    let r = residuals[self.rng.random_range(0..residuals.len())];
+                    ((r + normal(&mut self.rng, bandwidth)) * shrink).exp()
+                }
+            }
             NoiseModel::Outliers { cv, p, low, high } => {
                 let base = 1.0 + normal(&mut self.rng, cv);
                 if self.rng.random_bool(p) {
@@ -204,9 +261,9 @@ pub fn standard_scenarios() -> Vec<Scenario> {
     };
     let gauss = NoiseModel::Gaussian { cv: 0.03 };
     vec![
-        s("one-step-gaussian", vec![0.90], gauss),
-        s("no-regression", vec![], gauss),
-        s("two-steps", vec![0.90, 0.90], gauss),
+        s("one-step-gaussian", vec![0.90], gauss.clone()),
+        s("no-regression", vec![], gauss.clone()),
+        s("two-steps", vec![0.90, 0.90], gauss.clone()),
         s(
             "outliers",
             vec![0.90],
@@ -251,7 +308,7 @@ pub fn standard_scenarios() -> Vec<Scenario> {
         ),
         Scenario {
             unbuildable: 0.1,
-            ..s("unbuildable-10pct", vec![0.90], gauss)
+            ..s("unbuildable-10pct", vec![0.90], gauss.clone())
         },
     ]
 }
@@ -282,6 +339,28 @@ pub struct ScenarioResult {
     /// The by-hand method on the same histories and noise.
     pub naive_correct: usize,
     pub naive_mean_runs: f64,
+    /// What each trial spent, for the wall-time model.
+    #[serde(skip)]
+    pub spent: Vec<TrialSpent>,
+}
+
+/// Builds and measured runs of one trial, by both methods.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TrialSpent {
+    pub builds: u64,
+    pub runs: u64,
+    pub naive_builds: u64,
+    pub naive_runs: u64,
+}
+
+/// What the by-hand method found and spent on one history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NaiveOutcome {
+    /// The first bad position (`None` for "no regression").
+    pub first_bad: Option<usize>,
+    pub runs: usize,
+    /// Commits built: the endpoints and every probe.
+    pub builds: usize,
 }
 
 /// Draws one history of a scenario.
@@ -339,11 +418,12 @@ pub fn evaluate(
         mean_builds: 0.0,
         naive_correct: 0,
         naive_mean_runs: 0.0,
+        spent: Vec::with_capacity(trials),
     };
     for trial in 0..trials {
         let history = draw_history(scenario, &mut rng);
         let trial_seed = seed.wrapping_mul(1_000_003).wrapping_add(trial as u64);
-        let mut lab = SimLab::new(history.clone(), scenario.noise, trial_seed);
+        let mut lab = SimLab::new(history.clone(), scenario.noise.clone(), trial_seed);
         let mut silent = Silent;
         let report = Hunt::new(*config, history.commits(), &mut lab, &mut silent).run()?;
         let culprits: Vec<usize> = report
@@ -359,13 +439,20 @@ pub fn evaluate(
         result.mean_runs += report.totals.runs as f64;
         result.mean_builds += report.totals.builds as f64;
 
-        let mut naive_lab = SimLab::new(history.clone(), scenario.noise, trial_seed ^ 0x5eed);
-        let (naive_first_bad, naive_runs) = naive_bisect(&history, &mut naive_lab);
+        let mut naive_lab =
+            SimLab::new(history.clone(), scenario.noise.clone(), trial_seed ^ 0x5eed);
+        let naive = naive_bisect(&history, &mut naive_lab);
         let naive_truth = history.steps.first().map(|(p, _)| *p);
-        if naive_first_bad == naive_truth && history.steps.len() <= 1 {
+        if naive.first_bad == naive_truth && history.steps.len() <= 1 {
             result.naive_correct += 1;
         }
-        result.naive_mean_runs += naive_runs as f64;
+        result.naive_mean_runs += naive.runs as f64;
+        result.spent.push(TrialSpent {
+            builds: report.totals.builds,
+            runs: report.totals.runs,
+            naive_builds: naive.builds as u64,
+            naive_runs: naive.runs as u64,
+        });
     }
     let n = trials.max(1) as f64;
     result.mean_runs /= n;
@@ -377,8 +464,8 @@ pub fn evaluate(
 /// The way it is done by hand: median of 3 runs of each endpoint, a
 /// threshold halfway between them, then `git bisect` with the median of 3
 /// runs per commit (unbuildable commits skipped by moving to a neighbour).
-/// Returns the first bad position (None for "no regression") and the runs.
-pub fn naive_bisect(history: &History, lab: &mut SimLab) -> (Option<usize>, usize) {
+/// Every commit measured is a build: the endpoints and each probe.
+pub fn naive_bisect(history: &History, lab: &mut SimLab) -> NaiveOutcome {
     let mut runs = 0;
     let mut median3 = |pos: usize, lab: &mut SimLab| {
         let mut v: Vec<f64> = (0..3).map(|_| lab.draw(history.level(pos))).collect();
@@ -388,8 +475,13 @@ pub fn naive_bisect(history: &History, lab: &mut SimLab) -> (Option<usize>, usiz
     };
     let good = median3(0, lab);
     let bad = median3(history.len, lab);
+    let mut builds = 2;
     if bad >= good {
-        return (None, runs);
+        return NaiveOutcome {
+            first_bad: None,
+            runs,
+            builds,
+        };
     }
     let threshold = (good + bad) / 2.0;
     let (mut lo, mut hi) = (0, history.len);
@@ -399,13 +491,18 @@ pub fn naive_bisect(history: &History, lab: &mut SimLab) -> (Option<usize>, usiz
             .chain((lo + 1..mid).rev())
             .find(|p| !history.unbuildable.contains(p));
         let Some(p) = probe else { break };
+        builds += 1;
         if median3(p, lab) > threshold {
             lo = p;
         } else {
             hi = p;
         }
     }
-    (Some(hi), runs)
+    NaiveOutcome {
+        first_bad: Some(hi),
+        runs,
+        builds,
+    }
 }
 
 /// Column titles for [`table_row`].
