@@ -14,6 +14,7 @@
 use super::release::ReleaseName;
 use super::{Repo, RepoError};
 use crate::model::Commit;
+use crate::report::findings::EndpointResolution;
 
 /// A tag or branch a release name was read as.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,6 +121,22 @@ impl Endpoints {
     /// Why the bad end is the commit it is; empty when git named it.
     pub fn bad_reasons(&self) -> Vec<String> {
         self.bad.reading().into_iter().collect()
+    }
+
+    /// The record of both ends, for the progress output and the report.
+    pub fn records(&self) -> Vec<EndpointResolution> {
+        let record =
+            |endpoint: &str, given: &Resolved, measured: &Commit, reasons| EndpointResolution {
+                endpoint: endpoint.to_string(),
+                given: given.given.clone(),
+                resolved: given.commit.id.clone(),
+                measured: measured.id.clone(),
+                reasons,
+            };
+        vec![
+            record("good", &self.good, &self.start, self.good_reasons()),
+            record("bad", &self.bad, &self.bad.commit, self.bad_reasons()),
+        ]
     }
 }
 

@@ -61,7 +61,10 @@ pub fn document(report: &HuntReport) -> Document {
     let mut sections = vec![
         Section {
             heading: "What was hunted".into(),
-            blocks: vec![Block::Facts(hunted_facts(report))],
+            blocks: [Block::Facts(hunted_facts(report))]
+                .into_iter()
+                .chain(resolution_block(report))
+                .collect(),
         },
         Section {
             heading: "Machine".into(),
@@ -221,6 +224,22 @@ fn hunted_facts(report: &HuntReport) -> Vec<(String, String)> {
         fact("settings", settings),
         fact("threshold", format!("{:.1}%", report.threshold * 100.0)),
     ]
+}
+
+/// How the names given became the endpoints, when that needs saying: a
+/// release name read as its tag, a release off the line of `--bad` hunted
+/// from where it left. Nothing for names git knew and the hunt measured.
+fn resolution_block(report: &HuntReport) -> Option<Block> {
+    let lines: Vec<String> = report
+        .resolution
+        .iter()
+        .flat_map(|r| {
+            r.reasons
+                .iter()
+                .map(|why| format!("--{}: {why}", r.endpoint))
+        })
+        .collect();
+    (!lines.is_empty()).then_some(Block::List(lines))
 }
 
 fn commit_line(c: &Commit) -> String {
@@ -466,6 +485,7 @@ fn totals_facts(report: &HuntReport) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::findings::EndpointResolution;
 
     #[test]
     fn one_client_is_singular() {
@@ -543,6 +563,49 @@ mod tests {
         assert_eq!(
             wall_time(&report.totals),
             "12 min 03 s in 2 starts (resumed; the time between them not counted)"
+        );
+    }
+
+    #[test]
+    fn endpoints_are_explained_only_when_moved_or_read_as_a_release() {
+        let mut report = fixture();
+        let plain = document(&report);
+        let record = |endpoint: &str, given: &str, reasons: &[&str]| EndpointResolution {
+            endpoint: endpoint.into(),
+            given: given.into(),
+            resolved: "301c2273".repeat(5),
+            measured: "a05dc4d7".repeat(5),
+            reasons: reasons.iter().map(|r| r.to_string()).collect(),
+        };
+        report.resolution = vec![
+            record("good", "006a283a", &[]),
+            record("bad", "master", &[]),
+        ];
+        assert_eq!(document(&report), plain, "names git knew need no words");
+        report.resolution[0] = record(
+            "good",
+            "REL9_5",
+            &[
+                "REL9_5 -> tag REL9_5_0 (301c2273)",
+                "REL9_5_0 is on REL9_5_STABLE, off master's line: hunting from a05dc4d7, \
+                 where it left master",
+            ],
+        );
+        let explained = document(&report);
+        assert_eq!(
+            explained.sections[0].blocks[1],
+            Block::List(vec![
+                "--good: REL9_5 -> tag REL9_5_0 (301c2273)".into(),
+                "--good: REL9_5_0 is on REL9_5_STABLE, off master's line: hunting from \
+                 a05dc4d7, where it left master"
+                    .into(),
+            ])
+        );
+        assert_eq!(explained.sections[1..], plain.sections[1..]);
+        let text = crate::report::text(&report);
+        assert!(
+            text.contains("- --good: REL9_5 -> tag REL9_5_0 (301c2273)\n"),
+            "{text}"
         );
     }
 

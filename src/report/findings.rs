@@ -152,6 +152,39 @@ impl Totals {
     }
 }
 
+/// How a name given for an endpoint became the commit the hunt measured:
+/// `REL9_5` is the tag `REL9_5_0`, which is off master's line, so the
+/// hunt starts where it left master.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EndpointResolution {
+    /// `good` or `bad`.
+    pub endpoint: String,
+    /// The name as given: `REL9_5`, `master`, a SHA.
+    pub given: String,
+    /// Full SHA the name resolved to.
+    pub resolved: String,
+    /// Full SHA the hunt measured as this end: `resolved`, or where its
+    /// line left the other end's.
+    pub measured: String,
+    /// Why, step by step; empty when git named the commit directly and
+    /// the hunt measured it.
+    pub reasons: Vec<String>,
+}
+
+impl EndpointResolution {
+    /// One line for the progress output: `--good REL9_5: a05dc4d7 (REL9_5
+    /// -> tag REL9_5_0 (301c2273); ...)`, or `--bad master: f20c4278`.
+    pub fn line(&self) -> String {
+        let measured = &self.measured[..self.measured.len().min(8)];
+        let head = format!("--{} {}: {measured}", self.endpoint, self.given);
+        if self.reasons.is_empty() {
+            head
+        } else {
+            format!("{head} ({})", self.reasons.join("; "))
+        }
+    }
+}
+
 /// The whole result of a hunt.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HuntReport {
@@ -189,4 +222,8 @@ pub struct HuntReport {
     /// The user's extra `configure` arguments and `CFLAGS`, as used.
     #[serde(default)]
     pub configure_flags: Vec<String>,
+    /// How `--good` and `--bad` became the commits measured (absent in
+    /// results of older versions).
+    #[serde(default)]
+    pub resolution: Vec<EndpointResolution>,
 }
