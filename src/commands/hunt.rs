@@ -18,7 +18,7 @@ use crate::notify::{Ending, HuntEnd, Notifier};
 use crate::profile::Profile;
 use crate::progress::ProgressEvent;
 use crate::repo::Repo;
-use crate::report::findings::{HuntOutcome, HuntReport};
+use crate::report::findings::{EndpointResolution, HuntOutcome, HuntReport};
 use crate::report::{self, Format};
 use crate::server::install_interrupt_handler;
 use crate::workspace::{HuntDir, PlanFlags, PlanKey, WorkDir};
@@ -82,6 +82,8 @@ pub(super) struct Plan {
     pub(super) config: HuntConfig,
     pub(super) good: Commit,
     pub(super) bad: Commit,
+    /// How `--good` and `--bad` became `good` and `bad`.
+    pub(super) resolution: Vec<EndpointResolution>,
     pub(super) repo_dir: PathBuf,
     pub(super) work: WorkDir,
 }
@@ -99,15 +101,15 @@ pub(super) fn resolve_plan(args: &TargetArgs, first_only: bool) -> anyhow::Resul
     };
     let repo_dir = args.lab.repo_dir();
     let repo = Repo::open(&repo_dir)?;
-    let good = repo.resolve(good)?;
-    let bad = repo.resolve(bad)?;
+    let ends = repo.endpoints(good, bad)?;
     let config = hunt_config(args, first_only, &profile)?;
     let work = args.lab.work_dir()?;
     Ok(Plan {
         profile,
         config,
-        good,
-        bad,
+        resolution: ends.records(),
+        good: ends.start,
+        bad: ends.bad.commit,
         repo_dir,
         work,
     })
@@ -245,6 +247,9 @@ fn run_hunt(
     let mut real_lab = make_lab(&plan, &args.target.lab, &hunt.runs())?;
     let mut lab = ReplayLab::new(real_lab.as_mut(), &past);
     let mut progress = crate::progress::for_stderr();
+    for record in &plan.resolution {
+        progress.event(&ProgressEvent::Note(record.line()));
+    }
     if lab.replayable_runs() > 0 {
         progress.event(&ProgressEvent::Note(format!(
             "resuming the hunt in {}: {} runs from its journal are reused",
@@ -307,6 +312,7 @@ fn with_setup(
 ) -> anyhow::Result<HuntReport> {
     let profile_name = args.target.lab.profile.as_deref();
     report.machine = Some(machine);
+    report.resolution = plan.resolution.clone();
     report.profile_name = profile_name.unwrap_or("default").to_string();
     report.profile_toml = profile_name.map(profile_text).unwrap_or_default();
     if !plan.profile.is_custom() {

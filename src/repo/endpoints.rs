@@ -55,6 +55,20 @@ impl Resolved {
         ))
     }
 
+    /// The name as given, with the ref a release name was read as:
+    /// `9.5 (tag REL9_5_0)`, or just `master`.
+    pub fn label(&self) -> String {
+        match &self.release {
+            Some(r) => format!(
+                "{} ({} {})",
+                self.given,
+                if r.is_tag { "tag" } else { "branch" },
+                r.name
+            ),
+            None => self.given.clone(),
+        }
+    }
+
     /// The stable branch a release name or tag belongs to, e.g.
     /// `REL9_5_STABLE` for `REL9_5_0` or `9.5`.
     fn stable_branch(&self) -> Option<String> {
