@@ -72,19 +72,22 @@ impl Resolved {
     /// The stable branch a release name or tag belongs to, e.g.
     /// `REL9_5_STABLE` for `REL9_5_0` or `9.5`.
     fn stable_branch(&self) -> Option<String> {
-        let name = self.release.as_ref().map_or(&self.given, |r| &r.name);
+        let name = self.name();
         let name = name.rsplit('/').next().unwrap_or(name);
         Some(ReleaseName::parse(name)?.major().stable_branch())
     }
 
-    /// How the line of history this name is on is called in messages.
-    fn line(&self) -> String {
+    /// The name the line of history of this end goes by in messages:
+    /// `master`, or `None` for a SHA.
+    fn line_owner(&self) -> Option<&str> {
         let hex = self.given.len() >= 7 && self.given.bytes().all(|b| b.is_ascii_hexdigit());
-        if hex {
-            "the line of --bad".to_string()
-        } else {
-            format!("{}'s line", self.given)
-        }
+        (!hex).then_some(self.given.as_str())
+    }
+
+    /// The name of the ref a release name was read as, else the name
+    /// given: `REL9_5_0` for `9.5`.
+    pub fn name(&self) -> &str {
+        self.release.as_ref().map_or(&self.given, |r| &r.name)
     }
 }
 
@@ -112,24 +115,28 @@ impl Endpoints {
     pub fn good_reasons(&self) -> Vec<String> {
         let mut reasons: Vec<String> = self.good.reading().into_iter().collect();
         if self.moved() {
-            let named = if self.good.release.is_some() {
-                self.good.release.as_ref().map(|r| r.name.clone())
-            } else {
-                Some(self.good.given.clone())
-            }
-            .unwrap_or_default();
-            let line = self.bad.line();
+            let named = self.good.name();
+            let line = match self.bad.line_owner() {
+                Some(owner) => format!("{owner}'s line"),
+                None => "the line of --bad".to_string(),
+            };
             let on = match &self.good_branch {
                 Some(branch) => format!("{named} is on {branch}, off {line}"),
                 None => format!("{named} ({}) is off {line}", self.good.commit.short()),
             };
-            let left = line.strip_suffix("'s line").unwrap_or("that line");
             reasons.push(format!(
-                "{on}: hunting from {}, where it left {left}",
-                self.start.short()
+                "{on}: hunting from {}, where it left {}",
+                self.start.short(),
+                self.bad_line()
             ));
         }
         reasons
+    }
+
+    /// What the good end's line left: `master`, or `that line` when
+    /// `--bad` was given as a SHA.
+    pub fn bad_line(&self) -> String {
+        self.bad.line_owner().unwrap_or("that line").to_string()
     }
 
     /// Why the bad end is the commit it is; empty when git named it.

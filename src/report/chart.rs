@@ -418,6 +418,7 @@ mod tests {
             server_settings: Vec::new(),
             configure_flags: Vec::new(),
             resolution: Vec::new(),
+            release_check: None,
         }
     }
 

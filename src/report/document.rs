@@ -8,7 +8,8 @@
 use crate::core::decide::{Change, Method};
 use crate::model::Commit;
 use crate::report::findings::{
-    Culprit, HuntOutcome, HuntReport, Judgement, TestedCommit, Totals, UnresolvedRange,
+    Culprit, HuntOutcome, HuntReport, Judgement, ReleaseCheck, ReleaseFinding, TestedCommit,
+    Totals, UnresolvedRange,
 };
 
 /// A whole report.
@@ -281,12 +282,62 @@ fn result_blocks(report: &HuntReport) -> Vec<Block> {
             format!("{}, {} + {} runs", change(&e.change), e.n_base, e.n_new),
         ),
     ])];
+    blocks.extend(report.release_check.as_ref().map(release_item));
     blocks.extend(report.culprits.iter().map(culprit_item));
     blocks.extend(report.unresolved.iter().map(unresolved_item));
     if !report.notes.is_empty() {
         blocks.push(Block::List(report.notes.clone()));
     }
     blocks
+}
+
+/// The release given as `--good` against where it left master's line.
+fn release_item(c: &ReleaseCheck) -> Block {
+    let (given, base, left) = (&c.given, c.merge_base.short(), &c.left);
+    let branch = c.branch.as_deref().unwrap_or("its stable branch");
+    let finding = match c.finding {
+        ReleaseFinding::ReleaseFaster => format!(
+            "{base} is slower than {given} by at least the threshold: the drop from \
+             {given}, or part of it, came from commits on {branch}, not from {left}; \
+             the hunt searched {left} after {base} only"
+        ),
+        ReleaseFinding::ReleaseSlower => format!(
+            "{given} is slower than {base} by at least the threshold: commits on \
+             {branch} made the release slower; {left} was hunted from {base}"
+        ),
+        ReleaseFinding::Same => format!(
+            "the same within the threshold: the whole drop from {given} lies on \
+             {left} after {base}, where the hunt searched"
+        ),
+        ReleaseFinding::Unclear => format!(
+            "not settled at the run cap: whether commits on {branch} account for part \
+             of the drop is not known"
+        ),
+        ReleaseFinding::Unmeasured => format!(
+            "not measured ({}); {left} was hunted from {base}",
+            c.reason.as_deref().unwrap_or("no reason recorded")
+        ),
+    };
+    let mut facts = Vec::new();
+    if let Some(cmp) = &c.comparison {
+        facts.push(fact(
+            "change",
+            format!(
+                "{}, {} + {} runs",
+                change(&cmp.change),
+                cmp.n_base,
+                cmp.n_new
+            ),
+        ));
+    }
+    facts.push(fact("finding", finding));
+    Block::Item {
+        title: format!(
+            "release: {given} ({}) -> {base}, where it left {left}",
+            c.release.short()
+        ),
+        facts,
+    }
 }
 
 fn culprit_item(c: &Culprit) -> Block {
@@ -607,6 +658,36 @@ mod tests {
             text.contains("- --good: REL9_5 -> tag REL9_5_0 (301c2273)\n"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_release_check_is_reported_in_the_result() {
+        let mut report = fixture();
+        let plain = document(&report);
+        report.release_check = Some(ReleaseCheck {
+            given: "REL9_5_0".into(),
+            release: Commit::bare("301c2273".repeat(5)),
+            merge_base: Commit::bare("a05dc4d7".repeat(5)),
+            branch: Some("REL9_5_STABLE".into()),
+            left: "master".into(),
+            finding: ReleaseFinding::Same,
+            comparison: Some(report.endpoints),
+            reason: None,
+        });
+        let doc = document(&report);
+        let Block::Item { title, facts } = &doc.sections[2].blocks[1] else {
+            panic!("{:?}", doc.sections[2]);
+        };
+        assert_eq!(
+            title,
+            "release: REL9_5_0 (301c2273) -> a05dc4d7, where it left master"
+        );
+        assert_eq!(
+            facts[1].1,
+            "the same within the threshold: the whole drop from REL9_5_0 lies on master \
+             after a05dc4d7, where the hunt searched"
+        );
+        assert_eq!(doc.sections[..2], plain.sections[..2]);
     }
 
     #[test]

@@ -185,6 +185,47 @@ impl EndpointResolution {
     }
 }
 
+/// What measuring a release against where it left master's line found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReleaseFinding {
+    /// The release is faster than where it left master by at least the
+    /// threshold: the drop from it, or part of it, came from commits on
+    /// its stable branch, not from master.
+    ReleaseFaster,
+    /// The release is slower than where it left master by at least the
+    /// threshold: its stable branch lost speed that master's line did not.
+    ReleaseSlower,
+    /// Any difference is, with confidence, smaller than the threshold.
+    Same,
+    /// Not settled at the run cap.
+    Unclear,
+    /// The release could not be built or run.
+    Unmeasured,
+}
+
+/// A release tag off master's line measured, before the search, against
+/// the commit where its line left master (the hunt's good end).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReleaseCheck {
+    /// The name given for `--good`.
+    pub given: String,
+    pub release: Commit,
+    /// Where the release's line left master's.
+    pub merge_base: Commit,
+    /// The stable branch the release is on, when known.
+    pub branch: Option<String>,
+    /// What it left: `master`, or `that line` when `--bad` was a SHA.
+    #[serde(default)]
+    pub left: String,
+    pub finding: ReleaseFinding,
+    /// The merge-base against the release (negative: the merge-base is
+    /// slower); absent when the release could not be measured.
+    pub comparison: Option<Comparison>,
+    /// Why the release could not be measured.
+    pub reason: Option<String>,
+}
+
 /// The whole result of a hunt.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HuntReport {
@@ -226,4 +267,8 @@ pub struct HuntReport {
     /// results of older versions).
     #[serde(default)]
     pub resolution: Vec<EndpointResolution>,
+    /// The given release against where it left master, when the good end
+    /// was moved there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release_check: Option<ReleaseCheck>,
 }

@@ -785,6 +785,7 @@ impl<'a> Hunt<'a> {
             server_settings: Vec::new(),
             configure_flags: Vec::new(),
             resolution: Vec::new(),
+            release_check: None,
         }
     }
 }
