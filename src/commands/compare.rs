@@ -95,6 +95,7 @@ pub(super) fn command(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         good: a.clone(),
         bad: b.clone(),
         resolution: vec![],
+        release: None,
         repo_dir,
         work,
     };
