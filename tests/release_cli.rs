@@ -5,6 +5,8 @@
 mod common;
 
 use common::*;
+use std::path::Path;
+use std::process::Output;
 
 /// master's line of `levels.len()` commits, and `REL9_5_STABLE` branched
 /// off commit `branch_at` with a `Stamp 9.5.0.` commit at `release_level`,
@@ -32,6 +34,20 @@ fn release_history(
     (dir, master, release)
 }
 
+/// `pgbisect --good REL9_5_0 --bad master` with the test profile.
+fn hunt_from_rel9_5_0(repo: &Path, work: &Path, profile: &Path) -> Output {
+    let profile = profile.to_str().unwrap();
+    let args = [
+        "--good",
+        "REL9_5_0",
+        "--bad",
+        "master",
+        "--profile",
+        profile,
+    ];
+    pgbisect(repo, work, &args)
+}
+
 fn short(sha: &str) -> &str {
     &sha[..8]
 }
@@ -42,20 +58,9 @@ fn a_hunt_from_a_release_tag_to_master_runs_from_where_the_release_left() {
     let work = tempfile::tempdir().unwrap();
     let w = work.path().join("w");
     let profile = profile(work.path());
-    let out_json = work.path().join("out.json");
-    let args = [
-        "--good",
-        "REL9_5_0",
-        "--bad",
-        "master",
-        "--profile",
-        profile.to_str().unwrap(),
-        "--json",
-        out_json.to_str().unwrap(),
-    ];
-    let out = pgbisect(repo.path(), &w, &args);
+    let out = hunt_from_rel9_5_0(repo.path(), &w, &profile);
     assert_code(&out, 0);
-    let v = json(&out_json);
+    let v = json(&only_hunt_dir(&w).join("result.json"));
     assert_eq!(v["culprits"][0]["commit"], master[9].as_str(), "{v:#}");
     assert_eq!(v["good"]["id"], master[3].as_str());
     assert_eq!(v["bad"]["id"], master[13].as_str());
@@ -170,4 +175,45 @@ fn a_short_release_name_is_said_in_the_report_and_a_later_good_is_refused() {
         stderr.contains("tag REL9_6_0 or branch REL9_6_STABLE"),
         "{stderr}"
     );
+}
+
+#[test]
+fn a_release_faster_than_where_it_left_master_is_measured_and_said() {
+    // The stable branch made 9.5.0 25% faster than its branch point; master
+    // then lost 20% at commit 9.
+    let (repo, master, _) = release_history(&levels_with_drop_at(14, 9), 3, 1250);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path().join("w");
+    let profile = profile(work.path());
+    let out = hunt_from_rel9_5_0(repo.path(), &w, &profile);
+    assert_code(&out, 0);
+    let hunt_dir = only_hunt_dir(&w);
+    let v = json(&hunt_dir.join("result.json"));
+    assert_eq!(v["culprits"][0]["commit"], master[9].as_str(), "{v:#}");
+    let check = &v["release_check"];
+    assert_eq!(check["finding"], "release-faster", "{check:#}");
+    let change = check["comparison"]["change"]["pct"].as_f64().unwrap();
+    assert!((change + 20.0).abs() < 3.0, "{change}");
+    let report = std::fs::read_to_string(hunt_dir.join("report.txt")).unwrap();
+    let flat = report.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("or part of it, came from commits on REL9_5_STABLE, not from master"),
+        "{report}"
+    );
+    // The check's runs are journaled apart; a rerun makes none again.
+    let journal = hunt_dir.join("release-check.jsonl");
+    let runs = |path: &std::path::Path| {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains("\"event\":\"run\""))
+            .count()
+    };
+    let first = runs(&journal);
+    assert!(first >= 8, "{first} runs");
+    let again = hunt_from_rel9_5_0(repo.path(), &w, &profile);
+    assert_code(&again, 0);
+    assert_eq!(runs(&journal), first);
+    let v = json(&hunt_dir.join("result.json"));
+    assert_eq!(v["release_check"]["finding"], "release-faster");
 }
