@@ -11,7 +11,7 @@
 //! |-------|---------|-----|
 //! | commands | `commands` | flags, dispatch, one file per subcommand |
 //! | workspace | `workspace` | the work dir: paths, lock, a hunt's plan key |
-//! | engine | `engine` | loops over a lab: hunt, compare, judge, simulate |
+//! | engine | `engine` | loops over a lab: hunt, compare, judge, simulate, a release against where it left master |
 //! | labs | `lab` (`pg`, `command`, `replay`), `build`, `server`, `bench` | turning commits into measurements |
 //! | services | `repo`, `profile`, `journal`, `report`, `notify`, `progress`, `machine` | git, workloads, results on disk, renderers, telling people |
 //! | core | `core` (`stats`, `decide`, `bisect`), `model`, `error`, `time`, `files`, `proc` | pure decisions, the shared vocabulary, safe writes |

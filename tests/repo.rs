@@ -527,3 +527,257 @@ fn a_patched_commit_lives_in_the_work_tree_and_is_readable_on_request() {
         "nothing is written into the user's repository"
     );
 }
+
+/// A PostgreSQL-like history: master's line with two releases branched
+/// off it, as PostgreSQL tags them. `REL9_5_STABLE` is a local branch;
+/// `REL_16_STABLE` is only remote-tracking (`origin/REL_16_STABLE`), as in
+/// a fresh clone; `REL_18_STABLE` has no release tag yet.
+struct Releases {
+    t: TestRepo,
+    /// master's line, oldest first: 95 branched at [2], 16 at [4], 18 at [5].
+    master: Vec<String>,
+    rel9_5_0: String,
+    rel_16_0: String,
+    rel_16_2: String,
+    rel_18_stable: String,
+}
+
+fn releases() -> Releases {
+    let mut t = TestRepo::new();
+    let mut master = t.chain("master", 3);
+    t.git(&["checkout", "-q", "-b", "REL9_5_STABLE"]);
+    let rel9_5_0 = t.commit("Stamp 9.5.0.", &[("version", Some("9.5.0\n"))]);
+    t.git(&["tag", "-a", "-m", "9.5.0", "REL9_5_0"]);
+    t.git(&["checkout", "-q", "master"]);
+    master.extend(t.chain("master later", 2));
+    t.git(&["checkout", "-q", "-b", "REL_16_STABLE"]);
+    let rel_16_0 = t.commit("Stamp 16.0.", &[("version", Some("16.0\n"))]);
+    t.git(&["tag", "REL_16_0"]);
+    t.commit("Fix a bug.", &[("fix", Some("1\n"))]);
+    let rel_16_2 = t.commit("Stamp 16.2.", &[("version", Some("16.2\n"))]);
+    t.git(&["tag", "REL_16_2"]);
+    t.git(&[
+        "update-ref",
+        "refs/remotes/origin/REL_16_STABLE",
+        "REL_16_STABLE",
+    ]);
+    t.git(&["checkout", "-q", "master"]);
+    t.git(&["branch", "-D", "REL_16_STABLE"]);
+    master.extend(t.chain("master newest", 1));
+    t.git(&["checkout", "-q", "-b", "REL_18_STABLE"]);
+    let rel_18_stable = t.commit("Stamp 18beta1.", &[("version", Some("18beta1\n"))]);
+    t.git(&["checkout", "-q", "master"]);
+    master.extend(t.chain("master tip", 2));
+    Releases {
+        t,
+        master,
+        rel9_5_0,
+        rel_16_0,
+        rel_16_2,
+        rel_18_stable,
+    }
+}
+
+#[test]
+fn release_names_resolve_exact_names_first_then_release_forms() {
+    let r = releases();
+    let repo = r.t.open();
+    let reading = |name: &str| {
+        let resolved = repo.resolve_name(name).unwrap();
+        (resolved.commit.id.clone(), resolved.reading())
+    };
+    let short = |sha: &str| sha[..8].to_string();
+    // git's own names: no reading to explain.
+    for (name, want) in [
+        ("REL9_5_0", &r.rel9_5_0),
+        ("REL_16_0", &r.rel_16_0),
+        ("REL_16_2", &r.rel_16_2),
+        ("REL9_5_STABLE", &r.rel9_5_0),
+        ("origin/REL_16_STABLE", &r.rel_16_2),
+        ("master", &r.master[7]),
+        ("HEAD~3", &r.master[4]),
+    ] {
+        assert_eq!(reading(name), (want.clone(), None), "{name}");
+    }
+    let tag95 = format!("tag REL9_5_0 ({})", short(&r.rel9_5_0));
+    for name in ["REL9_5", "9.5"] {
+        assert_eq!(
+            reading(name),
+            (r.rel9_5_0.clone(), Some(format!("{name} -> {tag95}")))
+        );
+    }
+    let tag16 = format!("tag REL_16_0 ({})", short(&r.rel_16_0));
+    for name in ["REL_16", "16"] {
+        assert_eq!(
+            reading(name),
+            (r.rel_16_0.clone(), Some(format!("{name} -> {tag16}")))
+        );
+    }
+    assert_eq!(
+        reading("16.2"),
+        (
+            r.rel_16_2.clone(),
+            Some(format!("16.2 -> tag REL_16_2 ({})", short(&r.rel_16_2)))
+        )
+    );
+    // A stable branch only a remote has.
+    assert_eq!(
+        reading("REL_16_STABLE"),
+        (
+            r.rel_16_2.clone(),
+            Some(format!(
+                "REL_16_STABLE -> branch origin/REL_16_STABLE ({})",
+                short(&r.rel_16_2)
+            ))
+        )
+    );
+    // A release not yet tagged: its stable branch, saying so.
+    assert_eq!(
+        reading("18"),
+        (
+            r.rel_18_stable.clone(),
+            Some(format!(
+                "18 -> branch REL_18_STABLE ({}): there is no tag REL_18_0",
+                short(&r.rel_18_stable)
+            ))
+        )
+    );
+    // The same forms through the plain resolver that compare and judge use.
+    assert_eq!(repo.resolve("9.5").unwrap().id, r.rel9_5_0);
+    assert_eq!(repo.resolve("REL_16").unwrap().subject, "Stamp 16.0.");
+}
+
+#[test]
+fn a_name_git_knows_wins_over_a_release_form() {
+    let r = releases();
+    r.t.git(&["tag", "16", &r.master[1]]);
+    let repo = r.t.open();
+    let resolved = repo.resolve_name("16").unwrap();
+    assert_eq!(resolved.commit.id, r.master[1]);
+    assert_eq!(resolved.reading(), None);
+}
+
+#[test]
+fn unknown_release_names_say_what_was_looked_for_and_what_is_similar() {
+    let r = releases();
+    let repo = r.t.open();
+    let minor = repo.resolve_name("9.5.3").unwrap_err();
+    assert!(
+        matches!(minor, RepoError::UnknownRevision { .. }),
+        "{minor}"
+    );
+    let text = minor.to_string();
+    assert!(text.contains("unknown revision '9.5.3'"), "{text}");
+    assert!(text.contains("PostgreSQL 9.5"), "{text}");
+    assert!(text.contains("tag REL9_5_3"), "{text}");
+    assert!(
+        text.contains("similar names: REL9_5_0, REL9_5_STABLE"),
+        "{text}"
+    );
+    let major = repo.resolve_name("REL_17").unwrap_err().to_string();
+    assert!(
+        major.contains("tag REL_17_0 or branch REL_17_STABLE"),
+        "{major}"
+    );
+    assert!(major.contains("similar names: REL_16_0"), "{major}");
+    // Not a release form: git's error as before.
+    let other = repo.resolve_name("REL9_5_").unwrap_err().to_string();
+    assert!(other.contains("unknown revision 'REL9_5_'"), "{other}");
+    assert!(other.contains("similar names: REL9_5_0"), "{other}");
+    assert!(!other.contains("PostgreSQL"), "{other}");
+}
+
+#[test]
+fn a_release_off_the_line_of_bad_hunts_from_where_it_left() {
+    let r = releases();
+    let repo = r.t.open();
+    let short = |sha: &str| sha[..8].to_string();
+    let ends = repo.endpoints("REL9_5_0", "master").unwrap();
+    assert!(ends.moved());
+    assert_eq!(ends.good.commit.id, r.rel9_5_0);
+    assert_eq!(ends.start.id, r.master[2]);
+    assert_eq!(ends.good_branch.as_deref(), Some("REL9_5_STABLE"));
+    assert_eq!(
+        ends.good_reasons(),
+        vec![format!(
+            "REL9_5_0 is on REL9_5_STABLE, off master's line: hunting from {}, where it left master",
+            short(&r.master[2])
+        )]
+    );
+    assert!(ends.bad_reasons().is_empty());
+    let candidates = repo.candidates(&ends.start, &ends.bad.commit).unwrap();
+    assert_eq!(ids(&candidates), r.master[3..].to_vec());
+
+    // A short form: both steps are said.
+    let ends = repo.endpoints("REL9_5", "master").unwrap();
+    assert_eq!(
+        ends.good_reasons(),
+        vec![
+            format!("REL9_5 -> tag REL9_5_0 ({})", short(&r.rel9_5_0)),
+            format!(
+                "REL9_5_0 is on REL9_5_STABLE, off master's line: hunting from {}, where it left master",
+                short(&r.master[2])
+            ),
+        ]
+    );
+    // A release on a stable branch known only as a remote-tracking one.
+    let ends = repo.endpoints("16", &r.master[7]).unwrap();
+    assert_eq!(ends.start.id, r.master[4]);
+    assert_eq!(ends.good_branch.as_deref(), Some("REL_16_STABLE"));
+    assert!(
+        ends.good_reasons()[1].contains("REL_16_0 is on REL_16_STABLE, off the line of --bad"),
+        "{:?}",
+        ends.good_reasons()
+    );
+    assert!(
+        ends.good_reasons()[1].ends_with("where it left that line"),
+        "{:?}",
+        ends.good_reasons()
+    );
+    // Along the stable branch, nothing moves.
+    let ends = repo.endpoints("REL_16_0", "16.2").unwrap();
+    assert!(!ends.moved());
+    assert_eq!(ends.start.id, r.rel_16_0);
+    assert!(ends.good_reasons().is_empty());
+    assert_eq!(ends.bad_reasons().len(), 1);
+    // A plain commit off the line: no stable branch to name.
+    r.t.git(&["branch", "side", &r.master[5]]);
+    r.t.git(&["checkout", "-q", "side"]);
+    let mut t = r.t;
+    let side = t.commit("side work", &[("side", Some("1\n"))]);
+    let repo = t.open();
+    let ends = repo.endpoints(&side, "master").unwrap();
+    assert_eq!(ends.start.id, r.master[5]);
+    assert_eq!(ends.good_branch, None);
+    assert_eq!(
+        ends.good_reasons(),
+        vec![format!(
+            "{side} ({}) is off master's line: hunting from {}, where it left master",
+            short(&side),
+            short(&r.master[5])
+        )]
+    );
+}
+
+#[test]
+fn endpoints_refuse_a_later_good_unrelated_commits_and_one_commit() {
+    let r = releases();
+    let repo = r.t.open();
+    let later = repo.endpoints("master", &r.master[3]).unwrap_err();
+    assert!(matches!(later, RepoError::NotAncestor { .. }), "{later}");
+    let text = later.to_string();
+    assert!(text.contains("--bad is the older"), "{text}");
+    assert!(text.contains("swap --good and --bad"), "{text}");
+
+    let same = repo.endpoints("REL9_5", "REL9_5_0").unwrap_err();
+    assert!(matches!(same, RepoError::SameCommit { .. }), "{same}");
+
+    r.t.git(&["checkout", "-q", "--orphan", "unrelated"]);
+    let mut t = r.t;
+    let lonely = t.commit("another project", &[("other", Some("1\n"))]);
+    let repo = t.open();
+    let unrelated = repo.endpoints(&lonely, "master").unwrap_err().to_string();
+    assert!(unrelated.contains("share no history"), "{unrelated}");
+    let unknown = repo.endpoints("REL9_5", "9.6").unwrap_err().to_string();
+    assert!(unknown.contains("unknown revision '9.6'"), "{unknown}");
+}

@@ -75,10 +75,11 @@ impl HuntLocation {
 #[derive(Debug, Args, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct TargetArgs {
-    /// A commit, tag or branch that is fast.
+    /// A commit, tag or branch that is fast, or a release: REL9_5_0, 9.5,
+    /// 16, 16.2, REL_16_STABLE (see "Endpoints" below).
     #[arg(long, value_name = "REV")]
     pub good: Option<String>,
-    /// A later commit, tag or branch that is slower.
+    /// A later commit, tag or branch that is slower, or a release.
     #[arg(long, value_name = "REV")]
     pub bad: Option<String>,
     #[command(flatten)]

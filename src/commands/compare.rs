@@ -80,7 +80,8 @@ pub(super) fn command(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     let lab_args = &args.lab;
     let repo_dir = lab_args.repo_dir();
     let repo = Repo::open(&repo_dir)?;
-    let a = repo.resolve(&args.a)?;
+    let a_named = repo.resolve_name(&args.a)?;
+    let a = a_named.commit.clone();
     let work = lab_args.work_dir()?;
     let _lock = work.create_and_lock()?;
     let (b, b_label) = side_b(&repo, &work.checkout(), &a, args)?;
@@ -93,6 +94,8 @@ pub(super) fn command(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         },
         good: a.clone(),
         bad: b.clone(),
+        resolution: vec![],
+        release: None,
         repo_dir,
         work,
     };
@@ -105,7 +108,7 @@ pub(super) fn command(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         &crate::core::fingerprint::fingerprint(&settings)[..8]
     ));
     let mut lab = make_lab(&plan, lab_args, &out_dir.join("runs"))?;
-    let a_label = args.a.clone();
+    let a_label = a_named.label();
     let rows = measure(
         lab.as_mut(),
         [(&a, "A"), (&b, "B")],
@@ -160,7 +163,10 @@ fn side_b(
 ) -> anyhow::Result<(Commit, String)> {
     match (&args.b, &args.patch) {
         (_, Some(patch)) => patched(repo, checkout, (a, &args.a), patch),
-        (Some(b_rev), None) => Ok((repo.resolve(b_rev)?, b_rev.clone())),
+        (Some(b_rev), None) => {
+            let b = repo.resolve_name(b_rev)?;
+            Ok((b.commit.clone(), b.label()))
+        }
         (None, None) => Err(UsageError("give B or --patch FILE".into()).into()),
     }
 }

@@ -9,6 +9,7 @@ use super::lab::{build_settings, load_profile, make_lab};
 use crate::core::decide::DecisionConfig;
 use crate::engine::hunt::budget::{self, Budget};
 use crate::engine::hunt::{Hunt, HuntConfig};
+use crate::engine::release_check::{self, Sides};
 use crate::error::{EXIT_CULPRIT_FOUND, EXIT_INCONCLUSIVE, EXIT_NO_REGRESSION, UsageError};
 use crate::journal::{Event, Journal};
 use crate::lab::replay::ReplayLab;
@@ -16,9 +17,9 @@ use crate::machine::Machine;
 use crate::model::Commit;
 use crate::notify::{Ending, HuntEnd, Notifier};
 use crate::profile::Profile;
-use crate::progress::ProgressEvent;
+use crate::progress::{Progress, ProgressEvent};
 use crate::repo::Repo;
-use crate::report::findings::{HuntOutcome, HuntReport};
+use crate::report::findings::{EndpointResolution, HuntOutcome, HuntReport, ReleaseCheck};
 use crate::report::{self, Format};
 use crate::server::install_interrupt_handler;
 use crate::workspace::{HuntDir, PlanFlags, PlanKey, WorkDir};
@@ -27,6 +28,8 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::SystemTime;
 
 /// Where and what to hunt. Saved with each hunt (`command.json`), so
@@ -82,6 +85,11 @@ pub(super) struct Plan {
     pub(super) config: HuntConfig,
     pub(super) good: Commit,
     pub(super) bad: Commit,
+    /// How `--good` and `--bad` became `good` and `bad`.
+    pub(super) resolution: Vec<EndpointResolution>,
+    /// The release given as `--good`, when `good` is where it left the
+    /// line of `bad`.
+    pub(super) release: Option<Sides>,
     pub(super) repo_dir: PathBuf,
     pub(super) work: WorkDir,
 }
@@ -99,15 +107,22 @@ pub(super) fn resolve_plan(args: &TargetArgs, first_only: bool) -> anyhow::Resul
     };
     let repo_dir = args.lab.repo_dir();
     let repo = Repo::open(&repo_dir)?;
-    let good = repo.resolve(good)?;
-    let bad = repo.resolve(bad)?;
+    let ends = repo.endpoints(good, bad)?;
     let config = hunt_config(args, first_only, &profile)?;
     let work = args.lab.work_dir()?;
     Ok(Plan {
         profile,
         config,
-        good,
-        bad,
+        resolution: ends.records(),
+        release: ends.moved().then(|| Sides {
+            given: ends.good.name().to_string(),
+            release: ends.good.commit.clone(),
+            merge_base: ends.start.clone(),
+            branch: ends.good_branch.clone(),
+            left: ends.bad_line(),
+        }),
+        good: ends.start,
+        bad: ends.bad.commit,
         repo_dir,
         work,
     })
@@ -242,9 +257,14 @@ fn run_hunt(
         serde_json::to_string_pretty(&plan.profile).context("cannot encode the profile")?;
     write_file(&hunt.profile(), &profile_json)?;
     let past = Journal::load(&hunt.journal())?;
+    let mut progress = crate::progress::for_stderr();
+    for record in &plan.resolution {
+        progress.event(&ProgressEvent::Note(record.line()));
+    }
+    let interrupt = install_interrupt_handler().context("cannot install the interrupt handler")?;
+    let release_check = check_release(&plan, args, &hunt, progress.as_mut(), &interrupt)?;
     let mut real_lab = make_lab(&plan, &args.target.lab, &hunt.runs())?;
     let mut lab = ReplayLab::new(real_lab.as_mut(), &past);
-    let mut progress = crate::progress::for_stderr();
     if lab.replayable_runs() > 0 {
         progress.event(&ProgressEvent::Note(format!(
             "resuming the hunt in {}: {} runs from its journal are reused",
@@ -269,7 +289,6 @@ fn run_hunt(
         plan: key.folder_name(),
         at: crate::time::now_rfc3339(),
     })?;
-    let interrupt = install_interrupt_handler().context("cannot install the interrupt handler")?;
     let machine = Machine::collect();
     let mut commits = vec![plan.good.clone()];
     commits.extend(candidates);
@@ -283,7 +302,8 @@ fn run_hunt(
     }
     let report = hunt_run.run()?;
     drop(progress);
-    let report = with_setup(report, &plan, args, machine)?;
+    let mut report = with_setup(report, &plan, args, machine)?;
+    report.release_check = release_check;
     write_outputs(&report, &hunt, args.json.as_deref())?;
     print!("{}", report::render(&report, args.format.0, None)?);
     let exit_code = match report.outcome {
@@ -298,6 +318,35 @@ fn run_hunt(
     })
 }
 
+/// When the good end was moved from a release to where it left master's
+/// line, measures the release against that point before the search (a lab
+/// of its own, so its runs do not mix with the hunt's).
+fn check_release(
+    plan: &Plan,
+    args: &RunArgs,
+    hunt: &HuntDir,
+    progress: &mut dyn Progress,
+    interrupt: &Arc<AtomicBool>,
+) -> anyhow::Result<Option<ReleaseCheck>> {
+    let Some(sides) = &plan.release else {
+        return Ok(None);
+    };
+    let mut lab = make_lab(plan, &args.target.lab, &hunt.release_check_runs())?;
+    let setup = release_check::Setup {
+        decision: plan.config.decision,
+        clients: plan.config.clients,
+        progress,
+        interrupt: Some(interrupt.clone()),
+    };
+    release_check::run_journaled(
+        lab.as_mut(),
+        &hunt.release_check_journal(),
+        sides.clone(),
+        setup,
+    )
+    .map(Some)
+}
+
 /// Adds what the hunt was set up with, for its reports.
 fn with_setup(
     mut report: HuntReport,
@@ -307,6 +356,7 @@ fn with_setup(
 ) -> anyhow::Result<HuntReport> {
     let profile_name = args.target.lab.profile.as_deref();
     report.machine = Some(machine);
+    report.resolution = plan.resolution.clone();
     report.profile_name = profile_name.unwrap_or("default").to_string();
     report.profile_toml = profile_name.map(profile_text).unwrap_or_default();
     if !plan.profile.is_custom() {

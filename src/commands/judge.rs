@@ -78,13 +78,22 @@ fn run(args: &JudgeArgs) -> anyhow::Result<u8> {
     }
     let repo = Repo::open(&target.lab.repo_dir())?;
     let commit = repo.resolve(&args.commit)?;
-    let want = |rev: &Option<String>| -> anyhow::Result<Option<String>> {
-        Ok(match rev {
-            Some(r) => Some(repo.resolve(r)?.id),
-            None => None,
-        })
+    // The hunt's good end is where a release off --bad's line left it.
+    let (want_good, want_bad) = match (&target.good, &target.bad) {
+        (Some(good), Some(bad)) => {
+            let ends = repo.endpoints(good, bad)?;
+            (Some(ends.start.id), Some(ends.bad.commit.id))
+        }
+        (good, bad) => {
+            let want = |rev: &Option<String>| -> anyhow::Result<Option<String>> {
+                Ok(match rev {
+                    Some(r) => Some(repo.resolve(r)?.id),
+                    None => None,
+                })
+            };
+            (want(good)?, want(bad)?)
+        }
     };
-    let (want_good, want_bad) = (want(&target.good)?, want(&target.bad)?);
     let work = target.lab.work_dir()?;
     let (hunt_dir, hunt) = find_hunt(&work, &want_good, &want_bad, target.clients)?;
     let reference = hunt.reference().ok_or_else(|| {

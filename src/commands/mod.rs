@@ -52,6 +52,18 @@ Examples:
   Let git bisect run drive, judged against the last hunt's endpoints:
     git bisect run pgbisect judge HEAD
 
+Endpoints (--good, --bad, and the commits of compare and judge):
+  A name git knows is used as it is: a SHA, a branch, a tag, master, HEAD~3.
+  Otherwise release names are read as PostgreSQL names its refs:
+    9.5, REL9_5, 16, REL_16   the release's first tag (REL9_5_0, REL_16_0);
+                              before that tag exists, its stable branch
+    9.5.3, 16.2               that minor release's tag (REL9_5_3, REL_16_2)
+    REL9_5_STABLE, REL_16_STABLE
+                              the stable branch, local or origin/...
+  A release tag sits on its stable branch, off master's line: a hunt from it
+  to master starts where the release left master (their merge-base), and
+  the progress output and the report say so.
+
 Exit codes:
   0  culprit found (or the command succeeded)
   1  no regression: bad is not slower than good by the threshold

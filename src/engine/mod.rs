@@ -1,5 +1,6 @@
 //! Loops over a [`Lab`](crate::lab::Lab): the hunt, a side-by-side
-//! comparison, one commit judged against a hunt, and the simulator.
+//! comparison, one commit judged against a hunt, a release measured
+//! against where it left master, and the simulator.
 //!
 //! An engine decides what to measure next from the runs so far, using the
 //! pure [`core`](crate::core); it knows nothing of flags, work dirs or how
@@ -8,4 +9,5 @@
 pub mod compare;
 pub mod hunt;
 pub mod judge;
+pub mod release_check;
 pub mod simulate;

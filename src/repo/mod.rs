@@ -6,10 +6,13 @@
 //! module is the only place that talks to git, and it never writes to the
 //! user's repository: not its checkout, not its index, not its HEAD.
 
+mod endpoints;
 mod error;
 mod patch;
+pub mod release;
 mod worktree;
 
+pub use endpoints::{Endpoints, ReleaseRef, Resolved};
 pub use error::RepoError;
 pub use patch::as_git_diff;
 pub use worktree::WorkTree;
@@ -71,10 +74,11 @@ impl Repo {
     }
 
     /// Resolves a tag (annotated or not), branch, remote branch, full or
-    /// short SHA, or an expression such as `HEAD~3` or `master^`.
+    /// short SHA, or an expression such as `HEAD~3` or `master^`; failing
+    /// that, a release name such as `9.5` or `REL_16` (see
+    /// [`Repo::resolve_name`]).
     pub fn resolve(&self, rev: &str) -> Result<Commit, RepoError> {
-        let commit = self.find_commit(rev)?;
-        Ok(describe(&commit))
+        Ok(self.resolve_name(rev)?.commit)
     }
 
     /// The commits to search between `good` and `bad`: those of
@@ -87,18 +91,7 @@ impl Repo {
         let good_id = self.find_commit(&good.id)?.id();
         let bad_commit = self.find_commit(&bad.id)?;
         let bad_id = bad_commit.id();
-        if good_id == bad_id {
-            return Err(RepoError::SameCommit {
-                id: bad_id.to_string(),
-            });
-        }
-        let is_ancestor = self
-            .git
-            .graph_descendant_of(bad_id, good_id)
-            .map_err(RepoError::git(
-                "checking that --good is an ancestor of --bad",
-            ))?;
-        if !is_ancestor {
+        if !self.comes_before(good_id, bad_id)? {
             return Err(RepoError::NotAncestor {
                 good: good_id.to_string(),
                 bad: bad_id.to_string(),
@@ -124,6 +117,21 @@ impl Repo {
         }
         chain.reverse();
         Ok(chain)
+    }
+
+    /// Whether `good` is a proper ancestor of `bad`; one commit given
+    /// twice is an error.
+    fn comes_before(&self, good: Oid, bad: Oid) -> Result<bool, RepoError> {
+        if good == bad {
+            return Err(RepoError::SameCommit {
+                id: bad.to_string(),
+            });
+        }
+        self.git
+            .graph_descendant_of(bad, good)
+            .map_err(RepoError::git(
+                "checking that --good is an ancestor of --bad",
+            ))
     }
 
     /// Paths whose content or mode differs between two commits' trees.

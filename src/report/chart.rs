@@ -417,6 +417,8 @@ mod tests {
             profile_toml: String::new(),
             server_settings: Vec::new(),
             configure_flags: Vec::new(),
+            resolution: Vec::new(),
+            release_check: None,
         }
     }
 

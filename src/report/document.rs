@@ -8,7 +8,8 @@
 use crate::core::decide::{Change, Method};
 use crate::model::Commit;
 use crate::report::findings::{
-    Culprit, HuntOutcome, HuntReport, Judgement, TestedCommit, Totals, UnresolvedRange,
+    Culprit, HuntOutcome, HuntReport, Judgement, ReleaseCheck, ReleaseFinding, TestedCommit,
+    Totals, UnresolvedRange,
 };
 
 /// A whole report.
@@ -61,7 +62,10 @@ pub fn document(report: &HuntReport) -> Document {
     let mut sections = vec![
         Section {
             heading: "What was hunted".into(),
-            blocks: vec![Block::Facts(hunted_facts(report))],
+            blocks: [Block::Facts(hunted_facts(report))]
+                .into_iter()
+                .chain(resolution_block(report))
+                .collect(),
         },
         Section {
             heading: "Machine".into(),
@@ -223,6 +227,22 @@ fn hunted_facts(report: &HuntReport) -> Vec<(String, String)> {
     ]
 }
 
+/// How the names given became the endpoints, when that needs saying: a
+/// release name read as its tag, a release off the line of `--bad` hunted
+/// from where it left. Nothing for names git knew and the hunt measured.
+fn resolution_block(report: &HuntReport) -> Option<Block> {
+    let lines: Vec<String> = report
+        .resolution
+        .iter()
+        .flat_map(|r| {
+            r.reasons
+                .iter()
+                .map(|why| format!("--{}: {why}", r.endpoint))
+        })
+        .collect();
+    (!lines.is_empty()).then_some(Block::List(lines))
+}
+
 fn commit_line(c: &Commit) -> String {
     if c.subject.is_empty() {
         c.id.clone()
@@ -262,12 +282,62 @@ fn result_blocks(report: &HuntReport) -> Vec<Block> {
             format!("{}, {} + {} runs", change(&e.change), e.n_base, e.n_new),
         ),
     ])];
+    blocks.extend(report.release_check.as_ref().map(release_item));
     blocks.extend(report.culprits.iter().map(culprit_item));
     blocks.extend(report.unresolved.iter().map(unresolved_item));
     if !report.notes.is_empty() {
         blocks.push(Block::List(report.notes.clone()));
     }
     blocks
+}
+
+/// The release given as `--good` against where it left master's line.
+fn release_item(c: &ReleaseCheck) -> Block {
+    let (given, base, left) = (&c.given, c.merge_base.short(), &c.left);
+    let branch = c.branch.as_deref().unwrap_or("its stable branch");
+    let finding = match c.finding {
+        ReleaseFinding::ReleaseFaster => format!(
+            "{base} is slower than {given} by at least the threshold: the drop from \
+             {given}, or part of it, came from commits on {branch}, not from {left}; \
+             the hunt searched {left} after {base} only"
+        ),
+        ReleaseFinding::ReleaseSlower => format!(
+            "{given} is slower than {base} by at least the threshold: commits on \
+             {branch} made the release slower; {left} was hunted from {base}"
+        ),
+        ReleaseFinding::Same => format!(
+            "the same within the threshold: the whole drop from {given} lies on \
+             {left} after {base}, where the hunt searched"
+        ),
+        ReleaseFinding::Unclear => format!(
+            "not settled at the run cap: whether commits on {branch} account for part \
+             of the drop is not known"
+        ),
+        ReleaseFinding::Unmeasured => format!(
+            "not measured ({}); {left} was hunted from {base}",
+            c.reason.as_deref().unwrap_or("no reason recorded")
+        ),
+    };
+    let mut facts = Vec::new();
+    if let Some(cmp) = &c.comparison {
+        facts.push(fact(
+            "change",
+            format!(
+                "{}, {} + {} runs",
+                change(&cmp.change),
+                cmp.n_base,
+                cmp.n_new
+            ),
+        ));
+    }
+    facts.push(fact("finding", finding));
+    Block::Item {
+        title: format!(
+            "release: {given} ({}) -> {base}, where it left {left}",
+            c.release.short()
+        ),
+        facts,
+    }
 }
 
 fn culprit_item(c: &Culprit) -> Block {
@@ -466,6 +536,7 @@ fn totals_facts(report: &HuntReport) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::findings::EndpointResolution;
 
     #[test]
     fn one_client_is_singular() {
@@ -544,6 +615,79 @@ mod tests {
             wall_time(&report.totals),
             "12 min 03 s in 2 starts (resumed; the time between them not counted)"
         );
+    }
+
+    #[test]
+    fn endpoints_are_explained_only_when_moved_or_read_as_a_release() {
+        let mut report = fixture();
+        let plain = document(&report);
+        let record = |endpoint: &str, given: &str, reasons: &[&str]| EndpointResolution {
+            endpoint: endpoint.into(),
+            given: given.into(),
+            resolved: "301c2273".repeat(5),
+            measured: "a05dc4d7".repeat(5),
+            reasons: reasons.iter().map(|r| r.to_string()).collect(),
+        };
+        report.resolution = vec![
+            record("good", "006a283a", &[]),
+            record("bad", "master", &[]),
+        ];
+        assert_eq!(document(&report), plain, "names git knew need no words");
+        report.resolution[0] = record(
+            "good",
+            "REL9_5",
+            &[
+                "REL9_5 -> tag REL9_5_0 (301c2273)",
+                "REL9_5_0 is on REL9_5_STABLE, off master's line: hunting from a05dc4d7, \
+                 where it left master",
+            ],
+        );
+        let explained = document(&report);
+        assert_eq!(
+            explained.sections[0].blocks[1],
+            Block::List(vec![
+                "--good: REL9_5 -> tag REL9_5_0 (301c2273)".into(),
+                "--good: REL9_5_0 is on REL9_5_STABLE, off master's line: hunting from \
+                 a05dc4d7, where it left master"
+                    .into(),
+            ])
+        );
+        assert_eq!(explained.sections[1..], plain.sections[1..]);
+        let text = crate::report::text(&report);
+        assert!(
+            text.contains("- --good: REL9_5 -> tag REL9_5_0 (301c2273)\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_release_check_is_reported_in_the_result() {
+        let mut report = fixture();
+        let plain = document(&report);
+        report.release_check = Some(ReleaseCheck {
+            given: "REL9_5_0".into(),
+            release: Commit::bare("301c2273".repeat(5)),
+            merge_base: Commit::bare("a05dc4d7".repeat(5)),
+            branch: Some("REL9_5_STABLE".into()),
+            left: "master".into(),
+            finding: ReleaseFinding::Same,
+            comparison: Some(report.endpoints),
+            reason: None,
+        });
+        let doc = document(&report);
+        let Block::Item { title, facts } = &doc.sections[2].blocks[1] else {
+            panic!("{:?}", doc.sections[2]);
+        };
+        assert_eq!(
+            title,
+            "release: REL9_5_0 (301c2273) -> a05dc4d7, where it left master"
+        );
+        assert_eq!(
+            facts[1].1,
+            "the same within the threshold: the whole drop from REL9_5_0 lies on master \
+             after a05dc4d7, where the hunt searched"
+        );
+        assert_eq!(doc.sections[..2], plain.sections[..2]);
     }
 
     #[test]

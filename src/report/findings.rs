@@ -152,6 +152,80 @@ impl Totals {
     }
 }
 
+/// How a name given for an endpoint became the commit the hunt measured:
+/// `REL9_5` is the tag `REL9_5_0`, which is off master's line, so the
+/// hunt starts where it left master.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EndpointResolution {
+    /// `good` or `bad`.
+    pub endpoint: String,
+    /// The name as given: `REL9_5`, `master`, a SHA.
+    pub given: String,
+    /// Full SHA the name resolved to.
+    pub resolved: String,
+    /// Full SHA the hunt measured as this end: `resolved`, or where its
+    /// line left the other end's.
+    pub measured: String,
+    /// Why, step by step; empty when git named the commit directly and
+    /// the hunt measured it.
+    pub reasons: Vec<String>,
+}
+
+impl EndpointResolution {
+    /// One line for the progress output: `--good REL9_5: a05dc4d7 (REL9_5
+    /// -> tag REL9_5_0 (301c2273); ...)`, or `--bad master: f20c4278`.
+    pub fn line(&self) -> String {
+        let measured = &self.measured[..self.measured.len().min(8)];
+        let head = format!("--{} {}: {measured}", self.endpoint, self.given);
+        if self.reasons.is_empty() {
+            head
+        } else {
+            format!("{head} ({})", self.reasons.join("; "))
+        }
+    }
+}
+
+/// What measuring a release against where it left master's line found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReleaseFinding {
+    /// The release is faster than where it left master by at least the
+    /// threshold: the drop from it, or part of it, came from commits on
+    /// its stable branch, not from master.
+    ReleaseFaster,
+    /// The release is slower than where it left master by at least the
+    /// threshold: its stable branch lost speed that master's line did not.
+    ReleaseSlower,
+    /// Any difference is, with confidence, smaller than the threshold.
+    Same,
+    /// Not settled at the run cap.
+    Unclear,
+    /// The release could not be built or run.
+    Unmeasured,
+}
+
+/// A release tag off master's line measured, before the search, against
+/// the commit where its line left master (the hunt's good end).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReleaseCheck {
+    /// The name given for `--good`.
+    pub given: String,
+    pub release: Commit,
+    /// Where the release's line left master's.
+    pub merge_base: Commit,
+    /// The stable branch the release is on, when known.
+    pub branch: Option<String>,
+    /// What it left: `master`, or `that line` when `--bad` was a SHA.
+    #[serde(default)]
+    pub left: String,
+    pub finding: ReleaseFinding,
+    /// The merge-base against the release (negative: the merge-base is
+    /// slower); absent when the release could not be measured.
+    pub comparison: Option<Comparison>,
+    /// Why the release could not be measured.
+    pub reason: Option<String>,
+}
+
 /// The whole result of a hunt.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HuntReport {
@@ -189,4 +263,12 @@ pub struct HuntReport {
     /// The user's extra `configure` arguments and `CFLAGS`, as used.
     #[serde(default)]
     pub configure_flags: Vec<String>,
+    /// How `--good` and `--bad` became the commits measured (absent in
+    /// results of older versions).
+    #[serde(default)]
+    pub resolution: Vec<EndpointResolution>,
+    /// The given release against where it left master, when the good end
+    /// was moved there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release_check: Option<ReleaseCheck>,
 }

@@ -274,6 +274,17 @@ impl HuntDir {
         self.dir.join("runs")
     }
 
+    /// Outputs of the runs measuring the release given as `--good`
+    /// against where it left master, before the search.
+    pub fn release_check_runs(&self) -> PathBuf {
+        self.dir.join("release-check")
+    }
+
+    /// The journal of those runs, apart from the hunt's.
+    pub fn release_check_journal(&self) -> PathBuf {
+        self.dir.join("release-check.jsonl")
+    }
+
     /// Outputs of `judge`'s runs against this hunt.
     pub fn judge_runs(&self) -> PathBuf {
         self.dir.join("judge-runs")

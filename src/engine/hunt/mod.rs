@@ -784,6 +784,8 @@ impl<'a> Hunt<'a> {
             profile_toml: String::new(),
             server_settings: Vec::new(),
             configure_flags: Vec::new(),
+            resolution: Vec::new(),
+            release_check: None,
         }
     }
 }
