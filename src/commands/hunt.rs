@@ -13,10 +13,12 @@ use crate::error::{EXIT_CULPRIT_FOUND, EXIT_INCONCLUSIVE, EXIT_NO_REGRESSION, Us
 use crate::journal::{Event, Journal};
 use crate::lab::replay::ReplayLab;
 use crate::machine::Machine;
+use crate::machine::steady::{self, Watch};
 use crate::model::Commit;
 use crate::notify::{Ending, HuntEnd, Notifier};
+use crate::placement::{Placement, Policy};
 use crate::profile::Profile;
-use crate::progress::ProgressEvent;
+use crate::progress::{Progress, ProgressEvent};
 use crate::repo::Repo;
 use crate::report::findings::{HuntOutcome, HuntReport};
 use crate::report::{self, Format};
@@ -242,7 +244,8 @@ fn run_hunt(
         serde_json::to_string_pretty(&plan.profile).context("cannot encode the profile")?;
     write_file(&hunt.profile(), &profile_json)?;
     let past = Journal::load(&hunt.journal())?;
-    let mut real_lab = make_lab(&plan, &args.target.lab, &hunt.runs())?;
+    let watch = Watch::default();
+    let mut real_lab = make_lab(&plan, &args.target.lab, &hunt.runs(), &watch)?;
     let mut lab = ReplayLab::new(real_lab.as_mut(), &past);
     let mut progress = crate::progress::for_stderr();
     if lab.replayable_runs() > 0 {
@@ -270,7 +273,8 @@ fn run_hunt(
         at: crate::time::now_rfc3339(),
     })?;
     let interrupt = install_interrupt_handler().context("cannot install the interrupt handler")?;
-    let machine = Machine::collect();
+    let mut machine = Machine::collect();
+    machine.placement = place_and_check(&plan, &watch, progress.as_mut());
     let mut commits = vec![plan.good.clone()];
     commits.extend(candidates);
     let (earlier, processes) = crate::journal::spent::spent_before(&past);
@@ -283,6 +287,7 @@ fn run_hunt(
     }
     let report = hunt_run.run()?;
     drop(progress);
+    machine.steadiness = watch.seen();
     let report = with_setup(report, &plan, args, machine)?;
     write_outputs(&report, &hunt, args.json.as_deref())?;
     print!("{}", report::render(&report, args.format.0, None)?);
@@ -296,6 +301,22 @@ fn run_hunt(
         exit_code,
         hunt,
     })
+}
+
+/// Says where the server and pgbench run and what would make the runs
+/// steadier; the placement, for the report (none for custom commands).
+fn place_and_check(plan: &Plan, watch: &Watch, progress: &mut dyn Progress) -> Option<Placement> {
+    let policy = Policy::current(&plan.profile.placement);
+    let placement = (!plan.profile.is_custom())
+        .then(|| policy.decide(plan.config.clients).ok())
+        .flatten();
+    if let Some(p) = &placement {
+        progress.event(&ProgressEvent::Note(format!("placement {}", p.describe())));
+    }
+    for finding in watch.check(policy.topology.cpus.len(), true) {
+        progress.event(&ProgressEvent::Note(steady::describe(&finding)));
+    }
+    placement
 }
 
 /// Adds what the hunt was set up with, for its reports.
