@@ -46,6 +46,13 @@ pub struct Profile {
     pub server: ServerSection,
     #[serde(default)]
     pub hunt: HuntSection,
+    /// Where the server and pgbench run. Left out when unset, so that a
+    /// profile without `[placement]` is written (and hashed) as before.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::placement::PlacementSpec::is_unset"
+    )]
+    pub placement: crate::placement::PlacementSpec,
 }
 
 /// `[build]`: either a custom `command`, or PostgreSQL build settings.

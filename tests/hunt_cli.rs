@@ -117,6 +117,26 @@ fn good_must_be_an_ancestor_of_bad() {
 }
 
 #[test]
+fn a_placement_the_machine_cannot_give_is_a_usage_error() {
+    let (repo, _) = history(&[1000, 900], &[]);
+    let work = tempfile::tempdir().unwrap();
+    let far = work.path().join("far.toml");
+    std::fs::write(&far, "[placement]\nserver-cpus = \"1000\"\n").unwrap();
+    let args = ["--good", "good", "--bad", "bad", "--profile"];
+    let mut args: Vec<&str> = args.to_vec();
+    args.push(far.to_str().unwrap());
+    let out = pgbisect(repo.path(), &work.path().join("w"), &args);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("server-cpus") && stderr.contains("may use"),
+        "{stderr}"
+    );
+    // Nothing was built before the placement was checked.
+    assert!(!work.path().join("w/installs").exists());
+}
+
+#[test]
 fn profile_with_unknown_key_names_it() {
     let (repo, _) = history(&[1000, 900], &[]);
     let work = tempfile::tempdir().unwrap();

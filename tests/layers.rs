@@ -18,7 +18,15 @@ const FLOORS: &[(&str, &[&str])] = &[
     (
         "services",
         &[
-            "repo", "profile", "journal", "report", "notify", "progress", "machine", "bench",
+            "repo",
+            "profile",
+            "journal",
+            "report",
+            "notify",
+            "progress",
+            "machine",
+            "bench",
+            "placement",
         ],
     ),
     (

@@ -3,6 +3,7 @@
 //! binaries). As root, everything PostgreSQL runs as user `postgres`.
 
 use pgbisect::bench::{self, Builtin, PgbenchOptions, QueryMode};
+use pgbisect::placement::{CpuSet, Pin, pin};
 use pgbisect::server::{
     BenchError, DataTemplate, RunAs, RunningServer, Server, ServerError, SocketDir, SystemLimits,
     TemplateSpec, apply_settings, check_limits, for_workload, fresh_copy, open_files_needed,
@@ -79,6 +80,7 @@ fn server_on_copy(
         log: work.join("run/server.log"),
         run_as,
         registry_dir: Some(work.join("servers")),
+        pin: Pin::none(),
     }
 }
 
@@ -204,6 +206,46 @@ fn server_applies_settings_runs_as_user_and_stops_on_drop() {
     assert_eq!(registry_entries(work.path()), 0);
 }
 
+/// The CPUs a process may run on, from its /proc status.
+fn allowed_cpus_of(pid: u32) -> Option<CpuSet> {
+    pin::allowed_cpus(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
+}
+
+#[test]
+fn a_pinned_server_and_its_backends_run_on_the_cpus_named() {
+    let Some(bin) = pg_bin() else { return };
+    let Some(mine) = pin::current_affinity() else {
+        return;
+    };
+    let cpu = mine.highest(1);
+    let work = work_dir();
+    let sockets = SocketDir::create(&RunAs::resolve(None).unwrap()).unwrap();
+    let mut server = server_on_copy(&bin, work.path(), &sockets, &[]);
+    server.pin = Pin::new(Some(cpu.clone()), None);
+    let server = server.start().unwrap();
+    assert_eq!(allowed_cpus_of(server.pid()), Some(cpu.clone()));
+    // The background processes were forked by the postmaster, as backends are.
+    let children: Vec<u32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|pid: &u32| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+            after_name.split_whitespace().nth(1) == Some(&server.pid().to_string())
+        })
+        .collect();
+    assert!(!children.is_empty());
+    for child in children {
+        assert_eq!(allowed_cpus_of(child), Some(cpu.clone()), "pid {child}");
+    }
+    let backend: u32 = server
+        .psql("SELECT pg_backend_pid()")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(backend > 0);
+}
+
 #[test]
 fn unknown_setting_is_named_with_the_version() {
     let Some(bin) = pg_bin() else { return };
@@ -275,7 +317,13 @@ fn old_settings_and_128_clients_run_on_a_current_server() {
     let args = bench::run_args(&options, 128, 2, &server.conn("postgres"));
     let out = work.path().join("pgbench-128.txt");
     let report = server
-        .run_pgbench(&bin.join("pgbench"), &args, &out, time_limit(2))
+        .run_pgbench(
+            &bin.join("pgbench"),
+            &args,
+            &Pin::none(),
+            &out,
+            time_limit(2),
+        )
         .unwrap();
     assert!(report.tps > 0.0);
     let text = std::fs::read_to_string(&out).unwrap();
@@ -295,7 +343,13 @@ fn pgbench_select_only_run_is_parsed() {
     let args = bench::run_args(&opts, 2, 2, &server.conn("postgres"));
     let output = work.path().join("run-1.txt");
     let report = server
-        .run_pgbench(&bin.join("pgbench"), &args, &output, time_limit(2))
+        .run_pgbench(
+            &bin.join("pgbench"),
+            &args,
+            &Pin::none(),
+            &output,
+            time_limit(2),
+        )
         .unwrap();
     assert!(report.tps > 100.0, "{report:?}");
     assert!(report.transactions.unwrap() > 0);
@@ -311,6 +365,7 @@ fn pgbench_select_only_run_is_parsed() {
         .run_pgbench(
             &bin.join("pgbench"),
             &bench::run_args(&opts, 1, 1, &wrong),
+            &Pin::none(),
             &output,
             time_limit(1),
         )
@@ -342,6 +397,7 @@ fn crashed_server_gives_an_error_with_the_log_tail() {
     let result = server.run_pgbench(
         &bin.join("pgbench"),
         &args,
+        &Pin::none(),
         &work.path().join("crash.txt"),
         time_limit(5),
     );
@@ -402,6 +458,7 @@ fn helper_starts_a_server_and_waits_to_be_killed() {
         log: work.join("child/server.log"),
         run_as,
         registry_dir: Some(work.join("servers")),
+        pin: Pin::none(),
     }
     .start()
     .unwrap();

@@ -107,7 +107,12 @@ pub(super) fn command(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         b.short(),
         &crate::core::fingerprint::fingerprint(&settings)[..8]
     ));
-    let mut lab = make_lab(&plan, lab_args, &out_dir.join("runs"))?;
+    let mut lab = make_lab(
+        &plan,
+        lab_args,
+        &out_dir.join("runs"),
+        &crate::machine::steady::Watch::default(),
+    )?;
     let a_label = a_named.label();
     let rows = measure(
         lab.as_mut(),

@@ -14,8 +14,10 @@ use crate::error::{EXIT_CULPRIT_FOUND, EXIT_INCONCLUSIVE, EXIT_NO_REGRESSION, Us
 use crate::journal::{Event, Journal};
 use crate::lab::replay::ReplayLab;
 use crate::machine::Machine;
+use crate::machine::steady::{self, Watch};
 use crate::model::Commit;
 use crate::notify::{Ending, HuntEnd, Notifier};
+use crate::placement::{Placement, Policy};
 use crate::profile::Profile;
 use crate::progress::{Progress, ProgressEvent};
 use crate::repo::Repo;
@@ -262,8 +264,9 @@ fn run_hunt(
         progress.event(&ProgressEvent::Note(record.line()));
     }
     let interrupt = install_interrupt_handler().context("cannot install the interrupt handler")?;
-    let release_check = check_release(&plan, args, &hunt, progress.as_mut(), &interrupt)?;
-    let mut real_lab = make_lab(&plan, &args.target.lab, &hunt.runs())?;
+    let watch = Watch::default();
+    let release_check = check_release(&plan, args, &hunt, progress.as_mut(), &interrupt, &watch)?;
+    let mut real_lab = make_lab(&plan, &args.target.lab, &hunt.runs(), &watch)?;
     let mut lab = ReplayLab::new(real_lab.as_mut(), &past);
     if lab.replayable_runs() > 0 {
         progress.event(&ProgressEvent::Note(format!(
@@ -289,7 +292,8 @@ fn run_hunt(
         plan: key.folder_name(),
         at: crate::time::now_rfc3339(),
     })?;
-    let machine = Machine::collect();
+    let mut machine = Machine::collect();
+    machine.placement = place_and_check(&plan, &watch, progress.as_mut());
     let mut commits = vec![plan.good.clone()];
     commits.extend(candidates);
     let (earlier, processes) = crate::journal::spent::spent_before(&past);
@@ -302,6 +306,7 @@ fn run_hunt(
     }
     let report = hunt_run.run()?;
     drop(progress);
+    machine.steadiness = watch.seen();
     let mut report = with_setup(report, &plan, args, machine)?;
     report.release_check = release_check;
     write_outputs(&report, &hunt, args.json.as_deref())?;
@@ -327,11 +332,12 @@ fn check_release(
     hunt: &HuntDir,
     progress: &mut dyn Progress,
     interrupt: &Arc<AtomicBool>,
+    watch: &Watch,
 ) -> anyhow::Result<Option<ReleaseCheck>> {
     let Some(sides) = &plan.release else {
         return Ok(None);
     };
-    let mut lab = make_lab(plan, &args.target.lab, &hunt.release_check_runs())?;
+    let mut lab = make_lab(plan, &args.target.lab, &hunt.release_check_runs(), watch)?;
     let setup = release_check::Setup {
         decision: plan.config.decision,
         clients: plan.config.clients,
@@ -345,6 +351,22 @@ fn check_release(
         setup,
     )
     .map(Some)
+}
+
+/// Says where the server and pgbench run and what would make the runs
+/// steadier; the placement, for the report (none for custom commands).
+fn place_and_check(plan: &Plan, watch: &Watch, progress: &mut dyn Progress) -> Option<Placement> {
+    let policy = Policy::current(&plan.profile.placement);
+    let placement = (!plan.profile.is_custom())
+        .then(|| policy.decide(plan.config.clients).ok())
+        .flatten();
+    if let Some(p) = &placement {
+        progress.event(&ProgressEvent::Note(format!("placement {}", p.describe())));
+    }
+    for finding in watch.check(policy.topology.cpus.len(), true) {
+        progress.event(&ProgressEvent::Note(steady::describe(&finding)));
+    }
+    placement
 }
 
 /// Adds what the hunt was set up with, for its reports.

@@ -111,7 +111,12 @@ fn run(args: &JudgeArgs) -> anyhow::Result<u8> {
         use_saved_profile(&mut plan, &target, &hunt_dir.profile())?;
     }
     let _lock = work.create_and_lock()?;
-    let mut lab = make_lab(&plan, &target.lab, &hunt_dir.judge_runs())?;
+    let mut lab = make_lab(
+        &plan,
+        &target.lab,
+        &hunt_dir.judge_runs(),
+        &crate::machine::steady::Watch::default(),
+    )?;
     let cfg = plan.config.decision;
     let judged = judge(
         lab.as_mut(),

@@ -9,6 +9,8 @@ use crate::error::UsageError;
 use crate::lab::Lab;
 use crate::lab::command::{CommandLab, Commands, DEFAULT_BENCHMARK_LIMIT, DEFAULT_BUILD_LIMIT};
 use crate::lab::pg::{PgLab, PgLabConfig, PgbenchChoice};
+use crate::machine::steady::Watch;
+use crate::placement::Policy;
 use crate::profile::Profile;
 use crate::repo::{Repo, WorkTree};
 use crate::server::RunAs;
@@ -27,6 +29,7 @@ pub(super) fn make_lab(
     plan: &Plan,
     args: &LabArgs,
     runs_dir: &Path,
+    watch: &Watch,
 ) -> anyhow::Result<Box<dyn Lab>> {
     let repo = Repo::open(&plan.repo_dir)?;
     // Commits made in the private work tree (a patch applied) are readable too.
@@ -67,6 +70,10 @@ pub(super) fn make_lab(
         .map_or(Ok(PgbenchChoice::Good), PgbenchChoice::parse)
         .map_err(UsageError)?;
     let run_as = RunAs::resolve(args.run_as.as_deref().or(profile.server.run_as.as_deref()))?;
+    let placement = Policy::current(&profile.placement);
+    placement
+        .decide(plan.config.clients)
+        .map_err(|e| UsageError(e.to_string()))?;
     let cfg = PgLabConfig {
         dirs: plan.work.lab_dirs(),
         checkout: plan.work.checkout(),
@@ -79,6 +86,8 @@ pub(super) fn make_lab(
         cache_size: args.cache_size.max(2),
         good: plan.good.id.clone(),
         bad: plan.bad.id.clone(),
+        placement,
+        watch: watch.clone(),
     };
     Ok(Box::new(PgLab::new(cfg, repo)?))
 }

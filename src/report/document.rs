@@ -263,14 +263,23 @@ fn machine_facts(report: &HuntReport) -> Vec<(String, String)> {
             fact("configure", configure),
         ];
     };
-    vec![
+    let mut facts = vec![
         fact("cpu", format!("{} ({} CPUs)", m.cpu_model, m.cpus)),
         fact("numa nodes", m.numa_nodes.to_string()),
         fact("memory", format!("{:.1} GiB", m.memory_gib())),
         fact("kernel", m.kernel.clone()),
         fact("compiler", m.compiler.clone()),
         fact("configure", configure),
-    ]
+    ];
+    if let Some(p) = &m.placement {
+        facts.push(fact("placement", p.describe()));
+    }
+    facts.extend(
+        m.steadiness
+            .iter()
+            .map(|f| fact("noise source", format!("{}; fix: {}", f.what, f.advice))),
+    );
+    facts
 }
 
 fn result_blocks(report: &HuntReport) -> Vec<Block> {
@@ -601,6 +610,36 @@ mod tests {
         assert_eq!(
             headline(&report),
             format!("{plain}, and a drop in a range of commits")
+        );
+    }
+
+    #[test]
+    fn the_machine_says_where_runs_ran_and_what_made_them_noisy() {
+        let mut report = fixture();
+        let plain = machine_facts(&report);
+        assert!(!plain.iter().any(|(label, _)| label == "placement"));
+        let machine = report.machine.as_mut().unwrap();
+        let topology = crate::placement::Topology {
+            cpus: crate::placement::CpuSet::parse("0-1").unwrap(),
+            nodes: vec![],
+        };
+        let spec = crate::placement::PlacementSpec::default();
+        machine.placement = Some(crate::placement::decide(&spec, &topology, 1).unwrap());
+        machine.steadiness = vec![crate::machine::steady::Finding {
+            what: "1 MiB of swap in use".into(),
+            advice: "swapoff -a && swapon -a".into(),
+        }];
+        let facts = machine_facts(&report);
+        assert_eq!(facts.len(), plain.len() + 2);
+        let (label, value) = &facts[plain.len()];
+        assert_eq!(label, "placement");
+        assert!(
+            value.starts_with("same-cpu: server on CPU 1, pgbench on CPU 1"),
+            "{value}"
+        );
+        assert_eq!(
+            facts[plain.len() + 1].1,
+            "1 MiB of swap in use; fix: swapoff -a && swapon -a"
         );
     }
 

@@ -27,6 +27,7 @@ pub use run_as::{DEFAULT_USER, RunAs, is_root, lookup_user};
 pub use template::{DataTemplate, TemplateSpec, fresh_copy, shares_blocks};
 
 use crate::bench::{Conn, tail_lines};
+use crate::placement::Pin;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -120,6 +121,8 @@ impl ServerError {
 pub(crate) struct Invocation {
     pub program: PathBuf,
     pub args: Vec<OsString>,
+    /// CPUs and memory node the program (and what it forks) runs on.
+    pub pin: Pin,
 }
 
 impl Invocation {
@@ -131,7 +134,14 @@ impl Invocation {
         Invocation {
             program: program.into(),
             args: args.into_iter().map(Into::into).collect(),
+            pin: Pin::none(),
         }
+    }
+
+    /// The same invocation, run on `pin`'s CPUs and memory node.
+    pub fn pinned(mut self, pin: &Pin) -> Self {
+        self.pin = pin.clone();
+        self
     }
 
     /// The command line as a user would type it.
@@ -145,8 +155,8 @@ impl Invocation {
 
     /// Runs to the end, capturing stdout and stderr.
     pub fn output(&self, run_as: &RunAs) -> Result<std::process::Output, ServerError> {
-        run_as
-            .command(&self.program, self.args.clone())
+        self.pin
+            .apply(run_as.command(&self.program, self.args.clone()))
             .stdout_capture()
             .stderr_capture()
             .unchecked()
@@ -270,6 +280,8 @@ pub struct Server {
     pub run_as: RunAs,
     /// Where running servers are recorded (`<work>/servers`), if anywhere.
     pub registry_dir: Option<PathBuf>,
+    /// CPUs and memory node of the postmaster, inherited by its backends.
+    pub pin: Pin,
 }
 
 impl Server {
@@ -385,7 +397,7 @@ impl Server {
             options.join(" ").into(),
         ]);
         args.push("start".into());
-        Invocation::new(self.bin.join("pg_ctl"), args)
+        Invocation::new(self.bin.join("pg_ctl"), args).pinned(&self.pin)
     }
 
     fn start_failed(&self, start: &Invocation, err: ServerError) -> ServerError {

@@ -7,6 +7,7 @@
 
 use super::{Invocation, LOG_TAIL_LINES, RunAs, RunningServer, combined_output};
 use crate::bench::{ParseError, PgbenchReport, TAIL_LINES, parse_output, tail_lines};
+use crate::placement::Pin;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -61,7 +62,7 @@ pub fn time_limit(duration_secs: u32) -> Duration {
     Duration::from_secs(u64::from(duration_secs) * 3 + 60)
 }
 
-/// Runs `PGBENCH ARGS` as `run_as`, keeps stdout and stderr in
+/// Runs `PGBENCH ARGS` as `run_as` on `pin`'s CPUs, keeps stdout and stderr in
 /// `output_path`, and reads the result. A run still going after `limit` is
 /// stopped and is a failure: an unattended hunt must not wait forever on a
 /// commit that hangs.
@@ -69,6 +70,7 @@ pub fn run_pgbench(
     pgbench: &Path,
     args: &[String],
     run_as: &RunAs,
+    pin: &Pin,
     output_path: &Path,
     limit: Duration,
 ) -> Result<PgbenchReport, BenchError> {
@@ -78,8 +80,8 @@ pub fn run_pgbench(
         command: command.clone(),
         source,
     };
-    let handle = run_as
-        .command(pgbench, args)
+    let handle = pin
+        .apply(run_as.command(pgbench, args))
         .stdout_capture()
         .stderr_capture()
         .unchecked()
@@ -140,11 +142,12 @@ impl RunningServer {
         &self,
         pgbench: &Path,
         args: &[String],
+        pin: &Pin,
         output_path: &Path,
         limit: Duration,
     ) -> Result<PgbenchReport, BenchError> {
         let log_len = self.log_len();
-        let result = run_pgbench(pgbench, args, self.run_as(), output_path, limit);
+        let result = run_pgbench(pgbench, args, self.run_as(), pin, output_path, limit);
         // Clients can see the postmaster die a moment before it is gone.
         let grace = if result.is_err() {
             Duration::from_secs(3)
@@ -185,6 +188,7 @@ mod tests {
             &fake,
             &[],
             &RunAs::CurrentUser,
+            &Pin::none(),
             &out,
             Duration::from_millis(500),
         )

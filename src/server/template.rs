@@ -119,6 +119,7 @@ impl DataTemplate {
             log: self.dir.join("server.log"),
             run_as: run_as.clone(),
             registry_dir: spec.registry_dir.clone(),
+            pin: crate::placement::Pin::none(),
         }
         .start()?;
         let init = Invocation::new(

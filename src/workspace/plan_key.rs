@@ -145,6 +145,25 @@ mod tests {
         );
     }
 
+    /// Hunts started by the previous release, whose profiles had no
+    /// `[placement]` section, keep their folder.
+    #[test]
+    fn the_default_profile_keeps_the_key_of_the_previous_release() {
+        let k = key(
+            HuntConfig::default(),
+            &Profile::default(),
+            PlanFlags::default(),
+        );
+        assert_eq!(k.folder_name(), "aaaaaaaa-bbbbbbbb-c1-d05b4b5f");
+        let parsed: Profile = toml::from_str("").unwrap();
+        assert_eq!(
+            key(HuntConfig::default(), &parsed, PlanFlags::default()).folder_name(),
+            "aaaaaaaa-bbbbbbbb-c1-d05b4b5f"
+        );
+        let written = serde_json::to_value(&parsed).unwrap();
+        assert!(written.get("placement").is_none(), "{written}");
+    }
+
     #[test]
     fn new_settings_at_their_empty_default_keep_the_key() {
         let plain = serde_json::json!({"a": 1, "b": {"c": "x"}});

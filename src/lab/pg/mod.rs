@@ -11,7 +11,9 @@ mod runs;
 use crate::bench::{self, PgbenchOptions};
 use crate::build::{BuildOutcome, BuildSettings, Builder};
 use crate::lab::{Lab, LabDirs, RunSpec};
+use crate::machine::steady::{self, Watch};
 use crate::model::{Commit, LabTotals, Prepared, RunOutcome};
+use crate::placement::{Pin, Placement, Policy};
 use crate::repo::{Repo, WorkTree};
 use crate::server::{self, RunAs, Server, ServerError, SocketDir, TemplateSpec, settings};
 use anyhow::Context;
@@ -71,6 +73,10 @@ pub struct PgLabConfig {
     /// The bad endpoint: with the good one, the versions the profile's
     /// settings are checked against before anything is built.
     pub bad: String,
+    /// Where the server and pgbench run, per client count.
+    pub placement: Policy,
+    /// Checks of the machine between runs, kept for the report.
+    pub watch: Watch,
 }
 
 /// Builds and benchmarks real PostgreSQL commits.
@@ -91,6 +97,8 @@ pub struct PgLab {
     notes: Vec<String>,
     /// Client counts whose machine limits were checked.
     limits_checked: HashSet<u32>,
+    /// Pins of the server and pgbench, per client count.
+    pins: HashMap<u32, (Pin, Pin)>,
 }
 
 impl PgLab {
@@ -143,6 +151,7 @@ impl PgLab {
             settings: HashMap::new(),
             notes: Vec::new(),
             limits_checked: HashSet::new(),
+            pins: HashMap::new(),
         }
         .checked_for_clients(clients)
     }
@@ -241,6 +250,8 @@ impl PgLab {
             Ok(t) => t,
             Err(e) => return Ok(failed(&e)),
         };
+        let (server_pin, pgbench_pin) = self.pins_for(spec.clients)?;
+        self.watch_machine();
         let server = Server {
             bin: self.prefix(&commit.id)?.join("bin"),
             data_dir: self.cfg.dirs.data.join("current"),
@@ -254,12 +265,14 @@ impl PgLab {
                 .join(format!("server-{:05}.log", spec.run)),
             run_as: self.cfg.run_as.clone(),
             registry_dir: Some(self.cfg.dirs.servers.clone()),
+            pin: server_pin,
         };
         let out = format!("run-{:05}-{}", spec.run, commit.short());
         let job = RunJob {
             template: &template,
             server,
             pgbench: self.pgbench_for(&commit.id)?,
+            pgbench_pin,
             spec,
             out: self.cfg.runs_dir.join(out),
         };
@@ -279,6 +292,25 @@ impl PgLab {
             .get(commit)
             .ok_or_else(|| anyhow::anyhow!("commit {commit} was not built before use"))?;
         Ok(server::for_workload(applied, clients).0)
+    }
+
+    /// The pins of the server and pgbench at `clients`.
+    fn pins_for(&mut self, clients: u32) -> anyhow::Result<(Pin, Pin)> {
+        if let Some(pins) = self.pins.get(&clients) {
+            return Ok(pins.clone());
+        }
+        let placement: Placement = self.cfg.placement.decide(clients)?;
+        let pins = placement.pins();
+        self.pins.insert(clients, pins.clone());
+        Ok(pins)
+    }
+
+    /// Says once what newly makes runs less steady, every few minutes.
+    fn watch_machine(&self) {
+        let cpus = self.cfg.placement.topology.cpus.len();
+        for finding in self.cfg.watch.check_if_due(cpus) {
+            eprintln!("pgbisect: {}", steady::describe(&finding));
+        }
     }
 }
 

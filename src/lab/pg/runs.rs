@@ -11,6 +11,7 @@
 use crate::bench::{self, Builtin, Conn, PgbenchOptions, PgbenchReport};
 use crate::lab::RunSpec;
 use crate::model::{LabTotals, Measurement, RunOutcome};
+use crate::placement::Pin;
 use crate::server::{self, BenchError, DataTemplate, Server, ServerError, TemplateSpec};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -31,11 +32,13 @@ pub trait Machinery {
 /// A started server.
 pub trait Session {
     fn conn(&self, dbname: &str) -> Conn;
-    /// Runs pgbench against the server, its output kept in `out`.
+    /// Runs pgbench against the server on `pin`'s CPUs, its output kept
+    /// in `out`.
     fn run_pgbench(
         &self,
         pgbench: &Path,
         args: &[String],
+        pin: &Pin,
         out: &Path,
         limit: Duration,
     ) -> Result<PgbenchReport, BenchError>;
@@ -71,10 +74,11 @@ impl Session for server::RunningServer {
         &self,
         pgbench: &Path,
         args: &[String],
+        pin: &Pin,
         out: &Path,
         limit: Duration,
     ) -> Result<PgbenchReport, BenchError> {
-        server::RunningServer::run_pgbench(self, pgbench, args, out, limit)
+        server::RunningServer::run_pgbench(self, pgbench, args, pin, out, limit)
     }
 
     fn stop(self: Box<Self>) -> Result<(), ServerError> {
@@ -88,6 +92,8 @@ pub struct RunJob<'a> {
     /// The server to start; its data directory gets the fresh copy.
     pub server: Server,
     pub pgbench: PathBuf,
+    /// CPUs and memory node of pgbench.
+    pub pgbench_pin: Pin,
     pub spec: RunSpec,
     /// pgbench's output of warm-up `n` goes to `<out>-warmup<n>.txt`, that
     /// of the measured run to `<out>-run.txt`.
@@ -201,7 +207,7 @@ impl Runs {
             self.totals.runs += 1;
             self.totals.warmup_runs += 1;
             let out = job.output(&format!("warmup{w}"));
-            let result = running.run_pgbench(&job.pgbench, &args, &out, limit);
+            let result = running.run_pgbench(&job.pgbench, &args, &job.pgbench_pin, &out, limit);
             if let Err(e) = result {
                 self.fresh_copy_of = None;
                 self.totals.bench_seconds += started.elapsed().as_secs_f64();
@@ -211,7 +217,7 @@ impl Runs {
         let args = bench::run_args(opts, job.spec.clients, opts.duration_secs, &conn);
         let limit = server::time_limit(opts.duration_secs);
         let out = job.output("run");
-        let result = running.run_pgbench(&job.pgbench, &args, &out, limit);
+        let result = running.run_pgbench(&job.pgbench, &args, &job.pgbench_pin, &out, limit);
         self.totals.runs += 1;
         self.totals.bench_seconds += started.elapsed().as_secs_f64();
         match result {

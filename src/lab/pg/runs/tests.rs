@@ -15,6 +15,9 @@ struct Calls {
     starts: u32,
     pgbench: Vec<PathBuf>,
     stops: u32,
+    /// The pin of each server started, and of each pgbench run.
+    server_pins: Vec<Pin>,
+    pgbench_pins: Vec<Pin>,
 }
 
 /// Runs measure `tps` unless told to fail; the first `fail_starts`
@@ -51,6 +54,7 @@ impl Machinery for Fake {
     fn start(&mut self, server: Server) -> Result<Box<dyn Session>, ServerError> {
         let mut calls = self.calls.borrow_mut();
         calls.starts += 1;
+        calls.server_pins.push(server.pin.clone());
         if self.disk_full {
             let full = std::io::Error::from_raw_os_error(28);
             return Err(ServerError::io("cannot write the server log", full));
@@ -88,10 +92,12 @@ impl Session for FakeSession {
         &self,
         _: &Path,
         _: &[String],
+        pin: &Pin,
         out: &Path,
         _: Duration,
     ) -> Result<PgbenchReport, BenchError> {
         self.calls.borrow_mut().pgbench.push(out.to_path_buf());
+        self.calls.borrow_mut().pgbench_pins.push(pin.clone());
         if self.fail_output.as_deref() == Some(out) {
             return Err(BenchError::Failed {
                 command: "pgbench".into(),
@@ -147,6 +153,16 @@ fn template_spec(dir: &str) -> TemplateSpec {
 
 /// Run `run` of a commit on the template in `template_dir`.
 fn run(runs: &mut Runs, template_dir: &str, run: u64) -> anyhow::Result<RunOutcome> {
+    pinned_run(runs, template_dir, run, (Pin::none(), Pin::none()))
+}
+
+/// Run `run`, its server and pgbench on the pins given.
+fn pinned_run(
+    runs: &mut Runs,
+    template_dir: &str,
+    run: u64,
+    (server_pin, pgbench_pin): (Pin, Pin),
+) -> anyhow::Result<RunOutcome> {
     let spec = template_spec(template_dir);
     runs.measure(RunJob {
         template: &spec,
@@ -159,8 +175,10 @@ fn run(runs: &mut Runs, template_dir: &str, run: u64) -> anyhow::Result<RunOutco
             log: PathBuf::from(format!("/logs/server-{run}.log")),
             run_as: RunAs::CurrentUser,
             registry_dir: None,
+            pin: server_pin,
         },
         pgbench: PathBuf::from("/install/bin/pgbench"),
+        pgbench_pin,
         spec: RunSpec { clients: 4, run },
         out: PathBuf::from(format!("/runs/{run}")),
     })
@@ -197,6 +215,22 @@ fn a_read_only_workload_reuses_its_copy_and_counts_every_warm_up() {
     assert_eq!((t.runs, t.warmup_runs), (9, 6));
     assert_eq!((t.setup.templates, t.setup.setups), (1, 3));
     assert_eq!(t.builds, 0, "builds are not counted by runs");
+}
+
+#[test]
+fn the_server_and_every_pgbench_run_get_their_pins() {
+    let (fake, calls) = fake();
+    let mut runs = Runs::new(Box::new(fake), options(Builtin::SelectOnly, 2));
+    let cpus = |text: &str| Some(crate::placement::CpuSet::parse(text).unwrap());
+    let server = Pin::new(cpus("0-2"), Some(0));
+    let pgbench = Pin::new(cpus("3"), Some(0));
+    pinned_run(&mut runs, "/t/a", 1, (server.clone(), pgbench.clone())).unwrap();
+    let calls = calls.borrow();
+    assert_eq!(calls.server_pins, [server]);
+    assert_eq!(
+        calls.pgbench_pins,
+        [pgbench.clone(), pgbench.clone(), pgbench]
+    );
 }
 
 #[test]

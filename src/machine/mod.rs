@@ -6,7 +6,11 @@
 //! Reading the system is a boundary, so [`Machine::collect`] only gathers
 //! raw text and the parse functions, which hold all the logic, are pure.
 //! Nothing here fails a hunt: what cannot be read is reported as unknown.
+//! [`steady`] says what would make the machine's runs steadier.
 
+pub mod steady;
+
+use crate::placement::Placement;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -25,6 +29,13 @@ pub struct Machine {
     pub kernel: String,
     /// First line of `cc --version`.
     pub compiler: String,
+    /// Where the server and pgbench ran (absent: not recorded, or custom
+    /// benchmark commands).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<Placement>,
+    /// What would have made the runs steadier, seen before or during the hunt.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steadiness: Vec<steady::Finding>,
 }
 
 const UNKNOWN: &str = "unknown";
@@ -49,6 +60,8 @@ impl Machine {
             memory_bytes: parse_meminfo(&read("/proc/meminfo")).unwrap_or(0),
             kernel: non_empty(read("/proc/sys/kernel/osrelease").trim()),
             compiler: non_empty(first_line(&compiler)),
+            placement: None,
+            steadiness: Vec::new(),
         }
     }
 
