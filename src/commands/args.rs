@@ -76,7 +76,7 @@ impl HuntLocation {
 #[serde(default)]
 pub struct TargetArgs {
     /// A commit, tag or branch that is fast, or a release: REL9_5_0, 9.5,
-    /// 16, 16.2, REL_16_STABLE (see "Endpoints" below).
+    /// 16, 16.2, REL_16_STABLE (see "Endpoints" in `pgbisect --help`).
     #[arg(long, value_name = "REV")]
     pub good: Option<String>,
     /// A later commit, tag or branch that is slower, or a release.
