@@ -22,6 +22,7 @@
 //! elsewhere.
 
 use super::{BuildError, BuildSettings, BuildSystem};
+use crate::lab::LabDirs;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -191,7 +192,7 @@ pub(crate) fn patch_files(steps: &[Step], dir: &Path) -> Result<Vec<PathBuf>, Bu
 }
 
 /// Per commit, the changes of the steps its last build used:
-/// `<work_dir>/build/compat-applied.json`.
+/// `compat-applied.json` in the build folder ([`LabDirs::build`]).
 pub(crate) const RECORD_FILE: &str = "compat-applied.json";
 
 /// Remembers which steps `commit` was built with (none: forgets it).
@@ -225,8 +226,8 @@ fn read_record(path: &Path) -> BTreeMap<String, Vec<String>> {
 /// (full SHAs), with how many of them got it, e.g.
 /// `+ FLEX=/usr/bin/flex (old trees: 4 of 9 commits)`. Empty when no
 /// commit needed any step, so reports of current trees are unchanged.
-pub fn report_flags(work_dir: &Path, commits: &[&str]) -> Vec<String> {
-    let all = read_record(&work_dir.join("build").join(RECORD_FILE));
+pub fn report_flags(dirs: &LabDirs, commits: &[&str]) -> Vec<String> {
+    let all = read_record(&dirs.build.join(RECORD_FILE));
     let mut counts: Vec<(String, usize)> = Vec::new();
     for commit in commits {
         for change in all.get(*commit).into_iter().flatten() {
@@ -380,9 +381,9 @@ mod tests {
         record(&root, "aaa", &steps).unwrap();
         record(&root, "bbb", &steps[..1]).unwrap();
         record(&root, "ccc", &[]).unwrap();
-        assert!(report_flags(work.path(), &["ccc", "ddd"]).is_empty());
+        assert!(report_flags(&LabDirs::under(work.path()), &["ccc", "ddd"]).is_empty());
         assert_eq!(
-            report_flags(work.path(), &["aaa", "bbb", "ccc"]),
+            report_flags(&LabDirs::under(work.path()), &["aaa", "bbb", "ccc"]),
             vec![
                 "+ FLEX=/usr/bin/flex (old trees: 2 of 3 commits)",
                 "+ patch gram-undef-yylex (old trees: 1 of 3 commits)",
@@ -390,7 +391,7 @@ mod tests {
         );
         record(&root, "aaa", &[]).unwrap();
         assert_eq!(
-            report_flags(work.path(), &["aaa", "bbb"]),
+            report_flags(&LabDirs::under(work.path()), &["aaa", "bbb"]),
             vec!["+ FLEX=/usr/bin/flex (old trees: 1 of 2 commits)"]
         );
     }
