@@ -726,6 +726,72 @@ mod tests {
     }
 
     #[test]
+    fn an_old_tree_gets_its_compatibility_steps_and_a_key_of_its_own() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("src");
+        let grammar = src.join("src/backend/parser/gram.y");
+        std::fs::create_dir_all(grammar.parent().unwrap()).unwrap();
+        std::fs::write(
+            &grammar,
+            "#undef yyerror\n#undef yylval\n#undef yylloc\n\n#include \"scan.c\"\n",
+        )
+        .unwrap();
+        // Prints its arguments and the grammar as patched, then fails.
+        crate::testing::write_script(
+            &src.join("configure"),
+            "#!/bin/sh\n# $AWK '{ if ($1 = 2 && $2 = 5 && $3 >= 31) exit 0; else exit 1;}'\n\
+             echo \"args: $*\"\ncat \"$(dirname \"$0\")/src/backend/parser/gram.y\"\n\
+             echo 'configure: error: stop here' >&2\nexit 1\n",
+        );
+        let work = tmp.path().join("w");
+        let mut builder =
+            Builder::new(&LabDirs::under(&work), BuildSettings::default(), 2).unwrap();
+        builder.flex = Some(PathBuf::from("/usr/bin/flex"));
+        let outcome = builder.ensure("old1", &src).unwrap();
+        assert!(
+            matches!(outcome, BuildOutcome::Failed { .. }),
+            "{outcome:?}"
+        );
+        let text = std::fs::read_to_string(work.join("logs/build-old1.log")).unwrap();
+        assert!(
+            text.contains("compatibility step flex-version-check: configure's flex"),
+            "{text}"
+        );
+        assert!(
+            text.contains("compatibility step gram-undef-yylex"),
+            "{text}"
+        );
+        assert!(text.contains("FLEX=/usr/bin/flex"), "{text}");
+        assert!(
+            text.contains("#undef yylloc\n#undef yylex\n"),
+            "patched: {text}"
+        );
+        let after = std::fs::read_to_string(&grammar).unwrap();
+        assert!(!after.contains("yylex"), "the patch is taken out: {after}");
+        assert_eq!(
+            compat::report_flags(&LabDirs::under(&work), &["old1"]),
+            vec![
+                "+ FLEX=/usr/bin/flex (old trees: 1 of 1 commits)",
+                "+ patch gram-undef-yylex (old trees: 1 of 1 commits)"
+            ]
+        );
+
+        // The same settings without steps: another install key and build tree.
+        let steps = compat::detect(&compat::Tree {
+            src: &src,
+            settings: &builder.settings,
+            fixed_by_user: &[],
+            flex: builder.flex.as_deref(),
+        });
+        assert_ne!(
+            builder.install_key(&[], &steps),
+            builder.install_key(&[], &[])
+        );
+        let args = compat::configure_args(&steps);
+        assert_ne!(builder.tree_key(&args), builder.tree_key(&[]));
+    }
+
+    #[test]
     fn a_source_configured_in_place_is_refused() {
         let tmp = tempfile::tempdir().unwrap();
         let src = tmp.path().join("src");
