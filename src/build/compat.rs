@@ -32,6 +32,8 @@ use std::path::{Path, PathBuf};
 pub(crate) enum Action {
     /// A `NAME=value` argument added to `configure`.
     ConfigureArg(String),
+    /// A flag added to the profile's `CFLAGS`.
+    Cflag(&'static str),
     /// A patch, shipped in the binary, applied to the checkout.
     Patch {
         /// File name under `src/build/compat/`, and of the copy the build uses.
@@ -56,6 +58,7 @@ impl Step {
     pub(crate) fn change(&self) -> String {
         match &self.action {
             Action::ConfigureArg(arg) => arg.clone(),
+            Action::Cflag(flag) => format!("CFLAGS+={flag}"),
             Action::Patch { name, .. } => {
                 format!("patch {}", name.trim_end_matches(".patch"))
             }
@@ -66,6 +69,7 @@ impl Step {
     pub(crate) fn fingerprint_text(&self) -> String {
         match &self.action {
             Action::ConfigureArg(arg) => format!("compat|{}|{arg}", self.id),
+            Action::Cflag(flag) => format!("compat|{}|cflags {flag}", self.id),
             Action::Patch { text, .. } => format!("compat|{}|{text}", self.id),
         }
     }
@@ -113,7 +117,11 @@ impl Tree<'_> {
 type Rule = fn(&Tree) -> Option<Step>;
 
 /// Every shipped rule, in the order their steps are applied.
-const RULES: [Rule; 2] = [old_flex_version_check, gram_includes_scanner];
+const RULES: [Rule; 3] = [
+    old_flex_version_check,
+    gram_includes_scanner,
+    psql_writes_a_const_global,
+];
 
 /// The steps `tree` needs, in application order.
 pub(crate) fn detect(tree: &Tree) -> Vec<Step> {
@@ -155,6 +163,27 @@ fn gram_includes_scanner(tree: &Tree) -> Option<Step> {
     })
 }
 
+/// From September 2014 (a2dabf0e) to March 2016 (fc7a9dfd), psql writes
+/// to a global declared `const` without an initializer. Built as a common
+/// symbol (GCC's default before GCC 10) it is writable; GCC 10 and later
+/// put it in read-only memory and psql crashes at its start (SIGSEGV in
+/// `refresh_utf8format`), so no benchmark can set up its data. `-fcommon`
+/// builds it as the compilers of its day did.
+fn psql_writes_a_const_global(tree: &Tree) -> Option<Step> {
+    if !tree.uses_configure() {
+        return None;
+    }
+    let print = tree.read("src/bin/psql/print.c")?;
+    let tentative_const = print
+        .lines()
+        .any(|l| l.trim() == "const printTextFormat pg_utf8format;");
+    tentative_const.then_some(Step {
+        id: "fcommon",
+        why: "psql writes a const global that GCC 10 and later make read-only (psql crashes)",
+        action: Action::Cflag("-fcommon"),
+    })
+}
+
 /// The files a patch changes (its `+++ b/...` lines).
 pub(crate) fn patched_files(patch: &str) -> Vec<String> {
     patch
@@ -165,15 +194,22 @@ pub(crate) fn patched_files(patch: &str) -> Vec<String> {
         .collect()
 }
 
-/// The `configure` arguments of `steps`.
-pub(crate) fn configure_args(steps: &[Step]) -> Vec<String> {
-    steps
-        .iter()
-        .filter_map(|s| match &s.action {
-            Action::ConfigureArg(arg) => Some(arg.clone()),
-            Action::Patch { .. } => None,
-        })
-        .collect()
+/// The `configure` arguments of `steps`: their own, then `CFLAGS` as the
+/// profile gives them (`cflags`) with the steps' flags added, when any.
+pub(crate) fn configure_args(steps: &[Step], cflags: &str) -> Vec<String> {
+    let mut args = Vec::new();
+    let mut extra = Vec::new();
+    for step in steps {
+        match &step.action {
+            Action::ConfigureArg(arg) => args.push(arg.clone()),
+            Action::Cflag(flag) => extra.push(*flag),
+            Action::Patch { .. } => {}
+        }
+    }
+    if !extra.is_empty() {
+        args.push(format!("CFLAGS={cflags} {}", extra.join(" ")));
+    }
+    args
 }
 
 /// Writes the patches of `steps` into `dir` and returns their paths, for
@@ -281,7 +317,7 @@ mod tests {
         let steps = detect_in(old.path(), &BuildSettings::default(), &[]);
         assert_eq!(steps.len(), 1, "{steps:?}");
         assert_eq!(steps[0].change(), "FLEX=/usr/bin/flex");
-        assert_eq!(configure_args(&steps), vec!["FLEX=/usr/bin/flex"]);
+        assert_eq!(configure_args(&steps, "-O2"), vec!["FLEX=/usr/bin/flex"]);
 
         let new = tree_dir(NEW_CHECK, None);
         assert!(detect_in(new.path(), &BuildSettings::default(), &[]).is_empty());
@@ -317,7 +353,7 @@ mod tests {
         let steps = detect_in(old.path(), &BuildSettings::default(), &[]);
         assert_eq!(steps.len(), 1, "{steps:?}");
         assert_eq!(steps[0].change(), "patch gram-undef-yylex");
-        assert!(configure_args(&steps).is_empty());
+        assert!(configure_args(&steps, "-O2").is_empty());
 
         let fixed = OLD_GRAMMAR_END.replace("#undef yylloc\n", "#undef yylloc\n#undef yylex\n");
         let done = tree_dir(NEW_CHECK, Some(&fixed));
@@ -355,6 +391,26 @@ mod tests {
         assert!(detect_in(old.path(), &BuildSettings::default(), &[]).len() == 1);
         super::super::fixup::revert(&patches, old.path(), &note, &mut log).unwrap();
         assert_eq!(fs::read_to_string(&grammar).unwrap(), before);
+    }
+
+    #[test]
+    fn psql_writing_a_const_global_gets_fcommon_added_to_cflags() {
+        let old = tree_dir(NEW_CHECK, None);
+        let psql = old.path().join("src/bin/psql");
+        fs::create_dir_all(&psql).unwrap();
+        let print =
+            "/* Default unicode linestyle format */\nconst printTextFormat pg_utf8format;\n";
+        fs::write(psql.join("print.c"), print).unwrap();
+        let steps = detect_in(old.path(), &BuildSettings::default(), &[]);
+        assert_eq!(steps.len(), 1, "{steps:?}");
+        assert_eq!(steps[0].change(), "CFLAGS+=-fcommon");
+        assert_eq!(
+            configure_args(&steps, "-O2 -g"),
+            vec!["CFLAGS=-O2 -g -fcommon"]
+        );
+        let fixed = "/* Default unicode linestyle format */\nprintTextFormat pg_utf8format;\n";
+        fs::write(psql.join("print.c"), fixed).unwrap();
+        assert!(detect_in(old.path(), &BuildSettings::default(), &[]).is_empty());
     }
 
     #[test]

@@ -388,7 +388,8 @@ impl Builder {
                 log: job.log_path.to_path_buf(),
             });
         }
-        let compat_args = compat::configure_args(job.steps);
+        let cflags = self.settings.cflags.as_deref().unwrap_or(DEFAULT_CFLAGS);
+        let compat_args = compat::configure_args(job.steps, cflags);
         let attempt = self.attempts(system, &src, &compat_args, &mut log);
         let reverted = fixup::revert(&patches, &src, &note_path, &mut log);
         let attempt = attempt?;
@@ -452,7 +453,8 @@ impl Builder {
     ) -> Result<BuildOutcome, BuildError> {
         let prefix = self.cache.adopt(staged, commit, key)?;
         cache::remove_dir_if_present(&self.build_root.join("stage"))?;
-        let version = match postgres_version(&prefix) {
+        let version = match postgres_version(&prefix).and_then(|v| psql_starts(&prefix).map(|()| v))
+        {
             Ok(version) => version,
             Err(problem) => {
                 log.note(&problem)?;
@@ -603,6 +605,31 @@ fn postgres_version(prefix: &Path) -> Result<String, String> {
             text,
             String::from_utf8_lossy(&output.stderr).trim()
         ))
+    }
+}
+
+/// psql, which sets up every benchmark's data, gets as far as trying to
+/// connect: an old tree built with a new compiler can crash before that
+/// (see the `fcommon` compatibility step), and such an install is a failed
+/// build, not runs that fail one after the other.
+fn psql_starts(prefix: &Path) -> Result<(), String> {
+    use std::os::unix::process::ExitStatusExt;
+    let psql = prefix.join("bin/psql");
+    let nowhere = std::env::temp_dir().join("pgbisect-no-server-here");
+    let output = Command::new(&psql)
+        .args([
+            "-X", "-w", "-p", "1", "-d", "postgres", "-c", "SELECT 1", "-h",
+        ])
+        .arg(&nowhere)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", psql.display()))?;
+    match output.status.signal() {
+        None => Ok(()),
+        Some(signal) => Err(format!(
+            "the installed psql crashes before connecting (signal {signal}): {} -c 'SELECT 1' \
+             died; the tree may need a compiler flag of its day",
+            psql.display()
+        )),
     }
 }
 
@@ -787,8 +814,23 @@ mod tests {
             builder.install_key(&[], &steps),
             builder.install_key(&[], &[])
         );
-        let args = compat::configure_args(&steps);
+        let args = compat::configure_args(&steps, DEFAULT_CFLAGS);
         assert_ne!(builder.tree_key(&args), builder.tree_key(&[]));
+    }
+
+    #[test]
+    fn a_psql_that_crashes_at_start_is_told_apart_from_one_that_cannot_connect() {
+        let tmp = tempfile::tempdir().unwrap();
+        let psql = tmp.path().join("bin/psql");
+        std::fs::create_dir_all(psql.parent().unwrap()).unwrap();
+        crate::testing::write_script(&psql, "#!/bin/sh\necho 'could not connect' >&2\nexit 2\n");
+        assert_eq!(psql_starts(tmp.path()), Ok(()));
+        crate::testing::write_script(&psql, "#!/bin/sh\nkill -SEGV $$\n");
+        let err = psql_starts(tmp.path()).unwrap_err();
+        assert!(
+            err.contains("crashes before connecting (signal 11)"),
+            "{err}"
+        );
     }
 
     #[test]
