@@ -136,6 +136,11 @@ fn clean_build(setup: &Setup, builder: &mut Builder) -> (PathBuf, f64) {
     assert_eq!(stamp.commit, "c1");
     let text = fs::read_to_string(&log).unwrap();
     assert!(text.contains("--enable-depend"));
+    assert!(
+        !text.contains("compatibility step"),
+        "PostgreSQL 15 needs no compatibility step: {text}"
+    );
+    assert!(pgbisect::build::compat_report_flags(&LabDirs::under(&setup.work), &["c1"]).is_empty());
     assert_eq!(builder.totals().0, 1);
     assert!(started.elapsed().as_secs_f64() >= clean_seconds - 1.0);
     (prefix, clean_seconds)

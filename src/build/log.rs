@@ -86,6 +86,14 @@ impl BuildLog {
         }
         let text = self.text_since(start)?;
         match environment_trouble(&text, &line, &self.path) {
+            Some(BuildError::MissingTool { tool, .. }) if super::find_on_path(&tool).is_some() => {
+                // Installed, yet "missing": the commit's configure turned it
+                // down (old version tests misread today's versions). That is
+                // the commit's trouble, a skip, not the machine's.
+                self.note(&rejected_tool(&tool, super::find_on_path(&tool)))?;
+                self.note(&format!("command failed ({status}): {line}"))?;
+                Ok(false)
+            }
             Some(trouble) => Err(trouble),
             None => {
                 self.note(&format!("command failed ({status}): {line}"))?;
@@ -134,6 +142,17 @@ fn interrupted(status: &std::process::ExitStatus) -> bool {
     matches!(
         status.signal(),
         Some(libc::SIGINT | libc::SIGTERM | libc::SIGHUP)
+    )
+}
+
+/// The log line (quoted by [`failure_reason`]) for a tool that is
+/// installed but was not accepted by the commit's build.
+fn rejected_tool(tool: &str, found: Option<PathBuf>) -> String {
+    let path = found.map_or_else(|| tool.to_string(), |p| p.display().to_string());
+    format!(
+        "error: {tool} is installed ({path}) but this commit's configure did not accept it \
+         (an old version test?); name it in the profile: [build] configure = [\"{}={path}\"]",
+        tool.to_uppercase()
     )
 }
 
@@ -248,6 +267,31 @@ mod tests {
         );
         assert!(matches!(bison, Some(BuildError::MissingTool { tool, .. }) if tool == "bison"));
         assert!(environment_trouble("a.c:1: error: oops", "make", log).is_none());
+    }
+
+    #[test]
+    fn an_installed_tool_turned_down_is_the_commit_s_failure() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("log");
+        let mut log = BuildLog::create(&path).unwrap();
+        // perl is installed wherever PostgreSQL builds: a build that says it
+        // is missing turned it down.
+        assert!(super::super::find_on_path("perl").is_some());
+        let mut says_missing = Command::new("sh");
+        says_missing.args([
+            "-c",
+            "echo \"ERROR: 'perl' is missing on your system\"; exit 1",
+        ]);
+        assert!(
+            !log.run(&mut says_missing).unwrap(),
+            "a failure, not an error"
+        );
+        let text = std::fs::read_to_string(&path).unwrap();
+        let reason = failure_reason(&text, &path);
+        assert!(reason.contains("error: perl is installed ("), "{reason}");
+        assert!(reason.contains("configure = [\"PERL="), "{reason}");
+        let line = rejected_tool("flex", Some(PathBuf::from("/usr/bin/flex")));
+        assert!(line.contains("[\"FLEX=/usr/bin/flex\"]"), "{line}");
     }
 
     #[test]

@@ -22,11 +22,13 @@
 //!   skip), trouble with the machine is a [`BuildError`].
 
 mod cache;
+mod compat;
 mod fixup;
 mod log;
 mod tree;
 
 pub use cache::{LAST_USED_FILE, STAMP_FILE, Stamp, read_stamp};
+pub use compat::report_flags as compat_report_flags;
 
 use crate::lab::LabDirs;
 use cache::InstallCache;
@@ -202,6 +204,18 @@ const RESERVED_CONFIGURE: [&str; 7] = [
     "--disable-depend",
 ];
 
+/// One build asked of [`Builder::ensure`].
+struct Job<'a> {
+    commit: &'a str,
+    key: &'a str,
+    /// The user's fixups for this commit.
+    patches: &'a [PathBuf],
+    /// The shipped compatibility steps this tree needs.
+    steps: &'a [compat::Step],
+    log_path: &'a Path,
+    started: Instant,
+}
+
 /// Builds commits into cached installs.
 #[derive(Debug)]
 pub struct Builder {
@@ -210,6 +224,8 @@ pub struct Builder {
     logs: PathBuf,
     cache: InstallCache,
     ccache: Option<PathBuf>,
+    /// `flex` on `PATH`, for the compatibility steps.
+    flex: Option<PathBuf>,
     jobs: u32,
     builds: u64,
     seconds: f64,
@@ -239,6 +255,7 @@ impl Builder {
             logs,
             cache,
             ccache: find_on_path("ccache"),
+            flex: find_on_path("flex"),
             jobs,
             builds: 0,
             seconds: 0.0,
@@ -254,7 +271,22 @@ impl Builder {
     pub fn ensure(&mut self, commit: &str, src: &Path) -> Result<BuildOutcome, BuildError> {
         check_commit_name(commit)?;
         let patches = fixup::applicable(&self.settings.fixups, commit, src)?;
-        let key = self.install_key(&patches)?;
+        let patch_texts = patches
+            .iter()
+            .map(|p| std::fs::read(p).map_err(BuildError::io("read the fixup", p)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let fixed_by_user: Vec<String> = patch_texts
+            .iter()
+            .flat_map(|t| compat::patched_files(&String::from_utf8_lossy(t)))
+            .collect();
+        let steps = compat::detect(&compat::Tree {
+            src,
+            settings: &self.settings,
+            fixed_by_user: &fixed_by_user,
+            flex: self.flex.as_deref(),
+        });
+        let key = self.install_key(&patch_texts, &steps);
+        compat::record(&self.build_root, commit, &steps)?;
         let log_path = self.logs.join(format!("build-{commit}.log"));
         if let Some(prefix) = self.cache.lookup(commit, &key) {
             return Ok(BuildOutcome::Installed {
@@ -265,7 +297,15 @@ impl Builder {
             });
         }
         let started = Instant::now();
-        let outcome = self.build(commit, src, &key, &patches, &log_path, started);
+        let job = Job {
+            commit,
+            key: &key,
+            patches: &patches,
+            steps: &steps,
+            log_path: &log_path,
+            started,
+        };
+        let outcome = self.build(src, &job);
         self.builds += 1;
         self.seconds += started.elapsed().as_secs_f64();
         outcome
@@ -282,66 +322,86 @@ impl Builder {
         self.cache.pin(commit);
     }
 
-    /// The fingerprint naming installs: settings that change the binaries
-    /// plus the content of the fixups applied.
-    fn install_key(&self, patches: &[PathBuf]) -> Result<String, BuildError> {
-        let mut text = self.tree_key();
-        for patch in patches {
-            let bytes = std::fs::read(patch).map_err(BuildError::io("read the fixup", patch))?;
-            text.push_str(&String::from_utf8_lossy(&bytes));
+    /// The fingerprint naming installs: settings that change the binaries,
+    /// the content of the fixups applied and the compatibility steps (none
+    /// for current trees, whose keys stay what they were before steps
+    /// existed).
+    fn install_key(&self, patch_texts: &[Vec<u8>], steps: &[compat::Step]) -> String {
+        let mut text = self.tree_key(&[]);
+        for patch in patch_texts {
+            text.push_str(&String::from_utf8_lossy(patch));
         }
-        Ok(crate::core::fingerprint::fingerprint(&text))
+        for step in steps {
+            text.push_str(&step.fingerprint_text());
+        }
+        crate::core::fingerprint::fingerprint(&text)
     }
 
-    /// What decides the build tree: everything but jobs and fixups.
-    fn tree_key(&self) -> String {
+    /// What decides the build tree: everything but jobs and fixups, and the
+    /// configure arguments of compatibility steps, so that old and new
+    /// trees each keep a build tree of their own.
+    fn tree_key(&self, compat_args: &[String]) -> String {
         let s = &self.settings;
-        format!(
+        let mut key = format!(
             "v1|{:?}|{:?}|{:?}|{:?}",
             s.system, s.configure, s.cflags, s.meson
-        )
+        );
+        if !compat_args.is_empty() {
+            key.push_str(&format!("|compat{compat_args:?}"));
+        }
+        key
     }
 
-    fn build(
-        &mut self,
-        commit: &str,
-        src: &Path,
-        key: &str,
-        patches: &[PathBuf],
-        log_path: &Path,
-        started: Instant,
-    ) -> Result<BuildOutcome, BuildError> {
+    fn build(&mut self, src: &Path, job: &Job) -> Result<BuildOutcome, BuildError> {
         let src = src
             .canonicalize()
             .map_err(BuildError::io("find the source tree", src))?;
         let system = self.system_for(&src)?;
-        let mut log = BuildLog::create(log_path)?;
+        let mut log = BuildLog::create(job.log_path)?;
         log.note(&format!(
-            "building {commit} from {} with {system:?}, {} jobs, settings {key}",
+            "building {} from {} with {system:?}, {} jobs, settings {}",
+            job.commit,
             src.display(),
-            self.jobs
+            self.jobs,
+            job.key
         ))?;
         if self.ccache.is_none() {
             log.note("ccache is not on PATH: every build compiles from scratch (install ccache)")?;
         }
+        for step in job.steps {
+            log.note(&format!(
+                "compatibility step {}: {}: {}",
+                step.id,
+                step.why,
+                step.change()
+            ))?;
+        }
         let note_path = self.build_root.join("fixups-applied.json");
         fixup::recover(&note_path, &mut log)?;
-        if let Some(reason) = fixup::apply(patches, &src, &note_path, &mut log)? {
+        // Shipped patches first: the user's fixups are written against the
+        // commit, and a file they change gets no shipped patch.
+        let mut patches = compat::patch_files(job.steps, &self.build_root.join("compat"))?;
+        patches.extend(job.patches.iter().cloned());
+        if let Some(reason) = fixup::apply(&patches, &src, &note_path, &mut log)? {
             return Ok(BuildOutcome::Failed {
                 reason,
-                log: log_path.to_path_buf(),
+                log: job.log_path.to_path_buf(),
             });
         }
-        let attempt = self.attempts(system, &src, &mut log);
-        let reverted = fixup::revert(patches, &src, &note_path, &mut log);
+        let cflags = self.settings.cflags.as_deref().unwrap_or(DEFAULT_CFLAGS);
+        let compat_args = compat::configure_args(job.steps, cflags);
+        let attempt = self.attempts(system, &src, &compat_args, &mut log);
+        let reverted = fixup::revert(&patches, &src, &note_path, &mut log);
         let attempt = attempt?;
         reverted?;
         match attempt {
             Attempt::Failed(reason) => Ok(BuildOutcome::Failed {
                 reason,
-                log: log_path.to_path_buf(),
+                log: job.log_path.to_path_buf(),
             }),
-            Attempt::Staged(staged) => self.install(&staged, commit, key, started, &mut log),
+            Attempt::Staged(staged) => {
+                self.install(&staged, job.commit, job.key, job.started, &mut log)
+            }
         }
     }
 
@@ -351,12 +411,13 @@ impl Builder {
         &self,
         system: System,
         src: &Path,
+        compat_args: &[String],
         log: &mut BuildLog,
     ) -> Result<Attempt, BuildError> {
         let tree = self.build_root.join(format!(
             "{}-{}",
             format!("{system:?}").to_lowercase(),
-            crate::core::fingerprint::fingerprint(&self.tree_key())
+            crate::core::fingerprint::fingerprint(&self.tree_key(compat_args))
         ));
         let stage = self.build_root.join("stage");
         let build = TreeBuild {
@@ -364,6 +425,7 @@ impl Builder {
             tree: &tree,
             stage: &stage,
             settings: &self.settings,
+            compat_configure: compat_args,
             jobs: self.jobs,
             ccache: self.ccache.as_deref(),
             system,
@@ -391,7 +453,8 @@ impl Builder {
     ) -> Result<BuildOutcome, BuildError> {
         let prefix = self.cache.adopt(staged, commit, key)?;
         cache::remove_dir_if_present(&self.build_root.join("stage"))?;
-        let version = match postgres_version(&prefix) {
+        let version = match postgres_version(&prefix).and_then(|v| psql_starts(&prefix).map(|()| v))
+        {
             Ok(version) => version,
             Err(problem) => {
                 log.note(&problem)?;
@@ -545,7 +608,32 @@ fn postgres_version(prefix: &Path) -> Result<String, String> {
     }
 }
 
-fn find_on_path(program: &str) -> Option<PathBuf> {
+/// psql, which sets up every benchmark's data, gets as far as trying to
+/// connect: an old tree built with a new compiler can crash before that
+/// (see the `fcommon` compatibility step), and such an install is a failed
+/// build, not runs that fail one after the other.
+fn psql_starts(prefix: &Path) -> Result<(), String> {
+    use std::os::unix::process::ExitStatusExt;
+    let psql = prefix.join("bin/psql");
+    let nowhere = std::env::temp_dir().join("pgbisect-no-server-here");
+    let output = Command::new(&psql)
+        .args([
+            "-X", "-w", "-p", "1", "-d", "postgres", "-c", "SELECT 1", "-h",
+        ])
+        .arg(&nowhere)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", psql.display()))?;
+    match output.status.signal() {
+        None => Ok(()),
+        Some(signal) => Err(format!(
+            "the installed psql crashes before connecting (signal {signal}): {} -c 'SELECT 1' \
+             died; the tree may need a compiler flag of its day",
+            psql.display()
+        )),
+    }
+}
+
+pub(crate) fn find_on_path(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|dir| dir.join(program))
@@ -662,6 +750,87 @@ mod tests {
         builder.ensure("def456", &src).unwrap();
         let text = std::fs::read_to_string(work.join("logs/build-def456.log")).unwrap();
         assert!(text.contains("content: one"), "{text}");
+    }
+
+    #[test]
+    fn an_old_tree_gets_its_compatibility_steps_and_a_key_of_its_own() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("src");
+        let grammar = src.join("src/backend/parser/gram.y");
+        std::fs::create_dir_all(grammar.parent().unwrap()).unwrap();
+        std::fs::write(
+            &grammar,
+            "#undef yyerror\n#undef yylval\n#undef yylloc\n\n#include \"scan.c\"\n",
+        )
+        .unwrap();
+        // Prints its arguments and the grammar as patched, then fails.
+        crate::testing::write_script(
+            &src.join("configure"),
+            "#!/bin/sh\n# $AWK '{ if ($1 = 2 && $2 = 5 && $3 >= 31) exit 0; else exit 1;}'\n\
+             echo \"args: $*\"\ncat \"$(dirname \"$0\")/src/backend/parser/gram.y\"\n\
+             echo 'configure: error: stop here' >&2\nexit 1\n",
+        );
+        let work = tmp.path().join("w");
+        let mut builder =
+            Builder::new(&LabDirs::under(&work), BuildSettings::default(), 2).unwrap();
+        builder.flex = Some(PathBuf::from("/usr/bin/flex"));
+        let outcome = builder.ensure("old1", &src).unwrap();
+        assert!(
+            matches!(outcome, BuildOutcome::Failed { .. }),
+            "{outcome:?}"
+        );
+        let text = std::fs::read_to_string(work.join("logs/build-old1.log")).unwrap();
+        assert!(
+            text.contains("compatibility step flex-version-check: configure's flex"),
+            "{text}"
+        );
+        assert!(
+            text.contains("compatibility step gram-undef-yylex"),
+            "{text}"
+        );
+        assert!(text.contains("FLEX=/usr/bin/flex"), "{text}");
+        assert!(
+            text.contains("#undef yylloc\n#undef yylex\n"),
+            "patched: {text}"
+        );
+        let after = std::fs::read_to_string(&grammar).unwrap();
+        assert!(!after.contains("yylex"), "the patch is taken out: {after}");
+        assert_eq!(
+            compat::report_flags(&LabDirs::under(&work), &["old1"]),
+            vec![
+                "+ FLEX=/usr/bin/flex (old trees: 1 of 1 commits)",
+                "+ patch gram-undef-yylex (old trees: 1 of 1 commits)"
+            ]
+        );
+
+        // The same settings without steps: another install key and build tree.
+        let steps = compat::detect(&compat::Tree {
+            src: &src,
+            settings: &builder.settings,
+            fixed_by_user: &[],
+            flex: builder.flex.as_deref(),
+        });
+        assert_ne!(
+            builder.install_key(&[], &steps),
+            builder.install_key(&[], &[])
+        );
+        let args = compat::configure_args(&steps, DEFAULT_CFLAGS);
+        assert_ne!(builder.tree_key(&args), builder.tree_key(&[]));
+    }
+
+    #[test]
+    fn a_psql_that_crashes_at_start_is_told_apart_from_one_that_cannot_connect() {
+        let tmp = tempfile::tempdir().unwrap();
+        let psql = tmp.path().join("bin/psql");
+        std::fs::create_dir_all(psql.parent().unwrap()).unwrap();
+        crate::testing::write_script(&psql, "#!/bin/sh\necho 'could not connect' >&2\nexit 2\n");
+        assert_eq!(psql_starts(tmp.path()), Ok(()));
+        crate::testing::write_script(&psql, "#!/bin/sh\nkill -SEGV $$\n");
+        let err = psql_starts(tmp.path()).unwrap_err();
+        assert!(
+            err.contains("crashes before connecting (signal 11)"),
+            "{err}"
+        );
     }
 
     #[test]

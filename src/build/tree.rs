@@ -110,6 +110,8 @@ pub(crate) struct TreeBuild<'a> {
     pub tree: &'a Path,
     pub stage: &'a Path,
     pub settings: &'a BuildSettings,
+    /// `configure` arguments of the compatibility steps, after the user's.
+    pub compat_configure: &'a [String],
     pub jobs: u32,
     pub ccache: Option<&'a Path>,
     pub system: System,
@@ -227,6 +229,7 @@ impl TreeBuild<'_> {
         let mut command = self.command(self.src.join("configure"));
         command.current_dir(self.tree);
         command.args(configure_args(self.settings, self.ccache.is_some()));
+        command.args(self.compat_configure);
         command
     }
 

@@ -386,6 +386,9 @@ fn with_setup(
         report.server_settings =
             crate::server::for_workload(&profile_settings, plan.config.clients).0;
         report.configure_flags = crate::build::setup_args(&build_settings(&plan.profile)?);
+        let tested: Vec<&str> = report.tested.iter().map(|t| t.commit.id.as_str()).collect();
+        let compat = crate::build::compat_report_flags(&plan.work.lab_dirs(), &tested);
+        report.configure_flags.extend(compat);
     }
     Ok(report)
 }

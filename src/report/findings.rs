@@ -260,7 +260,9 @@ pub struct HuntReport {
     /// Server settings given to every server, `name = value`, in order.
     #[serde(default)]
     pub server_settings: Vec<(String, String)>,
-    /// The user's extra `configure` arguments and `CFLAGS`, as used.
+    /// The user's extra `configure` arguments and `CFLAGS`, as used, then
+    /// the compatibility steps some of the tested commits were built with
+    /// (`+ FLEX=... (old trees: N of M commits)`).
     #[serde(default)]
     pub configure_flags: Vec<String>,
     /// How `--good` and `--bad` became the commits measured (absent in

@@ -203,8 +203,23 @@ impl PgLab {
         };
         let catalog = read("src/include/catalog/catversion.h", "CATALOG_VERSION_NO")?;
         let control = read("src/include/catalog/pg_control.h", "PG_CONTROL_VERSION")?;
+        // A new major version starts with the catalog of the last one (the
+        // branch point and the commit after it): the server refuses a data
+        // directory of another major version, so it names the template too.
+        let mut version = String::new();
+        for file in ["configure", "meson.build"] {
+            if let Some(bytes) = self.repo.read_file(commit, file)? {
+                version = package_version(&String::from_utf8_lossy(&bytes)).unwrap_or_default();
+                break;
+            }
+        }
+        let major = if version.is_empty() {
+            String::new()
+        } else {
+            format!("v{version}-")
+        };
         Ok(format!(
-            "cat{catalog}-ctl{control}-s{}",
+            "{major}cat{catalog}-ctl{control}-s{}",
             self.cfg.options.scale
         ))
     }
@@ -323,6 +338,19 @@ fn source_major(repo: &Repo, commit: &str) -> Option<settings::Major> {
             let text = repo.read_file(commit, path).ok()??;
             settings::Major::from_source(&String::from_utf8_lossy(&text))
         })
+}
+
+/// The version a tree calls itself (`9.6devel`, `18beta1`): `configure`'s
+/// `PACKAGE_VERSION='...'`, or `meson.build`'s first `version: '...'`.
+pub fn package_version(text: &str) -> Option<String> {
+    text.lines().find_map(|line| {
+        let line = line.trim();
+        let rest = line
+            .strip_prefix("PACKAGE_VERSION=")
+            .or_else(|| line.strip_prefix("version:"))?;
+        let value = rest.trim().trim_end_matches(',').trim_matches('\'');
+        (!value.is_empty()).then(|| value.to_string())
+    })
 }
 
 /// The value of `#define NAME value` in C header text.
@@ -445,6 +473,15 @@ impl Lab for PgLab {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn package_versions_from_configure_and_meson() {
+        let configure = "PACKAGE_NAME='PostgreSQL'\nPACKAGE_VERSION='9.6devel'\n";
+        assert_eq!(package_version(configure).as_deref(), Some("9.6devel"));
+        let meson = "project('postgresql',\n  ['c'],\n  version: '19devel',\n)\n";
+        assert_eq!(package_version(meson).as_deref(), Some("19devel"));
+        assert_eq!(package_version("nothing here\n"), None);
+    }
 
     #[test]
     fn reads_defines() {
