@@ -368,16 +368,8 @@ impl Hunt<'_> {
                 cmp.change
             ));
         } else {
-            self.unresolved.push(UnresolvedRange {
-                last_good: self.commits[last_good].clone(),
-                first_bad: self.commits[first_bad].clone(),
-                suspects: self.commits[last_good + 1..=first_bad]
-                    .iter()
-                    .map(|c| c.id.clone())
-                    .collect(),
-                reason: self.why_not_narrowed(last_good, first_bad),
-                comparison: Some(cmp),
-            });
+            let reason = self.why_not_narrowed(last_good, first_bad);
+            self.leave_unresolved((last_good, first_bad), reason, Some(cmp));
         }
         let mut rest = Vec::new();
         let parts = [

@@ -686,6 +686,18 @@ impl<'a> Hunt<'a> {
         let first_bad = (last_good + 1..=range.hi)
             .find(|&p| matches!(judged(p), Some(Judgement::BadLike | Judgement::BadEndpoint)))
             .unwrap_or(range.hi);
+        let reason = "the time budget ran out while this range was searched; rerun the same \
+                      command to narrow it (the journal keeps every run)";
+        self.leave_unresolved((last_good, first_bad), reason.into(), None);
+    }
+
+    /// Reports the drop as somewhere after `last_good` up to `first_bad`.
+    fn leave_unresolved(
+        &mut self,
+        (last_good, first_bad): (usize, usize),
+        reason: String,
+        comparison: Option<Comparison>,
+    ) {
         self.unresolved.push(UnresolvedRange {
             last_good: self.commits[last_good].clone(),
             first_bad: self.commits[first_bad].clone(),
@@ -693,10 +705,8 @@ impl<'a> Hunt<'a> {
                 .iter()
                 .map(|c| c.id.clone())
                 .collect(),
-            reason: "the time budget ran out while this range was searched; rerun the same \
-                     command to narrow it (the journal keeps every run)"
-                .into(),
-            comparison: None,
+            reason,
+            comparison,
         });
     }
 
