@@ -75,7 +75,7 @@ fn run_watching(expr: duct::Expression, limit: Duration, flag: &AtomicBool) -> i
         }
         let interrupted = flag.load(Ordering::SeqCst);
         if interrupted || started.elapsed() >= limit {
-            stop_groups(&handle.pids());
+            kill_groups(&handle.pids(), libc::SIGTERM);
             let deadline = Instant::now() + GRACE;
             while handle.try_wait()?.is_none() && Instant::now() < deadline {
                 std::thread::sleep(POLL);
@@ -92,10 +92,6 @@ fn run_watching(expr: duct::Expression, limit: Duration, flag: &AtomicBool) -> i
         }
         std::thread::sleep(POLL);
     }
-}
-
-fn stop_groups(pids: &[u32]) {
-    kill_groups(pids, libc::SIGTERM);
 }
 
 fn kill_groups(pids: &[u32], signal: libc::c_int) {
