@@ -21,10 +21,48 @@ pub enum ProgressEvent {
     },
     /// A commit was judged.
     Judged { commit: String, judgement: String },
-    /// The search's state: commits left in the window, steps left.
-    Search { remaining: usize, steps_left: u32 },
+    /// The search's state: commits left in the window, steps left, and
+    /// what they are expected to cost against the deadline.
+    Search {
+        remaining: usize,
+        steps_left: u32,
+        timing: Timing,
+    },
     /// A remark worth a line of its own.
     Note(String),
+}
+
+/// The time the search's steps left are expected to take, beside the
+/// time left before a `--time-budget` or `--deadline`, so that an
+/// overnight hunt's log says at every step whether the answer will be
+/// there by morning.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Timing {
+    /// Seconds the steps left are expected to take, from what builds and
+    /// runs have cost so far (`None` before any was measured).
+    pub expected: Option<f64>,
+    /// Seconds to the deadline, when the hunt has one.
+    pub deadline_left: Option<f64>,
+}
+
+impl Timing {
+    /// `, about 40m00s, 6h12m to the deadline` (the parts known).
+    fn describe(&self) -> String {
+        let secs = |s: f64| short_duration(std::time::Duration::from_secs_f64(s.max(0.0)));
+        match (self.expected, self.deadline_left) {
+            (Some(e), Some(l)) if e > l => {
+                format!(
+                    ", about {}, more than the {} to the deadline",
+                    secs(e),
+                    secs(l)
+                )
+            }
+            (Some(e), Some(l)) => format!(", about {}, {} to the deadline", secs(e), secs(l)),
+            (Some(e), None) => format!(", about {}", secs(e)),
+            (None, Some(l)) => format!(", {} to the deadline", secs(l)),
+            (None, None) => String::new(),
+        }
+    }
 }
 
 /// Receives progress events.
@@ -71,7 +109,11 @@ pub fn describe(event: &ProgressEvent) -> String {
         ProgressEvent::Search {
             remaining,
             steps_left,
-        } => format!("{remaining} commits left, about {steps_left} steps"),
+            timing,
+        } => format!(
+            "{remaining} commits left, about {steps_left} steps{}",
+            timing.describe()
+        ),
         ProgressEvent::Note(n) => n.clone(),
     }
 }
@@ -112,12 +154,27 @@ pub struct BarState {
     pub steps_done: u64,
     /// Benchmark runs so far.
     pub runs: u64,
+    /// The search's expected time and deadline, as of `timing_at`.
+    pub timing: Timing,
+    /// The bars' elapsed time when `timing` came: the ETA and the
+    /// deadline are counted down from it between search events.
+    pub timing_at: Option<std::time::Duration>,
 }
 
 impl BarState {
     /// Takes in one event; returns the line to print above the bars, if
     /// the event deserves one.
     pub fn apply(&mut self, event: &ProgressEvent) -> Option<String> {
+        self.apply_at(event, None)
+    }
+
+    /// [`BarState::apply`], with the bars' elapsed time when the event
+    /// came (to count the deadline down between events).
+    pub fn apply_at(
+        &mut self,
+        event: &ProgressEvent,
+        elapsed: Option<std::time::Duration>,
+    ) -> Option<String> {
         match event {
             ProgressEvent::Phase(p) => {
                 self.phase = p.clone();
@@ -139,18 +196,29 @@ impl BarState {
             ProgressEvent::Search {
                 remaining,
                 steps_left,
+                timing,
             } => {
                 self.remaining = Some(*remaining);
                 self.steps_left = Some(*steps_left);
+                self.timing = *timing;
+                self.timing_at = elapsed;
             }
             ProgressEvent::Note(_) => return Some(describe(event)),
         }
         None
     }
 
-    /// Time left: the steps left at the average time of a step so far.
+    /// Time left: what the hunt expects the steps left to cost (from the
+    /// builds and runs so far), else the steps left at the average time
+    /// of a step so far.
     pub fn eta(&self, elapsed: std::time::Duration) -> Option<std::time::Duration> {
         let left = self.steps_left?;
+        if let Some(expected) = self.timing.expected {
+            let since = elapsed.saturating_sub(self.timing_at.unwrap_or(elapsed));
+            return Some(std::time::Duration::from_secs_f64(
+                (expected - since.as_secs_f64()).max(0.0),
+            ));
+        }
         if self.steps_done == 0 {
             return None;
         }
@@ -174,7 +242,19 @@ impl BarState {
             Some(eta) => parts.push(format!("ETA {}", short_duration(eta))),
             None => parts.push("ETA unknown".to_string()),
         }
+        if let Some(left) = self.deadline_left(elapsed) {
+            parts.push(format!("deadline in {}", short_duration(left)));
+        }
         parts.join(", ")
+    }
+
+    /// Time to the deadline now, counted down from the last search event.
+    pub fn deadline_left(&self, elapsed: std::time::Duration) -> Option<std::time::Duration> {
+        let left = self.timing.deadline_left?;
+        let since = elapsed.saturating_sub(self.timing_at.unwrap_or(elapsed));
+        Some(std::time::Duration::from_secs_f64(
+            (left - since.as_secs_f64()).max(0.0),
+        ))
     }
 }
 
@@ -232,7 +312,7 @@ impl Bars {
 
 impl Progress for Bars {
     fn event(&mut self, event: &ProgressEvent) {
-        if let Some(line) = self.state.apply(event) {
+        if let Some(line) = self.state.apply_at(event, Some(self.started.elapsed())) {
             let _ = self.multi.println(line);
         }
         let s = &self.state;
@@ -265,6 +345,7 @@ mod tests {
         s.apply(&ProgressEvent::Search {
             remaining: 40,
             steps_left: 6,
+            timing: Timing::default(),
         });
         assert_eq!(s.eta(Duration::from_secs(100)), None, "no step done yet");
         for c in ["a", "b"] {
@@ -280,6 +361,59 @@ mod tests {
         assert_eq!(
             s.status(Duration::from_secs(100)),
             "40 commits left, ~6 steps, 0 runs, ETA 5m00s"
+        );
+    }
+
+    #[test]
+    fn the_search_line_says_the_expected_time_against_the_deadline() {
+        let line = |expected, deadline_left| {
+            describe(&ProgressEvent::Search {
+                remaining: 12,
+                steps_left: 4,
+                timing: Timing {
+                    expected,
+                    deadline_left,
+                },
+            })
+        };
+        assert_eq!(line(None, None), "12 commits left, about 4 steps");
+        assert_eq!(
+            line(Some(2400.0), None),
+            "12 commits left, about 4 steps, about 40m00s"
+        );
+        assert_eq!(
+            line(Some(2400.0), Some(6.0 * 3600.0)),
+            "12 commits left, about 4 steps, about 40m00s, 6h00m to the deadline"
+        );
+        assert_eq!(
+            line(Some(7200.0), Some(1800.0)),
+            "12 commits left, about 4 steps, about 2h00m, more than the 30m00s to the deadline"
+        );
+        assert_eq!(
+            line(None, Some(90.0)),
+            "12 commits left, about 4 steps, 1m30s to the deadline"
+        );
+    }
+
+    #[test]
+    fn the_bars_count_the_expected_time_and_the_deadline_down() {
+        let mut s = BarState::default();
+        let search = ProgressEvent::Search {
+            remaining: 40,
+            steps_left: 6,
+            timing: Timing {
+                expected: Some(600.0),
+                deadline_left: Some(3600.0),
+            },
+        };
+        s.apply_at(&search, Some(Duration::from_secs(100)));
+        assert_eq!(
+            s.status(Duration::from_secs(160)),
+            "40 commits left, ~6 steps, 0 runs, ETA 9m00s, deadline in 59m00s"
+        );
+        assert_eq!(
+            s.deadline_left(Duration::from_secs(9000)),
+            Some(Duration::ZERO)
         );
     }
 

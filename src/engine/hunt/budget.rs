@@ -47,6 +47,12 @@ impl Costs {
         }
     }
 
+    /// The expected cost of one step of the search: a build and
+    /// [`RUNS_PER_STEP`] runs.
+    pub fn per_step(&self) -> f64 {
+        self.per_build() + RUNS_PER_STEP * self.per_run()
+    }
+
     pub fn per_run(&self) -> f64 {
         if self.runs == 0 {
             0.0
@@ -86,7 +92,7 @@ impl Budget {
     /// endpoints: the expected time, and what the budget buys when that
     /// is more than is left.
     pub fn plan(&self, now: SystemTime, candidates: usize, costs: &Costs) -> String {
-        let step = costs.per_build() + RUNS_PER_STEP * costs.per_run();
+        let step = costs.per_step();
         let steps = steps_to_one(candidates);
         let expected = f64::from(steps) * step + RUNS_OUTSIDE_STEPS * costs.per_run();
         let left = self.left(now);

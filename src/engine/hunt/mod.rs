@@ -24,7 +24,7 @@ use crate::journal::spent::{Spent, own_cpu_seconds};
 use crate::journal::{Event, Journal};
 use crate::lab::{Lab, RunSpec};
 use crate::model::{Commit, Prepared, RunOutcome};
-use crate::progress::{Progress, ProgressEvent};
+use crate::progress::{Progress, ProgressEvent, Timing};
 use crate::report::findings::{
     Culprit, HuntOutcome, HuntReport, Judgement, RunSample, TestedCommit, Totals, UnresolvedRange,
 };
@@ -350,9 +350,11 @@ impl<'a> Hunt<'a> {
         let mut unsure_in_a_row = 0;
         let mut doubts = 0;
         loop {
+            let steps_left = bisection.estimated_steps_left();
             self.progress.event(&ProgressEvent::Search {
                 remaining: bisection.remaining(),
-                steps_left: bisection.estimated_steps_left(),
+                steps_left,
+                timing: self.search_timing(steps_left),
             });
             let lost = match self.range_holds(range, unsure_in_a_row) {
                 RangeState::Holds => None,
@@ -659,6 +661,15 @@ impl<'a> Hunt<'a> {
         self.note(format!("run {} of {short} failed: {reason}", self.seq));
         self.state[pos].last_failure = Some(reason);
         (Measured::Failed, None)
+    }
+
+    /// What `steps_left` steps are expected to cost from the builds and
+    /// runs so far, and the time left before the budget's deadline.
+    fn search_timing(&self, steps_left: u32) -> Timing {
+        Timing {
+            expected: (self.costs.runs > 0).then(|| self.costs.per_step() * f64::from(steps_left)),
+            deadline_left: self.budget.map(|b| b.left(b.now())),
+        }
     }
 
     /// Fails with [`HuntError::OutOfTime`] when work expected to take

@@ -432,6 +432,11 @@ fn ticking_clock() -> std::time::SystemTime {
 /// A hunt of 400 commits, one step at `step`, with a deadline `minutes`
 /// of the ticking clock away.
 fn hunt_with_budget(step: usize, minutes: u64) -> HuntReport {
+    hunt_with_budget_told(step, minutes, &mut Silent)
+}
+
+/// [`hunt_with_budget`], telling its progress to `progress`.
+fn hunt_with_budget_told(step: usize, minutes: u64, progress: &mut dyn Progress) -> HuntReport {
     TICKS.with(|t| t.set(0));
     let commits: Vec<Commit> = (0..=400)
         .map(|i| Commit::bare(format!("{i:040}")))
@@ -446,7 +451,7 @@ fn hunt_with_budget(step: usize, minutes: u64) -> HuntReport {
         deadline,
         clock: ticking_clock,
     };
-    Hunt::new(HuntConfig::default(), commits, &mut lab, &mut Silent)
+    Hunt::new(HuntConfig::default(), commits, &mut lab, progress)
         .with_budget(budget)
         .run()
         .unwrap()
@@ -495,5 +500,38 @@ fn a_hunt_out_of_time_before_its_endpoints_settle_blames_nobody() {
             .any(|n| n.contains("time budget ran out")),
         "{:?}",
         report.notes
+    );
+}
+
+/// Keeps the timing of every search event.
+struct SearchTimings(Vec<crate::progress::Timing>);
+
+impl Progress for SearchTimings {
+    fn event(&mut self, event: &ProgressEvent) {
+        if let ProgressEvent::Search { timing, .. } = event {
+            self.0.push(*timing);
+        }
+    }
+}
+
+#[test]
+fn the_search_says_its_expected_time_and_counts_down_to_the_deadline() {
+    let mut told = SearchTimings(Vec::new());
+    hunt_with_budget_told(137, 100_000, &mut told);
+    let timings = &told.0;
+    assert!(timings.len() > 3, "{timings:?}");
+    let deadline: Vec<f64> = timings.iter().filter_map(|t| t.deadline_left).collect();
+    assert_eq!(deadline.len(), timings.len(), "{timings:?}");
+    assert!(deadline.windows(2).all(|w| w[1] < w[0]), "{deadline:?}");
+    let expected: Vec<f64> = timings.iter().filter_map(|t| t.expected).collect();
+    assert_eq!(
+        expected.len(),
+        timings.len(),
+        "runs were made before the search"
+    );
+    assert!(expected.iter().all(|&e| e >= 0.0), "{expected:?}");
+    assert!(
+        expected.last() < expected.first(),
+        "fewer steps left, less time: {expected:?}"
     );
 }
