@@ -127,8 +127,11 @@ pub struct BenchmarkSection {
     pub clients: Option<Clients>,
     /// `-j`; default: one a CPU (at most the clients, and a divisor of them).
     pub threads: Option<u32>,
-    /// Seconds per run (`-T`).
+    /// Seconds per run (`-T`); with `run-length = "auto"`, the longest.
     pub duration: Option<u32>,
+    /// `fixed` (every run lasts `duration`) or `auto` (a hunt chooses the
+    /// length from the noise at its endpoints, `duration` the longest).
+    pub run_length: Option<RunLength>,
     /// `pgbench -i -s`.
     pub scale: Option<u32>,
     /// Runs discarded before each measurement.
@@ -139,6 +142,18 @@ pub struct BenchmarkSection {
     pub extra_args: Vec<String>,
     /// `candidate` (each commit's own pgbench) or `fixed:PATH`.
     pub pgbench: Option<String>,
+}
+
+/// How long a hunt's runs last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunLength {
+    /// The profile's `duration`.
+    Fixed,
+    /// Chosen from the noise at the endpoints: runs at a quarter of the
+    /// profile's `duration` and at all of it, and the length that reaches
+    /// the precision in the least machine time.
+    Auto,
 }
 
 /// `[server]`.

@@ -35,6 +35,7 @@ pub fn run_event(n: u64, commit: &str, clients: u32, tps: f64) -> crate::journal
         run: n,
         commit: commit.into(),
         clients,
+        seconds: None,
         outcome: crate::model::RunOutcome::tps_only(tps),
     }
 }

@@ -1,6 +1,7 @@
 //! Flags that several commands share: where and with what to measure, and
 //! which past hunt a command is about.
 
+use crate::profile::RunLength;
 use crate::report::Format;
 use crate::workspace::WorkDir;
 use clap::Args;
@@ -94,6 +95,13 @@ pub struct TargetArgs {
     /// Most runs of one commit before it is judged unsure.
     #[arg(long, value_name = "N")]
     pub max_runs: Option<usize>,
+    /// How long each run lasts: `fixed`, the profile's duration, or
+    /// `auto`, chosen from the noise at the endpoints with the profile's
+    /// duration the longest (default: the profile's `run-length`, else
+    /// fixed).
+    #[arg(long, value_enum, value_name = "HOW")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_length: Option<RunLength>,
 }
 
 /// `--clients` of a hunt: one positive count; a list gets a pointer to

@@ -18,7 +18,7 @@ use crate::machine::steady::{self, Watch};
 use crate::model::Commit;
 use crate::notify::{Ending, HuntEnd, Notifier};
 use crate::placement::{Placement, Policy};
-use crate::profile::Profile;
+use crate::profile::{Profile, RunLength};
 use crate::progress::{Progress, ProgressEvent};
 use crate::repo::Repo;
 use crate::report::findings::{EndpointResolution, HuntOutcome, HuntReport, ReleaseCheck};
@@ -182,6 +182,8 @@ fn hunt_config(
         decision,
         clients,
         first_only: first_only || profile.hunt.first_only.unwrap_or(false),
+        choose_run_length: args.run_length.or(profile.benchmark.run_length)
+            == Some(RunLength::Auto),
         ..HuntConfig::default()
     })
 }

@@ -123,7 +123,7 @@ fn run(args: &JudgeArgs) -> anyhow::Result<u8> {
         &commit,
         &reference,
         &cfg,
-        (plan.config.clients, hunt.last_run),
+        (plan.config.clients, hunt.last_run, hunt.seconds),
     )?;
     let (code, word) = match &judged.verdict {
         Verdict::GoodLike => (EXIT_GOOD, "good-like"),

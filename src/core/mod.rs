@@ -7,4 +7,5 @@
 pub mod bisect;
 pub mod decide;
 pub mod fingerprint;
+pub mod run_length;
 pub mod stats;

@@ -160,6 +160,7 @@ pub fn measure(
         let spec = RunSpec {
             clients: slot.clients,
             run: i as u64 + 1,
+            seconds: None,
         };
         let outcome = lab.run(commit, spec)?;
         let (values, failed) = match slot.side {

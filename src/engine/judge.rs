@@ -21,6 +21,9 @@ pub struct HuntRuns {
     pub bad_tps: Vec<f64>,
     /// Highest run number in the journal.
     pub last_run: u64,
+    /// The length of the hunt's runs when it chose one (the length of its
+    /// last run); only endpoint runs of that length are counted.
+    pub seconds: Option<u32>,
 }
 
 impl HuntRuns {
@@ -38,18 +41,31 @@ impl HuntRuns {
             good_tps: vec![],
             bad_tps: vec![],
             last_run: 0,
+            seconds: None,
         };
+        let last = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Run { run, seconds, .. } => Some((*run, *seconds)),
+                _ => None,
+            })
+            .max_by_key(|(run, _)| *run);
+        runs.seconds = last.and_then(|(_, seconds)| seconds);
         for event in events {
             let Event::Run {
                 run,
                 commit,
                 clients,
+                seconds,
                 outcome,
             } = event
             else {
                 continue;
             };
             runs.last_run = runs.last_run.max(*run);
+            if *seconds != runs.seconds {
+                continue;
+            }
             let RunOutcome::Measured(m) = outcome else {
                 continue;
             };
@@ -113,7 +129,7 @@ pub fn judge(
     commit: &Commit,
     reference: &Reference,
     cfg: &DecisionConfig,
-    (clients, last_run): (u32, u64),
+    (clients, last_run, seconds): (u32, u64, Option<u32>),
 ) -> anyhow::Result<Judgement> {
     let mut tps = Vec::new();
     let done = |verdict, tps| Ok(Judgement { verdict, tps });
@@ -122,7 +138,14 @@ pub fn judge(
     }
     for run in (last_run + 1..).take(cfg.max_runs) {
         lab.prepare(commit)?;
-        match lab.run(commit, RunSpec { clients, run })? {
+        match lab.run(
+            commit,
+            RunSpec {
+                clients,
+                run,
+                seconds,
+            },
+        )? {
             RunOutcome::Measured(m) if m.is_usable() => tps.push(m.tps),
             RunOutcome::Measured(_) => {}
             RunOutcome::Failed { reason } => return done(Verdict::RunFailed(reason), tps),
@@ -147,6 +170,7 @@ mod tests {
             run: n,
             commit: commit.into(),
             clients: 8,
+            seconds: None,
             outcome: RunOutcome::Measured(Measurement {
                 tps,
                 latency_ms: None,
@@ -254,7 +278,7 @@ mod tests {
             runs: vec![],
         };
         let cfg = DecisionConfig::default();
-        let j = judge(&mut lab, &Commit::bare("c"), &reference, &cfg, (8, 9)).unwrap();
+        let j = judge(&mut lab, &Commit::bare("c"), &reference, &cfg, (8, 9, None)).unwrap();
         (j, lab.runs)
     }
 

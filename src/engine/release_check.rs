@@ -131,12 +131,20 @@ pub fn measure(
                 return Err(HuntError::Interrupted.into());
             }
             run += 1;
-            let outcome = lab.run(commit, RunSpec { clients, run })?;
+            let outcome = lab.run(
+                commit,
+                RunSpec {
+                    clients,
+                    run,
+                    seconds: None,
+                },
+            )?;
             if let Some(j) = journal.as_deref_mut() {
                 j.append(&Event::Run {
                     run,
                     commit: commit.id.clone(),
                     clients,
+                    seconds: None,
                     outcome: outcome.clone(),
                 })?;
             }

@@ -35,6 +35,10 @@ pub enum Event {
         run: u64,
         commit: String,
         clients: u32,
+        /// The run's length when the hunt chose one (see
+        /// [`crate::core::run_length`]); absent: the profile's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seconds: Option<u32>,
         outcome: RunOutcome,
     },
     /// What this process of the hunt has spent so far, written after each
@@ -220,6 +224,7 @@ mod tests {
             run: 1,
             commit: "abc".into(),
             clients: 1,
+            seconds: None,
             outcome: RunOutcome::Measured(Measurement {
                 tps: 100.0,
                 latency_ms: Some(1.0),
@@ -245,6 +250,7 @@ mod tests {
             run: n,
             commit: "abc".into(),
             clients: 1,
+            seconds: None,
             outcome: RunOutcome::tps_only(100.0 + n as f64),
         }
     }

@@ -131,6 +131,7 @@ mod tests {
             run: n,
             commit: "c".into(),
             clients: 1,
+            seconds: None,
             outcome: RunOutcome::Measured(Measurement {
                 tps: 100.0,
                 latency_ms: None,

@@ -57,6 +57,9 @@ pub struct RunSpec {
     pub clients: u32,
     /// Run number within the hunt, counted from 1 over all commits.
     pub run: u64,
+    /// Seconds the run lasts, when the hunt chose a length other than the
+    /// profile's (see [`Lab::run_length`]); `None`: the profile's.
+    pub seconds: Option<u32>,
 }
 
 /// Turns commits into measurements.
@@ -78,4 +81,11 @@ pub trait Lab {
     /// A line describing what measures, for reports (e.g. the pgbench
     /// command line or the profile's commands).
     fn describe(&self) -> String;
+
+    /// The profile's run length in seconds when this lab can make runs of
+    /// another length (`RunSpec::seconds`); `None` when it cannot (a
+    /// custom benchmark command decides its own length).
+    fn run_length(&self) -> Option<u32> {
+        None
+    }
 }

@@ -97,6 +97,10 @@ impl Lab for ReplayLab<'_> {
         self.inner.totals()
     }
 
+    fn run_length(&self) -> Option<u32> {
+        self.inner.run_length()
+    }
+
     fn describe(&self) -> String {
         self.inner.describe()
     }

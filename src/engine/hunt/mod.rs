@@ -36,6 +36,7 @@ use std::time::Instant;
 pub mod budget;
 mod check;
 mod evidence;
+mod run_length;
 #[cfg(test)]
 mod tests;
 
@@ -62,6 +63,9 @@ pub struct HuntConfig {
     pub max_verify_failures: u32,
     /// Failed runs of one commit before it is skipped.
     pub max_run_failures: u32,
+    /// Choose the run length from the noise at the endpoints (when the
+    /// lab can vary it), the profile's length being the longest.
+    pub choose_run_length: bool,
 }
 
 impl Default for HuntConfig {
@@ -74,6 +78,7 @@ impl Default for HuntConfig {
             reference_window: 8,
             max_verify_failures: 3,
             max_run_failures: 2,
+            choose_run_length: false,
         }
     }
 }
@@ -149,6 +154,8 @@ pub struct Hunt<'a> {
     budget: Option<Budget>,
     /// What builds and runs cost this process, to foresee the next ones.
     costs: Costs,
+    /// The run length chosen from the noise; `None`: the profile's.
+    run_seconds: Option<u32>,
 }
 
 impl<'a> Hunt<'a> {
@@ -180,6 +187,7 @@ impl<'a> Hunt<'a> {
             earlier: (Spent::default(), 0),
             budget: None,
             costs: Costs::default(),
+            run_seconds: None,
         }
     }
 
@@ -218,8 +226,10 @@ impl<'a> Hunt<'a> {
             self.commits.len() >= 2,
             "a hunt needs a good and a bad commit"
         );
-        self.phase("measuring the endpoints, interleaved");
-        let endpoints = match self.endpoints() {
+        let endpoints = match self.choose_run_length().and_then(|()| {
+            self.phase("measuring the endpoints, interleaved");
+            self.endpoints()
+        }) {
             Err(e) if out_of_time(&e) => {
                 self.note(
                     "the time budget ran out before the endpoints were settled: rerun the \
@@ -574,8 +584,21 @@ impl<'a> Hunt<'a> {
         }
     }
 
-    /// Prepares (once) and runs `pos` once, journaling both.
+    /// Prepares (once) and runs `pos` once at the hunt's run length,
+    /// journaling both; the run is evidence.
     fn measure(&mut self, pos: usize) -> anyhow::Result<Measured> {
+        Ok(self.measure_at(pos, self.run_seconds, true)?.0)
+    }
+
+    /// Prepares (once) and runs `pos` once for `seconds` (`None`: the
+    /// profile's length), journaling both; the run is evidence when
+    /// `evidence` is set. Returns its throughput when it measured one.
+    fn measure_at(
+        &mut self,
+        pos: usize,
+        seconds: Option<u32>,
+        evidence: bool,
+    ) -> anyhow::Result<(Measured, Option<f64>)> {
         if self
             .interrupt
             .as_ref()
@@ -606,17 +629,18 @@ impl<'a> Hunt<'a> {
             self.state[pos].prepared = Some(prepared);
         }
         if let Some(Prepared::Unbuildable { reason, .. }) = &self.state[pos].prepared {
-            return Ok(Measured::Unmeasurable(reason.clone()));
+            return Ok((Measured::Unmeasurable(reason.clone()), None));
         }
         if self.state[pos].failures >= self.cfg.max_run_failures {
             let reason = self.state[pos].last_failure.clone().unwrap_or_default();
-            return Ok(Measured::Unmeasurable(reason));
+            return Ok((Measured::Unmeasurable(reason), None));
         }
         self.check_budget(self.costs.per_run())?;
         self.seq += 1;
         let spec = RunSpec {
             clients: self.cfg.clients,
             run: self.seq,
+            seconds,
         };
         let started = Instant::now();
         let outcome = self.lab.run(&commit, spec)?;
@@ -630,9 +654,11 @@ impl<'a> Hunt<'a> {
             run: self.seq,
             commit: commit.id.clone(),
             clients: self.cfg.clients,
+            seconds,
             outcome: outcome.clone(),
         })?;
         let (result, tps) = match outcome {
+            RunOutcome::Measured(m) if m.is_usable() && !evidence => (Measured::Ok, Some(m.tps)),
             RunOutcome::Measured(m) if m.is_usable() => {
                 self.evidence.record(
                     pos,
@@ -651,7 +677,7 @@ impl<'a> Hunt<'a> {
             commit: commit.short().to_string(),
             tps,
         });
-        Ok(result)
+        Ok((result, tps))
     }
 
     /// Counts a run of `pos` that gave no usable result.

@@ -535,3 +535,109 @@ fn the_search_says_its_expected_time_and_counts_down_to_the_deadline() {
         "fewer steps left, less time: {expected:?}"
     );
 }
+
+/// One 20% step at `step`; a run's noise depends on its length as
+/// `sd(seconds)`; the profile's length is 1200 s. Keeps each run's length.
+struct LengthLab {
+    step: usize,
+    sd: fn(u32) -> f64,
+    lengths: Vec<Option<u32>>,
+    totals: LabTotals,
+}
+
+impl LengthLab {
+    fn new(step: usize, sd: fn(u32) -> f64) -> Self {
+        LengthLab {
+            step,
+            sd,
+            lengths: Vec::new(),
+            totals: LabTotals::default(),
+        }
+    }
+}
+
+impl Lab for LengthLab {
+    fn prepare(&mut self, _commit: &Commit) -> anyhow::Result<Prepared> {
+        Ok(Prepared::Ready { cached: false })
+    }
+
+    fn run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
+        self.totals.runs += 1;
+        self.lengths.push(spec.seconds);
+        let pos: usize = commit.id.parse().unwrap();
+        let level = if pos >= self.step { 800.0 } else { 1000.0 };
+        let sd = (self.sd)(spec.seconds.unwrap_or(1200));
+        Ok(RunOutcome::tps_only(
+            level * (1.0 + sd / 0.289 * jitter(spec.run)),
+        ))
+    }
+
+    fn totals(&self) -> LabTotals {
+        self.totals
+    }
+
+    fn describe(&self) -> String {
+        "length".into()
+    }
+
+    fn run_length(&self) -> Option<u32> {
+        Some(1200)
+    }
+}
+
+fn hunt_choosing_length(lab: &mut LengthLab) -> HuntReport {
+    let commits: Vec<Commit> = (0..=60).map(|i| Commit::bare(format!("{i:040}"))).collect();
+    let cfg = HuntConfig {
+        choose_run_length: true,
+        ..HuntConfig::default()
+    };
+    Hunt::new(cfg, commits, lab, &mut Silent).run().unwrap()
+}
+
+#[test]
+fn noise_no_length_removes_makes_the_hunt_run_shorter_runs() {
+    // Noise that does not shrink with the length: a quarter of the
+    // length tells as much.
+    let mut lab = LengthLab::new(37, |s| if s < 1200 { 0.02 } else { 0.04 });
+    let report = hunt_choosing_length(&mut lab);
+    assert_eq!(report.culprits[0].commit, format!("{:040}", 37));
+    let note = report.notes.iter().find(|n| n.starts_with("run length"));
+    let note = note.expect("the choice is said");
+    assert!(
+        note.contains("300 s instead of the profile's 1200 s"),
+        "{note}"
+    );
+    // Two rounds of four pilot runs, then every run at 300 s.
+    let pilot: Vec<_> = lab.lengths[..8].to_vec();
+    assert_eq!(pilot.iter().filter(|l| **l == Some(300)).count(), 4);
+    assert_eq!(pilot.iter().filter(|l| **l == Some(1200)).count(), 4);
+    assert!(
+        lab.lengths[8..].iter().all(|l| *l == Some(300)),
+        "{:?}",
+        lab.lengths
+    );
+}
+
+#[test]
+fn noise_that_averages_away_keeps_the_profiles_run_length() {
+    let mut lab = LengthLab::new(37, |s| 0.08 * (300.0 / f64::from(s)).sqrt());
+    let report = hunt_choosing_length(&mut lab);
+    assert_eq!(report.culprits[0].commit, format!("{:040}", 37));
+    let note = report.notes.iter().find(|n| n.starts_with("run length"));
+    assert!(
+        note.is_some_and(|n| n.contains("1200 s, the profile's")),
+        "{note:?}"
+    );
+    assert!(
+        lab.lengths[8..].iter().all(Option::is_none),
+        "{:?}",
+        lab.lengths
+    );
+    // Without the choice, no pilot: every run at the profile's length.
+    let mut lab = LengthLab::new(37, |_| 0.03);
+    let commits: Vec<Commit> = (0..=60).map(|i| Commit::bare(format!("{i:040}"))).collect();
+    Hunt::new(HuntConfig::default(), commits, &mut lab, &mut Silent)
+        .run()
+        .unwrap();
+    assert!(lab.lengths.iter().all(Option::is_none));
+}

@@ -239,6 +239,7 @@ mod tests {
                 run: 4,
                 commit: "b".into(),
                 clients: 128,
+                seconds: None,
                 outcome: RunOutcome::Failed {
                     reason: "crash".into(),
                 },

@@ -419,6 +419,10 @@ impl Lab for PgLab {
         self.measure(commit, spec)
     }
 
+    fn run_length(&self) -> Option<u32> {
+        Some(self.cfg.options.duration_secs)
+    }
+
     fn totals(&self) -> LabTotals {
         let (builds, build_seconds) = self.builder.totals();
         LabTotals {

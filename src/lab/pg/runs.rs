@@ -201,9 +201,13 @@ impl Runs {
         let conn = running.conn("postgres");
         let opts = &self.options;
         let started = Instant::now();
+        // A length the hunt chose replaces the profile's; warm-ups not
+        // given their own length last as long as a run, as in the profile.
+        let seconds = job.spec.seconds.unwrap_or(opts.duration_secs);
+        let warmup = opts.warmup_secs.unwrap_or(seconds);
         for w in 1..=opts.warmup_runs {
-            let args = bench::run_args(opts, job.spec.clients, opts.warmup_duration(), &conn);
-            let limit = server::time_limit(opts.warmup_duration());
+            let args = bench::run_args(opts, job.spec.clients, warmup, &conn);
+            let limit = server::time_limit(warmup);
             self.totals.runs += 1;
             self.totals.warmup_runs += 1;
             let out = job.output(&format!("warmup{w}"));
@@ -214,8 +218,8 @@ impl Runs {
                 return failed(&e.into());
             }
         }
-        let args = bench::run_args(opts, job.spec.clients, opts.duration_secs, &conn);
-        let limit = server::time_limit(opts.duration_secs);
+        let args = bench::run_args(opts, job.spec.clients, seconds, &conn);
+        let limit = server::time_limit(seconds);
         let out = job.output("run");
         let result = running.run_pgbench(&job.pgbench, &args, &job.pgbench_pin, &out, limit);
         self.totals.runs += 1;

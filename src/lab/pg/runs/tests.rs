@@ -179,7 +179,11 @@ fn pinned_run(
         },
         pgbench: PathBuf::from("/install/bin/pgbench"),
         pgbench_pin,
-        spec: RunSpec { clients: 4, run },
+        spec: RunSpec {
+            clients: 4,
+            run,
+            seconds: None,
+        },
         out: PathBuf::from(format!("/runs/{run}")),
     })
 }
