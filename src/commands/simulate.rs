@@ -77,6 +77,12 @@ pub struct SimulateArgs {
     /// by-hand method's).
     #[arg(long)]
     pub study_pba: bool,
+    /// Also study `--run-length auto`: how often its pilot runs choose
+    /// each length when a share of the noise at --run-length does not
+    /// shrink with the length, and the machine time of the hunt that
+    /// follows against runs of --run-length (first gaussian scenario).
+    #[arg(long, requires = "run_length")]
+    pub study_run_length: bool,
 }
 
 pub(super) fn command(args: &SimulateArgs) -> anyhow::Result<ExitCode> {
@@ -115,6 +121,7 @@ pub(super) fn command(args: &SimulateArgs) -> anyhow::Result<ExitCode> {
         }),
         budget: args.budget,
         study_pba: args.study_pba,
+        study_run_length: args.study_run_length,
     };
     let mut stdout = std::io::stdout().lock();
     let results =

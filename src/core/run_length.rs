@@ -10,11 +10,18 @@
 //!
 //! The model: the variance of a run's log-throughput at length `L` is
 //! `a / L + b` (white within-run noise plus a floor that no length
-//! removes), and a run of length `L` costs `L + overhead` seconds. The
-//! precision a hunt needs is fixed by its threshold, so the machine time
-//! to reach it is proportional to `(a / L + b) * (L + overhead)`. Pilot
-//! runs at the endpoints at two lengths give `a` and `b`; the length with
-//! the least cost among the candidates wins.
+//! removes), and a run of length `L` costs `L + overhead` seconds. A
+//! commit is judged when its runs place it on one side of the midpoint
+//! between the endpoints' levels: with a drop `d` (in log), that takes
+//! about `(z * sd(L) / (d / 2))^2` runs, and never fewer than the
+//! decision's minimum. So the machine time per judgement is
+//! `max(min_runs, z^2 (a / L + b) / (d / 2)^2) * (L + overhead)`; with
+//! the minimum ignored it is proportional to `(a / L + b) * (L +
+//! overhead)`, and the minimum is why shorter runs often win: when the
+//! drop is large against the noise, a run's length buys precision the
+//! decision does not need. Pilot runs at the endpoints at two lengths give
+//! `a`, `b` and `d`; the length with the least cost among the candidates
+//! wins.
 //!
 //! Two checks keep a shorter length from changing what is measured: the
 //! drop between the endpoints must be the same at both lengths (a run too
@@ -42,12 +49,21 @@ pub struct NoiseFit {
     pub overhead: f64,
 }
 
+/// One-sided z of the decision's 1% error rate.
+const Z: f64 = 2.33;
+
 impl NoiseFit {
-    /// Machine time to reach a fixed precision with runs of `seconds`,
-    /// in arbitrary units (only ratios mean anything).
-    pub fn cost(&self, seconds: u32) -> f64 {
-        let l = f64::from(seconds);
-        (self.within / l + self.floor) * (l + self.overhead)
+    /// Runs a judgement takes with runs of `seconds` when the drop is
+    /// `drop` (in log), at least `min_runs`.
+    pub fn runs_needed(&self, seconds: u32, drop: f64, min_runs: usize) -> f64 {
+        let var = self.within / f64::from(seconds) + self.floor;
+        let half = (drop.abs() / 2.0).max(f64::EPSILON);
+        (Z * Z * var / (half * half)).max(min_runs as f64)
+    }
+
+    /// Machine time of a judgement with runs of `seconds`, in seconds.
+    pub fn cost(&self, seconds: u32, drop: f64, min_runs: usize) -> f64 {
+        self.runs_needed(seconds, drop, min_runs) * (f64::from(seconds) + self.overhead)
     }
 
     /// The standard deviation of ln(tps), as a percentage, at `seconds`.
@@ -64,8 +80,9 @@ pub struct Choice {
     pub reason: String,
 }
 
-/// A shorter length must save at least this share of machine time.
-const MIN_SAVING: f64 = 0.25;
+/// A shorter length must save at least this share of machine time: the
+/// pilot estimates the noise only roughly.
+const MIN_SAVING: f64 = 0.15;
 
 /// The level may move this much between lengths (besides the noise).
 const MAX_LEVEL_SHIFT: f64 = 0.05;
@@ -73,8 +90,14 @@ const MAX_LEVEL_SHIFT: f64 = 0.05;
 /// Picks the run length among `candidates` (seconds; the profile's length
 /// is the longest) from `pilot` runs made at the shortest and the longest
 /// of them, given each run's `overhead` in seconds and the hunt's
-/// `threshold` (a fraction, such as 0.05).
-pub fn choose(pilot: &[PilotRun], candidates: &[u32], overhead: f64, threshold: f64) -> Choice {
+/// `threshold` (a fraction, such as 0.05) and fewest runs a side
+/// (`min_runs`).
+pub fn choose(
+    pilot: &[PilotRun],
+    candidates: &[u32],
+    overhead: f64,
+    (threshold, min_runs): (f64, usize),
+) -> Choice {
     let (Some(&short), Some(&long)) = (candidates.iter().min(), candidates.iter().max()) else {
         return keep(0, None, "no run length to choose from".into());
     };
@@ -127,27 +150,36 @@ pub fn choose(pilot: &[PilotRun], candidates: &[u32], overhead: f64, threshold: 
         );
         return keep(long, Some(fit), reason);
     }
+    // The drop to tell apart: as measured, and never under the threshold.
+    let drop = drop_long.abs().max(-(1.0 - threshold).ln());
+    let cost = |len: u32| fit.cost(len, drop, min_runs);
     let best = candidates
         .iter()
         .copied()
-        .min_by(|x, y| fit.cost(*x).total_cmp(&fit.cost(*y)))
+        .min_by(|x, y| cost(*x).total_cmp(&cost(*y)))
         .unwrap_or(long);
-    let saving = 1.0 - fit.cost(best) / fit.cost(long);
+    let saving = 1.0 - cost(best) / cost(long);
     if best == long || saving.is_nan() || saving < MIN_SAVING {
         let reason = format!(
-            "the noise shrinks with the run length (CV {:.1}% at {short} s, {:.1}% at {long} s) \
-             enough that shorter runs would not save a quarter of the machine time",
+            "CV {:.1}% at {short} s, {:.1}% at {long} s against a drop of {:.1}%: shorter \
+             runs would need so many more that they would not save {:.0}% of the machine time",
             fit.cv_pct(short),
-            fit.cv_pct(long)
+            fit.cv_pct(long),
+            -pct(-drop),
+            100.0 * MIN_SAVING
         );
         return keep(long, Some(fit), reason);
     }
     let reason = format!(
-        "CV {:.1}% at {short} s, {:.1}% at {long} s, {:.0} s of warm-up and set-up a run: \
-         runs of {best} s reach the same precision in {:.0}% less machine time",
+        "CV {:.1}% at {short} s, {:.1}% at {long} s against a drop of {:.1}%, {:.0} s of \
+         warm-up and set-up a run: runs of {best} s judge a commit in about {:.0} runs instead \
+         of {:.0}, in {:.0}% less machine time",
         fit.cv_pct(short),
         fit.cv_pct(long),
+        -pct(-drop),
         fit.overhead,
+        fit.runs_needed(best, drop, min_runs).ceil(),
+        fit.runs_needed(long, drop, min_runs).ceil(),
         100.0 * saving
     );
     Choice {
@@ -254,7 +286,7 @@ mod tests {
         // The same 3% at every length: a quarter of the length buys the
         // same precision.
         let runs = pilot(1000.0, 900.0, |_| 0.03, &[300, 1200], |_| 0.0);
-        let choice = choose(&runs, &candidates(1200, 5), 20.0, 0.05);
+        let choice = choose(&runs, &candidates(1200, 5), 20.0, (0.05, 4));
         assert_eq!(choice.seconds, 300, "{choice:?}");
         assert!(
             choice.reason.contains("less machine time"),
@@ -272,9 +304,10 @@ mod tests {
     fn noise_that_averages_away_keeps_the_profiles_length() {
         // Variance proportional to 1/L: four times the length, half the
         // deviation; with a fixed overhead, longer runs are cheaper.
-        let sd = |l: u32| 0.06 * (300.0 / f64::from(l)).sqrt();
+        // Noise large against the 10% drop: 16% at 300 s, 8% at 1200 s.
+        let sd = |l: u32| 0.16 * (300.0 / f64::from(l)).sqrt();
         let runs = pilot(1000.0, 900.0, sd, &[300, 1200], |_| 0.0);
-        let choice = choose(&runs, &candidates(1200, 5), 60.0, 0.05);
+        let choice = choose(&runs, &candidates(1200, 5), 60.0, (0.05, 4));
         assert_eq!(choice.seconds, 1200, "{choice:?}");
         assert!(
             choice.reason.contains("would not save"),
@@ -287,7 +320,7 @@ mod tests {
     fn a_drop_that_short_runs_do_not_see_keeps_the_profiles_length() {
         let mut runs = pilot(1000.0, 1000.0, |_| 0.01, &[300], |_| 0.0);
         runs.extend(pilot(1000.0, 850.0, |_| 0.01, &[1200], |_| 0.0));
-        let choice = choose(&runs, &candidates(1200, 5), 20.0, 0.05);
+        let choice = choose(&runs, &candidates(1200, 5), 20.0, (0.05, 4));
         assert_eq!(choice.seconds, 1200);
         assert!(
             choice.reason.contains("do not see the same drop"),
@@ -301,7 +334,7 @@ mod tests {
         // No checkpoint in a 5-minute run: 12% faster at both ends.
         let level = |l: u32| if l < 1200 { 0.12 } else { 0.0 };
         let runs = pilot(1000.0, 900.0, |_| 0.01, &[300, 1200], level);
-        let choice = choose(&runs, &candidates(1200, 5), 20.0, 0.05);
+        let choice = choose(&runs, &candidates(1200, 5), 20.0, (0.05, 4));
         assert_eq!(choice.seconds, 1200);
         assert!(
             choice.reason.contains("another regime"),
@@ -313,10 +346,10 @@ mod tests {
     #[test]
     fn too_few_pilot_runs_keep_the_profiles_length() {
         let runs = pilot(1000.0, 900.0, |_| 0.03, &[300, 1200], |_| 0.0);
-        let choice = choose(&runs[..4], &candidates(1200, 5), 20.0, 0.05);
+        let choice = choose(&runs[..4], &candidates(1200, 5), 20.0, (0.05, 4));
         assert_eq!(choice.seconds, 1200);
         assert!(choice.fit.is_none());
-        assert_eq!(choose(&[], &[], 0.0, 0.05).seconds, 0);
+        assert_eq!(choose(&[], &[], 0.0, (0.05, 4)).seconds, 0);
     }
 
     #[test]
@@ -329,7 +362,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn the_choice_is_a_candidate_and_never_costs_more_than_the_profiles(
+        fn the_choice_is_a_candidate_and_the_fit_a_variance(
             tps in proptest::collection::vec(100.0f64..10_000.0, 12),
             overhead in 0.0f64..600.0,
         ) {
@@ -340,11 +373,13 @@ mod tests {
                 .map(|(i, &tps)| PilotRun { bad_end: i % 2 == 1, seconds: lengths[i / 2], tps })
                 .collect();
             let cands = candidates(1200, 5);
-            let choice = choose(&runs, &cands, overhead, 0.05);
+            let choice = choose(&runs, &cands, overhead, (0.05, 4));
             prop_assert!(cands.contains(&choice.seconds));
             if let Some(fit) = choice.fit {
                 prop_assert!(fit.within >= 0.0 && fit.floor >= 0.0);
-                prop_assert!(fit.cost(choice.seconds) <= fit.cost(1200) * (1.0 + 1e-9));
+                for drop in [0.05, 0.2] {
+                    prop_assert!(fit.runs_needed(1200, drop, 4) >= 4.0);
+                }
             }
         }
     }

@@ -72,7 +72,8 @@ impl Hunt<'_> {
         }
         let runs: Vec<PilotRun> = pilot.iter().map(|(_, _, r)| *r).collect();
         let overhead = overhead(&walls);
-        let choice = run_length::choose(&runs, &candidates, overhead, self.cfg.decision.threshold);
+        let decision = (self.cfg.decision.threshold, self.cfg.decision.min_runs);
+        let choice = run_length::choose(&runs, &candidates, overhead, decision);
         for (run, pos, r) in &pilot {
             if r.seconds == choice.seconds {
                 self.evidence.record(

@@ -25,6 +25,7 @@ use std::collections::{BTreeSet, HashMap};
 pub mod journal_noise;
 pub mod options;
 pub mod pba;
+pub mod run_length_study;
 pub mod wall;
 
 /// How run-to-run noise behaves.

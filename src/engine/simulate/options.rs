@@ -44,6 +44,8 @@ pub struct SimOptions {
     pub budget: Option<f64>,
     /// Also run the probabilistic-bisection study (one-step scenarios).
     pub study_pba: bool,
+    /// Also study the run-length choice (needs the wall-time model).
+    pub study_run_length: bool,
 }
 
 impl SimOptions {
@@ -121,6 +123,9 @@ pub fn run_and_print(
     if let Some(costs) = options.costs {
         writeln!(out)?;
         write_wall_table(&results, &costs, options.budget, out)?;
+    }
+    if let (true, Some(costs)) = (options.study_run_length, options.costs) {
+        super::run_length_study::write(&results, &costs, (trials, seed), config, out)?;
     }
     if options.study_pba {
         writeln!(out)?;
