@@ -77,6 +77,21 @@ fn a_hunt_from_a_release_tag_to_master_runs_from_where_the_release_left() {
     assert_eq!(bad["given"], "master");
     assert_eq!(bad["measured"], master[13].as_str());
     assert_eq!(bad["reasons"], serde_json::json!([]));
+    // The totals count the release check's runs with the hunt's.
+    let runs_in = |file: &str| {
+        let text = std::fs::read_to_string(only_hunt_dir(&w).join(file)).unwrap();
+        text.lines()
+            .filter(|l| l.contains("\"event\":\"run\""))
+            .count() as u64
+    };
+    let (checked, hunted) = (runs_in("release-check.jsonl"), runs_in("journal.jsonl"));
+    assert!(checked >= 8, "{checked}");
+    assert_eq!(
+        v["totals"]["measured_runs"],
+        checked + hunted,
+        "{:#}",
+        v["totals"]
+    );
 
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(

@@ -15,7 +15,7 @@ use crate::journal::{Event, Journal};
 use crate::lab::replay::ReplayLab;
 use crate::machine::Machine;
 use crate::machine::steady::{self, Watch};
-use crate::model::Commit;
+use crate::model::{Commit, LabTotals};
 use crate::notify::{Ending, HuntEnd, Notifier};
 use crate::placement::{Placement, Policy};
 use crate::profile::{Profile, RunLength};
@@ -267,7 +267,8 @@ fn run_hunt(
     }
     let interrupt = install_interrupt_handler().context("cannot install the interrupt handler")?;
     let watch = Watch::default();
-    let release_check = check_release(&plan, args, &hunt, progress.as_mut(), &interrupt, &watch)?;
+    let (release_check, release_cost) =
+        check_release(&plan, args, &hunt, progress.as_mut(), &interrupt, &watch)?.unzip();
     let mut real_lab = make_lab(&plan, &args.target.lab, &hunt.runs(), &watch)?;
     let mut lab = ReplayLab::new(real_lab.as_mut(), &past);
     if lab.replayable_runs() > 0 {
@@ -311,6 +312,9 @@ fn run_hunt(
     machine.steadiness = watch.seen();
     let mut report = with_setup(report, &plan, args, machine)?;
     report.release_check = release_check;
+    if let Some((lab, wall)) = release_cost {
+        report.totals.add_work(&lab, wall);
+    }
     write_outputs(&report, &hunt, args.json.as_deref())?;
     print!("{}", report::render(&report, args.format.0, None)?);
     let exit_code = match report.outcome {
@@ -335,10 +339,11 @@ fn check_release(
     progress: &mut dyn Progress,
     interrupt: &Arc<AtomicBool>,
     watch: &Watch,
-) -> anyhow::Result<Option<ReleaseCheck>> {
+) -> anyhow::Result<Option<(ReleaseCheck, (LabTotals, f64))>> {
     let Some(sides) = &plan.release else {
         return Ok(None);
     };
+    let started = std::time::Instant::now();
     let mut lab = make_lab(plan, &args.target.lab, &hunt.release_check_runs(), watch)?;
     let setup = release_check::Setup {
         decision: plan.config.decision,
@@ -346,13 +351,17 @@ fn check_release(
         progress,
         interrupt: Some(interrupt.clone()),
     };
-    release_check::run_journaled(
+    let check = release_check::run_journaled(
         lab.as_mut(),
         &hunt.release_check_journal(),
         sides.clone(),
         setup,
-    )
-    .map(Some)
+    )?;
+    // This start's cost of the check, for the report's totals.
+    Ok(Some((
+        check,
+        (lab.totals(), started.elapsed().as_secs_f64()),
+    )))
 }
 
 /// Says where the server and pgbench run and what would make the runs

@@ -134,6 +134,22 @@ pub struct Totals {
 }
 
 impl Totals {
+    /// Adds work done outside the hunt's own lab (the release check before
+    /// it): `lab`'s builds and runs, every run measured, and `wall` seconds.
+    pub fn add_work(&mut self, lab: &crate::model::LabTotals, wall: f64) {
+        self.builds += lab.builds;
+        self.build_seconds += lab.build_seconds;
+        self.runs += lab.runs;
+        self.warmup_runs += lab.warmup_runs;
+        self.measured_runs += lab.runs.saturating_sub(lab.warmup_runs);
+        self.bench_seconds += lab.bench_seconds;
+        self.wall_seconds += wall;
+        self.setup.templates += lab.setup.templates;
+        self.setup.template_seconds += lab.setup.template_seconds;
+        self.setup.setups += lab.setup.setups;
+        self.setup.setup_seconds += lab.setup.setup_seconds;
+    }
+
     /// The totals of a hunt that cost `spent` in `processes` processes.
     pub fn from_spent(spent: Spent, measured_runs: u64, processes: u64) -> Totals {
         let lab = spent.lab;
