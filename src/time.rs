@@ -1,7 +1,12 @@
-//! Dates for journals and reports: RFC 3339 in UTC, without a date crate.
+//! Dates for journals and reports: RFC 3339 in UTC, without a date crate;
+//! and durations as people write them on a command line.
 //!
 //! Journals, reports and mails all stamp times; they share this one
-//! formatter so that none of them has to depend on the hunt for it.
+//! formatter so that none of them has to depend on the hunt for it. A
+//! hunt's `--time-budget` and `simulate`'s run lengths read durations the
+//! same way, with this one parser.
+
+use thiserror::Error;
 
 /// The current time as RFC 3339 (UTC), without a date crate.
 pub fn now_rfc3339() -> String {
@@ -71,6 +76,47 @@ pub fn next_local(
     Err(bad())
 }
 
+/// A duration given on the command line could not be read.
+#[derive(Debug, Error, PartialEq)]
+#[error(
+    "`{0}` is not a duration: give seconds (170), or a number with s, m or h \
+     (170s, 30m, 1.5h), or parts like 1h30m"
+)]
+pub struct DurationError(pub String);
+
+/// Reads a duration: plain seconds (`170`), or numbers each followed by
+/// `h`, `m` or `s` (`30m`, `1.5h`, `2m50s`).
+pub fn parse_duration(text: &str) -> Result<f64, DurationError> {
+    let err = || DurationError(text.to_string());
+    let trimmed = text.trim();
+    if let Ok(secs) = trimmed.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0)
+            .then_some(secs)
+            .ok_or_else(err);
+    }
+    let (mut total, mut number, mut parts) = (0.0, String::new(), 0);
+    for c in trimmed.chars() {
+        let unit = match c {
+            'h' => 3600.0,
+            'm' => 60.0,
+            's' => 1.0,
+            '0'..='9' | '.' => {
+                number.push(c);
+                continue;
+            }
+            _ => return Err(err()),
+        };
+        let value: f64 = number.parse().map_err(|_| err())?;
+        total += value * unit;
+        number.clear();
+        parts += 1;
+    }
+    if parts == 0 || !number.is_empty() || !total.is_finite() {
+        return Err(err());
+    }
+    Ok(total)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,5 +142,24 @@ mod tests {
         assert_eq!(rfc3339_from_unix(0), "1970-01-01T00:00:00Z");
         assert_eq!(rfc3339_from_unix(1_461_728_000), "2016-04-27T03:33:20Z");
         assert_eq!(rfc3339_from_unix(951_782_400), "2000-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn durations_read_as_seconds_or_with_units() {
+        assert_eq!(parse_duration("170"), Ok(170.0));
+        assert_eq!(parse_duration("14s"), Ok(14.0));
+        assert_eq!(parse_duration("30m"), Ok(1800.0));
+        assert_eq!(parse_duration("1.5h"), Ok(5400.0));
+        assert_eq!(parse_duration("2m50s"), Ok(170.0));
+        assert_eq!(parse_duration(" 8h "), Ok(28_800.0));
+        for bad in ["", "m", "30x", "-5", "5m3", "1..2s", "inf"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+        assert!(
+            parse_duration("3d")
+                .unwrap_err()
+                .to_string()
+                .contains("30m")
+        );
     }
 }

@@ -46,25 +46,25 @@ pub struct SimulateArgs {
     /// Length of one measured run (e.g. 30m, 300s); prints each hunt's
     /// expected wall time: builds x build time + runs x (run length +
     /// warm-up + set-up).
-    #[arg(long, value_name = "DURATION", value_parser = crate::engine::simulate::wall::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::time::parse_duration)]
     pub run_length: Option<f64>,
     /// Time of one build (e.g. 3m); with --run-length.
     #[arg(long, value_name = "DURATION", requires = "run_length",
-          value_parser = crate::engine::simulate::wall::parse_duration)]
+          value_parser = crate::time::parse_duration)]
     pub build_time: Option<f64>,
     /// Warm-up before each measured run (e.g. 5m); with --run-length.
     #[arg(long, value_name = "DURATION", requires = "run_length",
-          value_parser = crate::engine::simulate::wall::parse_duration)]
+          value_parser = crate::time::parse_duration)]
     pub warmup: Option<f64>,
     /// Server start and data set-up before each run (e.g. 20s); with
     /// --run-length.
     #[arg(long, value_name = "DURATION", requires = "run_length",
-          value_parser = crate::engine::simulate::wall::parse_duration)]
+          value_parser = crate::time::parse_duration)]
     pub setup: Option<f64>,
     /// A time budget (e.g. 8h): also print the longest run length at
     /// which a hunt would fit in it.
     #[arg(long, value_name = "DURATION", requires = "run_length",
-          value_parser = crate::engine::simulate::wall::parse_duration)]
+          value_parser = crate::time::parse_duration)]
     pub budget: Option<f64>,
     /// Smallest drop worth hunting, in percent.
     #[arg(long, default_value_t = 5.0)]

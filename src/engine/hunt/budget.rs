@@ -142,33 +142,14 @@ pub fn range_after(candidates: usize, steps: u32) -> usize {
     n
 }
 
-/// `8h`, `90m`, `1h30m`, `3600s` or `3600` (seconds) as a duration.
+/// `8h`, `90m`, `1h30m`, `3600s` or `3600` (seconds) as a time budget:
+/// read as [`crate::time::parse_duration`] reads it, and more than zero.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let bad = || format!("`{text}` is not a duration: write it as 8h, 90m, 1h30m or 3600s");
-    let text = text.trim();
-    if let Ok(secs) = text.parse::<u64>() {
-        return Ok(Duration::from_secs(secs));
-    }
-    let (mut total, mut number) = (0u64, String::new());
-    for c in text.chars() {
-        if c.is_ascii_digit() {
-            number.push(c);
-            continue;
-        }
-        let unit = match c {
-            'h' => 3600,
-            'm' => 60,
-            's' => 1,
-            _ => return Err(bad()),
-        };
-        let n: u64 = number.parse().map_err(|_| bad())?;
-        total += n * unit;
-        number.clear();
-    }
-    if !number.is_empty() || total == 0 {
-        return Err(bad());
-    }
-    Ok(Duration::from_secs(total))
+    crate::time::parse_duration(text)
+        .ok()
+        .filter(|seconds| *seconds > 0.0)
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| format!("`{text}` is not a duration: write it as 8h, 90m, 1h30m or 3600s"))
 }
 
 /// A length of time as people write it: `45 s`, `12 min`, `3.5 h`.

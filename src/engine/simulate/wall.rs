@@ -9,7 +9,6 @@
 //! (the 90th percentile), so that a plan can be checked against a night.
 
 use serde::{Deserialize, Serialize};
-use thiserror::Error;
 
 /// What one build and one measured run cost, in seconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -89,47 +88,6 @@ pub fn percentile(values: &[f64], q: f64) -> f64 {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
-/// A duration given on the command line could not be read.
-#[derive(Debug, Error, PartialEq)]
-#[error(
-    "`{0}` is not a duration: give seconds (170), or a number with s, m or h \
-     (170s, 30m, 1.5h), or parts like 1h30m"
-)]
-pub struct DurationError(pub String);
-
-/// Reads a duration: plain seconds (`170`), or numbers each followed by
-/// `h`, `m` or `s` (`30m`, `1.5h`, `2m50s`).
-pub fn parse_duration(text: &str) -> Result<f64, DurationError> {
-    let err = || DurationError(text.to_string());
-    let trimmed = text.trim();
-    if let Ok(secs) = trimmed.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0)
-            .then_some(secs)
-            .ok_or_else(err);
-    }
-    let (mut total, mut number, mut parts) = (0.0, String::new(), 0);
-    for c in trimmed.chars() {
-        let unit = match c {
-            'h' => 3600.0,
-            'm' => 60.0,
-            's' => 1.0,
-            '0'..='9' | '.' => {
-                number.push(c);
-                continue;
-            }
-            _ => return Err(err()),
-        };
-        let value: f64 = number.parse().map_err(|_| err())?;
-        total += value * unit;
-        number.clear();
-        parts += 1;
-    }
-    if parts == 0 || !number.is_empty() || !total.is_finite() {
-        return Err(err());
-    }
-    Ok(total)
-}
-
 /// A duration for a table: `45s`, `3m07s`, `7h42m`.
 pub fn format_duration(seconds: f64) -> String {
     let s = seconds.max(0.0).round() as u64;
@@ -188,25 +146,6 @@ mod tests {
         assert_eq!(percentile(&[3.0, 1.0, 2.0], 0.9), 3.0);
         assert_eq!(percentile(&[7.0], 0.9), 7.0);
         assert_eq!(percentile(&[1.0, 2.0], 0.0), 1.0);
-    }
-
-    #[test]
-    fn durations_read_as_seconds_or_with_units() {
-        assert_eq!(parse_duration("170"), Ok(170.0));
-        assert_eq!(parse_duration("14s"), Ok(14.0));
-        assert_eq!(parse_duration("30m"), Ok(1800.0));
-        assert_eq!(parse_duration("1.5h"), Ok(5400.0));
-        assert_eq!(parse_duration("2m50s"), Ok(170.0));
-        assert_eq!(parse_duration(" 8h "), Ok(28_800.0));
-        for bad in ["", "m", "30x", "-5", "5m3", "1..2s", "inf"] {
-            assert!(parse_duration(bad).is_err(), "{bad}");
-        }
-        assert!(
-            parse_duration("3d")
-                .unwrap_err()
-                .to_string()
-                .contains("30m")
-        );
     }
 
     #[test]
