@@ -35,7 +35,6 @@ use cache::InstallCache;
 use log::BuildLog;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use tree::{Attempt, Strategy, System, TreeBuild};
 
@@ -76,7 +75,17 @@ pub struct BuildSettings {
     /// Patches applied before building the commits they name.
     #[serde(default)]
     pub fixups: Vec<Fixup>,
+    /// Seconds one commit's build (configure, make, install) may take
+    /// before it is stopped and the commit skipped (default
+    /// [`DEFAULT_BUILD_LIMIT`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<u64>,
 }
+
+/// How long one commit's build may take when the profile does not say:
+/// a cold build of today's master takes about 4 minutes on 2 cores, so
+/// this only stops a build that hangs.
+pub const DEFAULT_BUILD_LIMIT: std::time::Duration = std::time::Duration::from_secs(2 * 3600);
 
 /// The `configure` (or `meson setup`) arguments builds use, for reports.
 pub fn setup_args(settings: &BuildSettings) -> Vec<String> {
@@ -357,7 +366,11 @@ impl Builder {
             .canonicalize()
             .map_err(BuildError::io("find the source tree", src))?;
         let system = self.system_for(&src)?;
-        let mut log = BuildLog::create(job.log_path)?;
+        let limit = self
+            .settings
+            .timeout
+            .map_or(DEFAULT_BUILD_LIMIT, std::time::Duration::from_secs);
+        let mut log = BuildLog::create(job.log_path, limit)?;
         log.note(&format!(
             "building {} from {} with {system:?}, {} jobs, settings {}",
             job.commit,
@@ -430,8 +443,10 @@ impl Builder {
             ccache: self.ccache.as_deref(),
             system,
         };
-        if let Attempt::Staged(staged) = build.attempt(Strategy::Targeted, log)? {
-            return Ok(Attempt::Staged(staged));
+        match build.attempt(Strategy::Targeted, log)? {
+            Attempt::Staged(staged) => return Ok(Attempt::Staged(staged)),
+            failed @ Attempt::Failed(_) if log.timed_out() => return Ok(failed),
+            Attempt::Failed(_) => {}
         }
         log.note(
             "the build failed; trying once more in a fresh build tree, building all of src/ \
@@ -554,6 +569,11 @@ fn validate(settings: &BuildSettings) -> Result<(), BuildError> {
     if settings.jobs == Some(0) {
         return Err(BuildError::Settings("jobs = 0: use 1 or more".into()));
     }
+    if settings.timeout == Some(0) {
+        return Err(BuildError::Settings(
+            "timeout = 0: give the seconds a build may take, e.g. 7200".into(),
+        ));
+    }
     for f in &settings.fixups {
         if f.commits.is_empty() && f.range.is_none() {
             return Err(BuildError::Fixup {
@@ -590,9 +610,7 @@ fn check_commit_name(commit: &str) -> Result<(), BuildError> {
 /// What `bin/postgres --version` says, run from the install's final place.
 fn postgres_version(prefix: &Path) -> Result<String, String> {
     let postgres = prefix.join("bin/postgres");
-    let output = Command::new(&postgres)
-        .arg("--version")
-        .output()
+    let output = check_output(duct::cmd!(&postgres, "--version"))
         .map_err(|e| format!("cannot run {} --version: {e}", postgres.display()))?;
     let text = String::from_utf8_lossy(&output.stdout).trim().to_string();
     if output.status.success() && text.contains("PostgreSQL") {
@@ -616,12 +634,13 @@ fn psql_starts(prefix: &Path) -> Result<(), String> {
     use std::os::unix::process::ExitStatusExt;
     let psql = prefix.join("bin/psql");
     let nowhere = std::env::temp_dir().join("pgbisect-no-server-here");
-    let output = Command::new(&psql)
-        .args([
-            "-X", "-w", "-p", "1", "-d", "postgres", "-c", "SELECT 1", "-h",
-        ])
-        .arg(&nowhere)
-        .output()
+    let mut args: Vec<std::ffi::OsString> = [
+        "-X", "-w", "-p", "1", "-d", "postgres", "-c", "SELECT 1", "-h",
+    ]
+    .map(std::ffi::OsString::from)
+    .to_vec();
+    args.push(nowhere.into_os_string());
+    let output = check_output(duct::cmd(&psql, args))
         .map_err(|e| format!("cannot run {}: {e}", psql.display()))?;
     match output.status.signal() {
         None => Ok(()),
@@ -630,6 +649,23 @@ fn psql_starts(prefix: &Path) -> Result<(), String> {
              died; the tree may need a compiler flag of its day",
             psql.display()
         )),
+    }
+}
+
+/// How long a check of an install (`postgres --version`, psql starting)
+/// may take.
+const CHECK_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Runs a check of an install, its output captured, within [`CHECK_LIMIT`].
+fn check_output(expr: duct::Expression) -> std::io::Result<std::process::Output> {
+    let expr = expr.stdout_capture().stderr_capture();
+    match crate::proc::run(expr, CHECK_LIMIT)? {
+        crate::proc::Ended::Exited(output) => Ok(output),
+        crate::proc::Ended::TimedOut(limit) => Err(std::io::Error::other(format!(
+            "it did not finish within {} s",
+            limit.as_secs()
+        ))),
+        crate::proc::Ended::Interrupted => Err(std::io::Error::other("interrupted")),
     }
 }
 
