@@ -135,36 +135,18 @@ fn run_watching(expr: duct::Expression, limit: Duration, flag: &AtomicBool) -> i
     if flag.load(Ordering::SeqCst) {
         return Ok(Ended::Interrupted);
     }
-    let handle = expr
+    let mut handle = expr
         .before_spawn(|cmd| {
             cmd.process_group(0);
             Ok(())
         })
         .unchecked()
         .start()?;
-    let watched = Watched::new(handle.pids());
-    let waited = watched.wait(limit, flag, || Ok(handle.try_wait()?.is_some()));
-    let outcome = match waited {
-        Ok(outcome) => outcome,
-        Err(e) => {
-            watched.kill(libc::SIGKILL);
-            handle.wait().ok();
-            return Err(e);
-        }
-    };
-    Ok(match outcome {
-        Outcome::Exited => match handle.wait() {
-            Ok(output) => Ended::Exited(output.clone()),
-            Err(e) => return Err(e),
-        },
-        Outcome::TimedOut => {
-            handle.wait().ok();
-            Ended::TimedOut(limit)
-        }
-        Outcome::Interrupted => {
-            handle.wait().ok();
-            Ended::Interrupted
-        }
+    let pids = handle.pids();
+    Ok(match supervise(&mut handle, pids, limit, flag)? {
+        Outcome::Exited => Ended::Exited(handle.wait()?.clone()),
+        Outcome::TimedOut => Ended::TimedOut(limit),
+        Outcome::Interrupted => Ended::Interrupted,
     })
 }
 
@@ -181,34 +163,63 @@ pub fn run_command(
         return Ok(Finished::Interrupted);
     }
     let mut child = command.process_group(0).spawn()?;
-    let watched = Watched::new(vec![child.id()]);
-    let mut status = None;
-    let waited = watched.wait(limit, &flag, || {
-        status = child.try_wait()?;
-        Ok(status.is_some())
-    });
-    let outcome = match waited {
-        Ok(outcome) => outcome,
-        Err(e) => {
+    let pids = vec![child.id()];
+    Ok(match supervise(&mut child, pids, limit, &flag)? {
+        // The status try_wait saw, kept by the child.
+        Outcome::Exited => Finished::Exited(child.wait()?),
+        Outcome::TimedOut => Finished::TimedOut(limit),
+        Outcome::Interrupted => Finished::Interrupted,
+    })
+}
+
+/// A started command, as [`supervise`] sees it.
+trait Running {
+    /// True once it exited (and was reaped).
+    fn done(&mut self) -> io::Result<bool>;
+    /// Waits for it after it was stopped.
+    fn reap(&mut self);
+}
+
+impl Running for duct::Handle {
+    fn done(&mut self) -> io::Result<bool> {
+        Ok(self.try_wait()?.is_some())
+    }
+
+    fn reap(&mut self) {
+        self.wait().ok();
+    }
+}
+
+impl Running for std::process::Child {
+    fn done(&mut self) -> io::Result<bool> {
+        Ok(self.try_wait()?.is_some())
+    }
+
+    fn reap(&mut self) {
+        self.wait().ok();
+    }
+}
+
+/// Watches `child` (whose processes are `pids`, each leading its group)
+/// until it exits, `limit` passes or `flag` is set; a stopped child is
+/// reaped, as is one whose watching failed (after SIGKILL).
+fn supervise(
+    child: &mut dyn Running,
+    pids: Vec<u32>,
+    limit: Duration,
+    flag: &AtomicBool,
+) -> io::Result<Outcome> {
+    let watched = Watched::new(pids);
+    let waited = watched.wait(limit, flag, || child.done());
+    match &waited {
+        Ok(Outcome::Exited) => {}
+        Ok(_) => child.reap(),
+        Err(_) => {
             watched.kill(libc::SIGKILL);
-            child.wait().ok();
-            return Err(e);
-        }
-    };
-    match outcome {
-        Outcome::Exited => match status {
-            Some(status) => Ok(Finished::Exited(status)),
-            None => child.wait().map(Finished::Exited),
-        },
-        Outcome::TimedOut => {
-            child.wait().ok();
-            Ok(Finished::TimedOut(limit))
-        }
-        Outcome::Interrupted => {
-            child.wait().ok();
-            Ok(Finished::Interrupted)
+            child.reap();
         }
     }
+    waited
 }
 
 enum Outcome {
@@ -256,11 +267,13 @@ impl Watched {
                 let deadline = Instant::now() + GRACE;
                 while !done()? {
                     if Instant::now() >= deadline || hurry_flag().load(Ordering::SeqCst) {
-                        self.kill(libc::SIGKILL);
                         break;
                     }
                     std::thread::sleep(POLL);
                 }
+                // Whatever in the group outlived its leader (a compiler
+                // deaf to SIGTERM under a make that obeyed) goes too.
+                self.kill(libc::SIGKILL);
                 return Ok(if interrupted {
                     Outcome::Interrupted
                 } else {
