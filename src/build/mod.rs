@@ -22,6 +22,7 @@
 //!   skip), trouble with the machine is a [`BuildError`].
 
 mod cache;
+mod check;
 mod compat;
 mod fixup;
 mod log;
@@ -468,7 +469,8 @@ impl Builder {
     ) -> Result<BuildOutcome, BuildError> {
         let prefix = self.cache.adopt(staged, commit, key)?;
         cache::remove_dir_if_present(&self.build_root.join("stage"))?;
-        let version = match postgres_version(&prefix).and_then(|v| psql_starts(&prefix).map(|()| v))
+        let version = match check::postgres_version(&prefix)
+            .and_then(|v| check::psql_starts(&prefix).map(|()| v))
         {
             Ok(version) => version,
             Err(problem) => {
@@ -604,68 +606,6 @@ fn check_commit_name(commit: &str) -> Result<(), BuildError> {
         Err(BuildError::Settings(format!(
             "`{commit}` cannot name a build: pass the commit's SHA"
         )))
-    }
-}
-
-/// What `bin/postgres --version` says, run from the install's final place.
-fn postgres_version(prefix: &Path) -> Result<String, String> {
-    let postgres = prefix.join("bin/postgres");
-    let output = check_output(duct::cmd!(&postgres, "--version"))
-        .map_err(|e| format!("cannot run {} --version: {e}", postgres.display()))?;
-    let text = String::from_utf8_lossy(&output.stdout).trim().to_string();
-    if output.status.success() && text.contains("PostgreSQL") {
-        Ok(text)
-    } else {
-        Err(format!(
-            "the installed server does not run: {} --version gave {}: {}{}",
-            postgres.display(),
-            output.status,
-            text,
-            String::from_utf8_lossy(&output.stderr).trim()
-        ))
-    }
-}
-
-/// psql, which sets up every benchmark's data, gets as far as trying to
-/// connect: an old tree built with a new compiler can crash before that
-/// (see the `fcommon` compatibility step), and such an install is a failed
-/// build, not runs that fail one after the other.
-fn psql_starts(prefix: &Path) -> Result<(), String> {
-    use std::os::unix::process::ExitStatusExt;
-    let psql = prefix.join("bin/psql");
-    let nowhere = std::env::temp_dir().join("pgbisect-no-server-here");
-    let mut args: Vec<std::ffi::OsString> = [
-        "-X", "-w", "-p", "1", "-d", "postgres", "-c", "SELECT 1", "-h",
-    ]
-    .map(std::ffi::OsString::from)
-    .to_vec();
-    args.push(nowhere.into_os_string());
-    let output = check_output(duct::cmd(&psql, args))
-        .map_err(|e| format!("cannot run {}: {e}", psql.display()))?;
-    match output.status.signal() {
-        None => Ok(()),
-        Some(signal) => Err(format!(
-            "the installed psql crashes before connecting (signal {signal}): {} -c 'SELECT 1' \
-             died; the tree may need a compiler flag of its day",
-            psql.display()
-        )),
-    }
-}
-
-/// How long a check of an install (`postgres --version`, psql starting)
-/// may take.
-const CHECK_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// Runs a check of an install, its output captured, within [`CHECK_LIMIT`].
-fn check_output(expr: duct::Expression) -> std::io::Result<std::process::Output> {
-    let expr = expr.stdout_capture().stderr_capture();
-    match crate::proc::run(expr, CHECK_LIMIT)? {
-        crate::proc::Ended::Exited(output) => Ok(output),
-        crate::proc::Ended::TimedOut(limit) => Err(std::io::Error::other(format!(
-            "it did not finish within {} s",
-            limit.as_secs()
-        ))),
-        crate::proc::Ended::Interrupted => Err(std::io::Error::other("interrupted")),
     }
 }
 
@@ -852,21 +792,6 @@ mod tests {
         );
         let args = compat::configure_args(&steps, DEFAULT_CFLAGS);
         assert_ne!(builder.tree_key(&args), builder.tree_key(&[]));
-    }
-
-    #[test]
-    fn a_psql_that_crashes_at_start_is_told_apart_from_one_that_cannot_connect() {
-        let tmp = tempfile::tempdir().unwrap();
-        let psql = tmp.path().join("bin/psql");
-        std::fs::create_dir_all(psql.parent().unwrap()).unwrap();
-        crate::testing::write_script(&psql, "#!/bin/sh\necho 'could not connect' >&2\nexit 2\n");
-        assert_eq!(psql_starts(tmp.path()), Ok(()));
-        crate::testing::write_script(&psql, "#!/bin/sh\nkill -SEGV $$\n");
-        let err = psql_starts(tmp.path()).unwrap_err();
-        assert!(
-            err.contains("crashes before connecting (signal 11)"),
-            "{err}"
-        );
     }
 
     #[test]
