@@ -1,6 +1,8 @@
 //! Stopping a hunt while it builds PostgreSQL: one SIGTERM ends it within
 //! seconds, with `make` and what it started gone, the lock released and
-//! the journal whole; a second signal while it stops ends it too.
+//! the journal whole; a second signal while it stops ends it too. And one
+//! that must not start: a work dir the server's user cannot reach is
+//! refused before `make` ever runs.
 //!
 //! The repository looks like a PostgreSQL tree to the builder (a
 //! `configure` that succeeds, `src/port/Makefile`), and a `make` put first
@@ -219,4 +221,33 @@ fn a_second_signal_while_stopping_ends_at_once_and_leaves_nothing() {
     assert!(err.contains("stopping at once"), "{err}");
     assert!(took < Duration::from_secs(4), "took {took:?}: {err}");
     assert_nothing_left(&b.make, b.work.path());
+}
+
+#[test]
+fn a_work_dir_the_server_user_cannot_reach_is_refused_before_any_build() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return; // only root hands PostgreSQL to another user
+    }
+    let repo = postgres_like_repo();
+    let tmp = tempfile::tempdir().unwrap();
+    let pids = tmp.path().join("make.pids");
+    let bin = slow_make(tmp.path(), &pids, false);
+    // As `mktemp -d` makes it: root's, mode 700.
+    let closed = tempfile::Builder::new()
+        .prefix("pgbisect-closed-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    std::fs::set_permissions(closed.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let work = closed.path().join("w");
+    let child = start(repo.path(), &work, &bin);
+    let (status, err, _) = wait_within(child, Duration::from_secs(60));
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(err.contains("cannot reach the work dir"), "{err}");
+    assert!(
+        err.contains(&format!("chmod o+x {}", closed.path().display())),
+        "{err}"
+    );
+    assert!(err.contains("--work-dir"), "{err}");
+    assert!(!pids.exists(), "make ran");
 }
