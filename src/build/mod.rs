@@ -729,6 +729,34 @@ mod tests {
     }
 
     #[test]
+    fn a_build_past_its_timeout_is_a_failed_build_tried_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("src");
+        std::fs::create_dir_all(&src).unwrap();
+        crate::testing::write_script(&src.join("configure"), "#!/bin/sh\nexec sleep 60\n");
+        let settings = BuildSettings {
+            timeout: Some(1),
+            ..BuildSettings::default()
+        };
+        let work = tmp.path().join("w");
+        let mut builder = Builder::new(&LabDirs::under(&work), settings, 2).unwrap();
+        let started = Instant::now();
+        let outcome = builder.ensure("slow1", &src).unwrap();
+        assert!(started.elapsed() < std::time::Duration::from_secs(30));
+        let BuildOutcome::Failed { reason, log } = outcome else {
+            panic!("{outcome:?}");
+        };
+        assert!(reason.contains("ran past its deadline of 1 s"), "{reason}");
+        let text = std::fs::read_to_string(log).unwrap();
+        assert!(!text.contains("trying once more"), "{text}");
+        let zero = BuildSettings {
+            timeout: Some(0),
+            ..BuildSettings::default()
+        };
+        assert!(Builder::new(&LabDirs::under(&work), zero, 2).is_err());
+    }
+
+    #[test]
     fn an_old_tree_gets_its_compatibility_steps_and_a_key_of_its_own() {
         let tmp = tempfile::tempdir().unwrap();
         let src = tmp.path().join("src");
