@@ -145,8 +145,8 @@ pub(crate) struct Invocation {
 pub const COMMAND_LIMIT: Duration = Duration::from_secs(600);
 
 /// How long work proportional to the data may take (`pgbench -i`, copying
-/// a data directory, the CHECKPOINT after loading): ten minutes, plus six
-/// seconds per unit of scale (about 15 MB).
+/// a data directory): ten minutes, plus six seconds per unit of scale
+/// (about 15 MB).
 pub fn data_limit(scale: u32) -> Duration {
     COMMAND_LIMIT + Duration::from_secs(6 * u64::from(scale))
 }
