@@ -73,6 +73,12 @@ probe input "--threshold 0" bad_input "between 0 and 100" 2 --good good --bad ba
 probe input "--time-budget nonsense" bad_input "not a duration" 2 --good good --bad bad --profile "$plain" --work-dir "$work/w-bad" --time-budget soon
 probe input "a list of clients in a hunt profile" bad_input "give --clients N" 2 --good good --bad bad --profile read-only-scaling --work-dir "$work/w-bad"
 probe input "[build] command without [benchmark] command" bad_input "is not" 2 --good good --bad bad --profile "$(printf '[build]\ncommand = "true"\n' > "$work/b.toml"; echo "$work/b.toml")" --work-dir "$work/w-bad"
+printf '[benchmark]\nclients = "8"\n' > "$work/clients.toml"
+probe input "clients of the wrong type say what is accepted" bad_input "a client count (clients = 8) or a list" 2 --good good --bad bad --profile "$work/clients.toml" --work-dir "$work/w-bad"
+git -C "$repo" branch -f oldline good
+rm -rf "$work/shallow" && git clone -q --depth 5 --no-single-branch "file://$repo" "$work/shallow" 2>/dev/null
+shallow_hint() { out=$("$bin" --repo "$work/shallow" --good origin/oldline --bad origin/main --profile "$plain" --work-dir "$work/w-bad" 2>&1); rc=$?; [ "$rc" = 2 ] && has "$out" "git fetch --unshallow"; }
+probe input "a shallow clone cutting the range: a hint to unshallow" shallow_hint
 printf '[benchmark]\ncommand = "echo tps = 0"\n' > "$work/zero.toml"
 zero_fails() { hunt "$work/w-zero" "$work/zero.toml" --max-runs 4; [ "$rc" = 4 ] && has "$out" "no transaction completed"; }
 probe input "tps = 0 is a failed run, not a measurement" zero_fails
@@ -99,6 +105,31 @@ for i in 1 2 3; do
   probe kill "kill -9 #$i, resumed: the same culprit, every run journaled once" resumed_exactly "$w"
 done
 
+# A kill between a run's record and its cost record: the journal's last
+# cost record is taken out of a finished hunt; rerun, every journaled run
+# is counted in the totals.
+w="$work/w-count"
+hunt "$w" "$plain"
+counted_once() {
+  python3 - "$w" <<'PY'
+import glob, json, sys
+path = glob.glob(sys.argv[1] + "/hunts/*/journal.jsonl")[0]
+lines = open(path).read().splitlines()
+last = max(i for i, l in enumerate(lines) if json.loads(l).get("event") == "spent")
+del lines[last]
+open(path, "w").write("".join(l + "\n" for l in lines))
+PY
+  hunt "$w" "$plain"
+  [ "$rc" = 0 ] && python3 - "$w" <<'PY'
+import glob, json, sys
+events = [json.loads(l) for l in open(glob.glob(sys.argv[1] + "/hunts/*/journal.jsonl")[0])]
+runs = sum(1 for e in events if e.get("event") == "run")
+total = json.load(open(sys.argv[1] + ".json"))["totals"]["runs"]
+sys.exit(0 if total == runs else 1)
+PY
+}
+probe kill "a kill between a run's record and its cost record: the run still counts" counted_once
+
 echo "hangs and signals"
 hang=$(profile hang "sleep 600;")
 w="$work/w-hang"
@@ -115,6 +146,53 @@ probe hang "no child left, no lock left" nothing_left
 printf '[benchmark]\ncommand = "sleep 600; echo tps = 5"\ntimeout = 2\n' > "$work/timeout.toml"
 hunt "$work/w-timeout" "$work/timeout.toml" --max-runs 4
 probe hang "a benchmark past its timeout is a failed run" has "$out" "did not finish in 2 s"
+
+# A tree the PostgreSQL builder takes on, and a `make` first on PATH that
+# starts a long sleep and waits, as a slow compile would.
+pgrepo="$work/pgrepo"
+rm -rf "$pgrepo" && git init -q -b main "$pgrepo" && mkdir -p "$pgrepo/src/port"
+echo 'all:' > "$pgrepo/src/port/Makefile"
+printf '#!/bin/sh\nexit 0\n' > "$pgrepo/configure" && chmod +x "$pgrepo/configure"
+for i in 1 2 3; do echo "$i" > "$pgrepo/n"; git -C "$pgrepo" add -A; git -C "$pgrepo" commit -q -m "commit $i"; done
+fake_make() { # DIR DEAF: a make recording "its pid, its sleep's pid" in DIR/pids
+  mkdir -p "$1"; rm -f "$1/pids"
+  printf '#!/bin/sh\n%ssleep 600 &\necho "$$ $!" > %s/pids.tmp; mv %s/pids.tmp %s/pids\nwait\n' \
+    "$([ "$2" = deaf ] && echo "trap '' TERM; ")" "$1" "$1" "$1" "$1" > "$1/make"
+  chmod +x "$1/make"
+}
+build_stop() { # NAME DEAF SIGNALS...: a hunt stopped while make runs; sets $took $code $err
+  local fb="$work/fb-$1" w="$work/w-$1"; shift
+  fake_make "$fb" "$1"; shift
+  rm -rf "$w" && mkdir -p "$w" && chmod 755 "$w"
+  PATH="$fb:$PATH" "$bin" --repo "$pgrepo" --good HEAD~2 --bad HEAD --work-dir "$w" >/dev/null 2>"$w.err" &
+  local pid=$!
+  for _ in $(seq 1 240); do [ -e "$fb/pids" ] && break; sleep 0.25; done
+  local start; start=$(date +%s.%N)
+  for sig in "$@"; do kill "-$sig" "$pid"; sleep 0.5; done
+  for _ in $(seq 1 120); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+  took=$(python3 -c "import sys; print(round($(date +%s.%N) - $start, 1))")
+  make_pids=$(cat "$fb/pids" 2>/dev/null); stopped_dir=$w
+  if kill -0 "$pid" 2>/dev/null; then # not stopped in 30 s: ended here, and the probe fails
+    kill -9 "$pid"; wait "$pid"; code=timeout
+    no_child_no_lock || kill -9 $make_pids 2>/dev/null
+  else
+    wait "$pid"; code=$?
+  fi
+  err=$(cat "$w.err")
+}
+no_child_no_lock() {
+  sleep 1
+  for p in $make_pids; do
+    if kill -0 "$p" 2>/dev/null && ! grep -q ') Z ' "/proc/$p/stat" 2>/dev/null; then return 1; fi
+  done
+  [ -n "$make_pids" ] && [ ! -e "$stopped_dir/lock" ]
+}
+build_stop make-term plain TERM
+probe hang "SIGTERM while make builds stops the hunt (${took} s, exit $code)" test "$code" = 4 -a "${took%.*}" -le 10
+probe hang "no make, no compile, no lock left after it" no_child_no_lock
+build_stop make-twice deaf TERM INT
+probe hang "a second signal while stopping a make deaf to SIGTERM ends it (${took} s, exit $code)" test \( "$code" = 4 -o "$code" = 130 \) -a "${took%.*}" -le 10
+probe hang "no child, no lock left after two signals" no_child_no_lock
 
 echo "links planted in the work dir, and a work dir of another user"
 w="$work/w-links"
@@ -140,6 +218,11 @@ rm -rf "$w/checkout" && ln -s "$work" "$w/checkout"
 hunt "$w" "$plain"
 probe link "a linked checkout is refused" has "$out" "symbolic link"
 if [ "$(id -u)" = 0 ]; then
+  closed=$(mktemp -d /var/tmp/pgbisect-closed.XXXXXX)
+  out=$("$bin" --repo "$pgrepo" --good HEAD~2 --bad HEAD --work-dir "$closed/w" 2>&1); rc=$?
+  unreachable_refused() { [ "$rc" = 2 ] && has "$out" "cannot reach the work dir" && has "$out" "chmod o+x" && ! ls "$closed"/w/logs/build-* >/dev/null 2>&1; }
+  probe link "a work dir the server's user cannot reach (mktemp -d) is refused before any build" unreachable_refused
+  rm -rf "$closed"
   mkdir -p "$work/w-foreign" && chown nobody "$work/w-foreign"
   hunt "$work/w-foreign" "$plain"
   foreign_refused() { [ "$rc" = 2 ] && has "$out" "belongs to another user"; }

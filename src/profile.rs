@@ -94,7 +94,10 @@ pub struct FixupEntry {
 
 /// Client counts: one number or a list.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
+#[serde(
+    untagged,
+    expecting = "a client count (clients = 8) or a list of them (clients = [1, 8, 32])"
+)]
 pub enum Clients {
     One(u32),
     Many(Vec<u32>),
@@ -450,6 +453,21 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(err.contains("select-only"), "{err}");
+    }
+
+    #[test]
+    fn clients_of_the_wrong_type_say_what_is_accepted() {
+        let err = Profile::parse("[benchmark]\nclients = \"8\"\n", Path::new("x.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("a client count (clients = 8) or a list of them"),
+            "{err}"
+        );
+        assert!(
+            !err.contains("untagged") && !err.contains("variant"),
+            "{err}"
+        );
     }
 
     #[test]

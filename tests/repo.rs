@@ -781,3 +781,39 @@ fn endpoints_refuse_a_later_good_unrelated_commits_and_one_commit() {
     let unknown = repo.endpoints("REL9_5", "9.6").unwrap_err().to_string();
     assert!(unknown.contains("unknown revision '9.6'"), "{unknown}");
 }
+
+/// A shallow clone whose history stops inside the range cannot tell that
+/// good comes before bad: the error says to unshallow.
+#[test]
+fn a_shallow_clone_that_cuts_the_range_says_to_unshallow() {
+    let mut t = TestRepo::new();
+    let shas = t.chain("main", 8);
+    t.git(&["branch", "old", &shas[0]]);
+    let clone = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", t.path().display());
+    let out = Command::new("git")
+        .args(["clone", "-q", "--depth", "2", "--no-single-branch", &url])
+        .arg(clone.path().join("c"))
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let repo = Repo::open(&clone.path().join("c")).unwrap();
+    let err = repo.endpoints(&shas[0], &shas[7]).unwrap_err();
+    assert!(matches!(err, RepoError::NotAncestor { .. }), "{err}");
+    let text = err.to_string();
+    assert!(text.contains("share no history"), "{text}");
+    assert!(text.contains("git fetch --unshallow"), "{text}");
+    // A full clone of the same two lines gets no such hint.
+    let full = t.open();
+    t.git(&["checkout", "-q", "--orphan", "other"]);
+    let other = t.chain("other", 1);
+    let err = full.endpoints(&other[0], &shas[7]).unwrap_err().to_string();
+    assert!(err.contains("share no history"), "{err}");
+    assert!(!err.contains("unshallow"), "{err}");
+}

@@ -462,7 +462,9 @@ fn helper_starts_a_server_and_waits_to_be_killed() {
     }
     .start()
     .unwrap();
-    std::fs::write(work.join("ready"), server.pid().to_string()).unwrap();
+    // Written whole, then named: the parent reads it as soon as it exists.
+    std::fs::write(work.join("ready.tmp"), server.pid().to_string()).unwrap();
+    std::fs::rename(work.join("ready.tmp"), work.join("ready")).unwrap();
     std::thread::sleep(Duration::from_secs(120));
 }
 

@@ -376,7 +376,11 @@ mod tests {
         let patches = patch_files(&steps, dir.path()).unwrap();
         assert_eq!(patches, vec![dir.path().join("gram-undef-yylex.patch")]);
         let note = dir.path().join("note.json");
-        let mut log = super::super::log::BuildLog::create(&dir.path().join("log")).unwrap();
+        let mut log = super::super::log::BuildLog::create(
+            &dir.path().join("log"),
+            std::time::Duration::from_secs(600),
+        )
+        .unwrap();
         let grammar = old.path().join("src/backend/parser/gram.y");
         let before = fs::read_to_string(&grammar).unwrap();
         let failed = super::super::fixup::apply(&patches, old.path(), &note, &mut log).unwrap();

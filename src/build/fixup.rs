@@ -145,7 +145,7 @@ pub(crate) fn revert(
 ) -> Result<(), BuildError> {
     for patch in patches.iter().rev() {
         log.note(&format!("taking out fixup {}", patch.display()))?;
-        if !log.run(&mut git_apply(src, patch, true))? {
+        if !log.run_to_end(&mut git_apply(src, patch, true))? {
             return Err(BuildError::Fixup {
                 patch: patch.clone(),
                 message: format!(
@@ -176,7 +176,7 @@ pub(crate) fn recover(note_path: &Path, log: &mut BuildLog) -> Result<(), BuildE
                 patch.display(),
                 note.src.display()
             ))?;
-            log.run(&mut git_apply(&note.src, patch, true))?;
+            log.run_to_end(&mut git_apply(&note.src, patch, true))?;
         }
     }
     fs::remove_file(note_path).map_err(BuildError::io("remove", note_path))
@@ -249,7 +249,8 @@ mod tests {
         let patch = tmp.path().join("fix.patch");
         fs::write(&patch, "--- a/a.c\n+++ b/a.c\n@@ -1 +1 @@\n-one\n+two\n").unwrap();
         let note = tmp.path().join("note.json");
-        let mut log = BuildLog::create(&tmp.path().join("log")).unwrap();
+        let mut log =
+            BuildLog::create(&tmp.path().join("log"), std::time::Duration::from_secs(600)).unwrap();
         let patches = vec![patch.clone()];
 
         assert_eq!(apply(&patches, &src, &note, &mut log).unwrap(), None);

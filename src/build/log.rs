@@ -3,10 +3,12 @@
 //! machine is (an error that stops the hunt).
 
 use super::BuildError;
+use crate::proc::{self, Finished, Stop};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// How many error lines a failure reason quotes.
 const QUOTED_ERRORS: usize = 3;
@@ -17,17 +19,36 @@ const QUOTED_TAIL: usize = 8;
 pub(crate) struct BuildLog {
     path: PathBuf,
     file: File,
+    /// When the build must be over; every command gets what is left.
+    deadline: Instant,
+    /// The build's whole allowance, for messages.
+    limit: Duration,
+    /// Set when a command was stopped at the deadline.
+    timed_out: bool,
 }
 
+/// How long taking a patch out again may take.
+const CLEAN_UP_LIMIT: Duration = Duration::from_secs(300);
+
 impl BuildLog {
-    /// Starts a fresh log (an earlier build of the same commit is replaced).
-    pub(crate) fn create(path: &Path) -> Result<BuildLog, BuildError> {
+    /// Starts a fresh log (an earlier build of the same commit is
+    /// replaced) for a build that may take `limit`.
+    pub(crate) fn create(path: &Path, limit: Duration) -> Result<BuildLog, BuildError> {
         let file =
             crate::files::create(path).map_err(BuildError::io("create the build log", path))?;
         Ok(BuildLog {
             path: path.to_path_buf(),
             file,
+            deadline: Instant::now() + limit,
+            limit,
+            timed_out: false,
         })
+    }
+
+    /// True once a command ran past the build's deadline: nothing more is
+    /// worth trying for this commit.
+    pub(crate) fn timed_out(&self) -> bool {
+        self.timed_out
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -57,10 +78,27 @@ impl BuildLog {
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
-    /// Runs `command` with its output appended to the log. `Ok(false)` when
-    /// it failed; `Err` when it could not start, was interrupted, or its
+    /// Runs `command` with its output appended to the log, within what is
+    /// left of the build's time. `Ok(false)` when it failed or ran past the
+    /// deadline; `Err` when it could not start, was interrupted, or its
     /// output shows trouble with the machine rather than with the commit.
     pub(crate) fn run(&mut self, command: &mut Command) -> Result<bool, BuildError> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        self.run_until(command, left, Stop::OnFirstSignal)
+    }
+
+    /// [`BuildLog::run`] for clean-up that must happen also after a first
+    /// signal (taking a patch out), with a deadline of its own.
+    pub(crate) fn run_to_end(&mut self, command: &mut Command) -> Result<bool, BuildError> {
+        self.run_until(command, CLEAN_UP_LIMIT, Stop::OnSecondSignal)
+    }
+
+    fn run_until(
+        &mut self,
+        command: &mut Command,
+        limit: Duration,
+        stop: Stop,
+    ) -> Result<bool, BuildError> {
         let line = command_line(command);
         self.note(&format!("$ {line}"))?;
         let start = self.position()?;
@@ -72,12 +110,21 @@ impl BuildLog {
             .file
             .try_clone()
             .map_err(BuildError::io("reopen", &self.path))?;
-        let status = command
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .status()
-            .map_err(|e| spawn_error(command, &line, e))?;
+        command.stdin(Stdio::null()).stdout(out).stderr(err);
+        let status = match proc::run_command(command, limit, stop) {
+            Ok(Finished::Exited(status)) => status,
+            Ok(Finished::Interrupted) => return Err(BuildError::Interrupted { command: line }),
+            Ok(Finished::TimedOut(_)) => {
+                self.timed_out = true;
+                self.note(&format!(
+                    "error: stopped `{line}`: the build ran past its deadline of {} s \
+                     (`timeout` in [build] of the profile gives more)",
+                    self.limit.as_secs()
+                ))?;
+                return Ok(false);
+            }
+            Err(e) => return Err(spawn_error(command, &line, e)),
+        };
         if status.success() {
             return Ok(true);
         }
@@ -273,7 +320,7 @@ mod tests {
     fn an_installed_tool_turned_down_is_the_commit_s_failure() {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("log");
-        let mut log = BuildLog::create(&path).unwrap();
+        let mut log = BuildLog::create(&path, Duration::from_secs(60)).unwrap();
         // perl is installed wherever PostgreSQL builds: a build that says it
         // is missing turned it down.
         assert!(super::super::find_on_path("perl").is_some());
@@ -292,6 +339,27 @@ mod tests {
         assert!(reason.contains("configure = [\"PERL="), "{reason}");
         let line = rejected_tool("flex", Some(PathBuf::from("/usr/bin/flex")));
         assert!(line.contains("[\"FLEX=/usr/bin/flex\"]"), "{line}");
+    }
+
+    #[test]
+    fn a_build_past_its_deadline_fails_and_says_why() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("log");
+        let mut log = BuildLog::create(&path, Duration::from_millis(300)).unwrap();
+        let mut slow = Command::new("sh");
+        slow.args(["-c", "echo compiling; sleep 30"]);
+        let started = Instant::now();
+        assert!(!log.run(&mut slow).unwrap(), "a failure, not an error");
+        assert!(started.elapsed() < Duration::from_secs(20));
+        assert!(log.timed_out());
+        let text = std::fs::read_to_string(&path).unwrap();
+        let reason = failure_reason(&text, &path);
+        assert!(reason.contains("ran past its deadline of 0 s"), "{reason}");
+        // Clean-up still runs, with a deadline of its own.
+        let mut undo = Command::new("sh");
+        undo.args(["-c", "echo undone"]);
+        assert!(log.run_to_end(&mut undo).unwrap());
+        assert!(std::fs::read_to_string(&path).unwrap().contains("undone"));
     }
 
     #[test]

@@ -107,6 +107,7 @@ pub(super) fn command(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         b.short(),
         &crate::core::fingerprint::fingerprint(&settings)[..8]
     ));
+    crate::proc::install_signal_handlers().context("cannot install the signal handlers")?;
     let mut lab = make_lab(
         &plan,
         lab_args,

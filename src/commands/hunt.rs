@@ -23,7 +23,6 @@ use crate::progress::{Progress, ProgressEvent};
 use crate::repo::Repo;
 use crate::report::findings::{EndpointResolution, HuntOutcome, HuntReport, ReleaseCheck};
 use crate::report::{self, Format};
-use crate::server::install_interrupt_handler;
 use crate::workspace::{HuntDir, PlanFlags, PlanKey, WorkDir};
 use anyhow::Context;
 use clap::Args;
@@ -265,7 +264,8 @@ fn run_hunt(
     for record in &plan.resolution {
         progress.event(&ProgressEvent::Note(record.line()));
     }
-    let interrupt = install_interrupt_handler().context("cannot install the interrupt handler")?;
+    let interrupt =
+        crate::proc::install_signal_handlers().context("cannot install the interrupt handler")?;
     let watch = Watch::default();
     let (release_check, release_cost) =
         check_release(&plan, args, &hunt, progress.as_mut(), &interrupt, &watch)?.unzip();

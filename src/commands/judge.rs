@@ -111,6 +111,7 @@ fn run(args: &JudgeArgs) -> anyhow::Result<u8> {
         use_saved_profile(&mut plan, &target, &hunt_dir.profile())?;
     }
     let _lock = work.create_and_lock()?;
+    crate::proc::install_signal_handlers().context("cannot install the signal handlers")?;
     let mut lab = make_lab(
         &plan,
         &target.lab,

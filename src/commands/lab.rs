@@ -13,7 +13,7 @@ use crate::machine::steady::Watch;
 use crate::placement::Policy;
 use crate::profile::Profile;
 use crate::repo::{Repo, WorkTree};
-use crate::server::RunAs;
+use crate::server::{RunAs, ServerError};
 use std::path::Path;
 
 /// The profile named by `--profile`, or the default one.
@@ -70,6 +70,7 @@ pub(super) fn make_lab(
         .map_or(Ok(PgbenchChoice::Good), PgbenchChoice::parse)
         .map_err(UsageError)?;
     let run_as = RunAs::resolve(args.run_as.as_deref().or(profile.server.run_as.as_deref()))?;
+    check_reachable(&run_as, plan)?;
     let placement = Policy::current(&profile.placement);
     placement
         .decide(plan.config.clients)
@@ -90,6 +91,28 @@ pub(super) fn make_lab(
         watch: watch.clone(),
     };
     Ok(Box::new(PgLab::new(cfg, repo)?))
+}
+
+/// The server's user must reach the work dir (its installs, data and
+/// logs live there): found out now, before anything is built, not when
+/// the first server is to start.
+fn check_reachable(run_as: &RunAs, plan: &Plan) -> anyhow::Result<()> {
+    let inside = plan.work.lab_dirs().data;
+    let inside = std::path::absolute(&inside).unwrap_or(inside);
+    run_as.check_reachable(&inside).map_err(|e| match e {
+        ServerError::Unreachable {
+            blocked_at, who, ..
+        } => UsageError(format!(
+            "{who}, which runs PostgreSQL's programs (--run-as), cannot reach the work dir {}: \
+             {} is not searchable by it\n\
+             hint: `chmod o+x {}` (or `chmod 755`), or pass another --work-dir, e.g. under /var/tmp",
+            plan.work.root().display(),
+            blocked_at.display(),
+            blocked_at.display()
+        ))
+        .into(),
+        other => other.into(),
+    })
 }
 
 /// Settings that a profile's custom commands would silently ignore are
@@ -143,6 +166,7 @@ pub(super) fn build_settings(profile: &Profile) -> anyhow::Result<BuildSettings>
                 range: f.range.clone(),
             })
             .collect(),
+        timeout: b.timeout,
     })
 }
 

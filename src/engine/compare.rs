@@ -156,6 +156,7 @@ pub fn measure(
         let Some(row) = rows.iter_mut().find(|r| r.clients == slot.clients) else {
             continue;
         };
+        crate::proc::check_interrupt()?;
         lab.prepare(commit)?;
         let spec = RunSpec {
             clients: slot.clients,
@@ -163,6 +164,8 @@ pub fn measure(
             seconds: None,
         };
         let outcome = lab.run(commit, spec)?;
+        // A run that failed because it was stopped is not a failure of the commit.
+        crate::proc::check_interrupt()?;
         let (values, failed) = match slot.side {
             SideId::A => (&mut row.a_tps, &mut row.a_failed),
             SideId::B => (&mut row.b_tps, &mut row.b_failed),

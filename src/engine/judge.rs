@@ -138,14 +138,17 @@ pub fn judge(
     }
     for run in (last_run + 1..).take(cfg.max_runs) {
         lab.prepare(commit)?;
-        match lab.run(
+        let outcome = lab.run(
             commit,
             RunSpec {
                 clients,
                 run,
                 seconds,
             },
-        )? {
+        )?;
+        // A run that failed because it was stopped says nothing of the commit.
+        crate::proc::check_interrupt()?;
+        match outcome {
             RunOutcome::Measured(m) if m.is_usable() => tps.push(m.tps),
             RunOutcome::Measured(_) => {}
             RunOutcome::Failed { reason } => return done(Verdict::RunFailed(reason), tps),

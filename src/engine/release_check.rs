@@ -131,14 +131,22 @@ pub fn measure(
                 return Err(HuntError::Interrupted.into());
             }
             run += 1;
-            let outcome = lab.run(
+            let stopping = || interrupt.as_ref().is_some_and(|f| f.load(Ordering::SeqCst));
+            let outcome = match lab.run(
                 commit,
                 RunSpec {
                     clients,
                     run,
                     seconds: None,
                 },
-            )?;
+            ) {
+                Err(_) if stopping() => return Err(HuntError::Interrupted.into()),
+                other => other?,
+            };
+            if stopping() && !matches!(outcome, RunOutcome::Measured(_)) {
+                // Cut short by the stop, not a failure of the commit: not journaled.
+                return Err(HuntError::Interrupted.into());
+            }
             if let Some(j) = journal.as_deref_mut() {
                 j.append(&Event::Run {
                     run,

@@ -49,17 +49,22 @@ impl Spent {
 /// many there were.
 ///
 /// Each process's part starts at a `start` event; its last `spent` event
-/// holds its whole cost. A part without one (journals from versions that
-/// did not write it) counts its runs and real builds, without times.
+/// holds its cost up to there, and runs and real builds journaled after it
+/// count one each. A part without one (journals from versions that did not
+/// write it) counts its runs and real builds, without times.
 pub fn spent_before(events: &[Event]) -> (Spent, u64) {
     let mut total = Spent::default();
     let processes = events.iter().filter(|e| is_start(e)).count() as u64;
     for part in parts(events) {
-        let last = part.iter().rev().find_map(|e| match e {
-            Event::Spent { spent } => Some(*spent),
-            _ => None,
-        });
-        total = total.plus(last.unwrap_or_else(|| counted(part)));
+        // The last record holds the part's cost up to it; a run or build
+        // journaled after it (the process was killed between the two
+        // lines) is counted from the journal, without its times.
+        let last = part.iter().rposition(|e| matches!(e, Event::Spent { .. }));
+        let spent = match last.map(|i| (&part[i], &part[i + 1..])) {
+            Some((Event::Spent { spent }, after)) => spent.plus(counted(after)),
+            _ => counted(part),
+        };
+        total = total.plus(spent);
     }
     (total, processes)
 }
@@ -172,7 +177,7 @@ mod tests {
         ];
         let (total, processes) = spent_before(&events);
         assert_eq!(processes, 2);
-        assert_eq!(total.lab.runs, 3);
+        assert_eq!(total.lab.runs, 4, "run 3 counts, from the journal");
         assert_eq!(total.lab.setup.setups, 3);
         assert!((total.lab.bench_seconds - 15.0).abs() < 1e-9);
         assert!((total.wall_seconds - 19.0).abs() < 1e-9);

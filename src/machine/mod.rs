@@ -40,19 +40,24 @@ pub struct Machine {
 
 const UNKNOWN: &str = "unknown";
 
+/// What `cc --version` prints (empty when it fails or takes over 30 s).
+fn compiler_version() -> String {
+    let expr = duct::cmd!("cc", "--version").stdout_capture().stderr_null();
+    match crate::proc::run(expr, std::time::Duration::from_secs(30)) {
+        Ok(crate::proc::Ended::Exited(o)) if o.status.success() => {
+            String::from_utf8_lossy(&o.stdout).into_owned()
+        }
+        _ => String::new(),
+    }
+}
+
 impl Machine {
     /// Reads the running machine.
     pub fn collect() -> Machine {
         let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
         let (cpu_model, cpus) = parse_cpuinfo(&read("/proc/cpuinfo"));
         let nodes = node_dir_names(Path::new("/sys/devices/system/node"));
-        let compiler = std::process::Command::new("cc")
-            .arg("--version")
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default();
+        let compiler = compiler_version();
         Machine {
             cpu_model,
             cpus,

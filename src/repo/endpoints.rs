@@ -250,6 +250,7 @@ impl Repo {
                 good: good_id.to_string(),
                 bad: bad_id.to_string(),
                 merge_base: base.map(|o| o.to_string()),
+                shallow: self.git.is_shallow(),
             }),
         }
     }

@@ -52,12 +52,15 @@ pub enum RepoError {
     SameCommit { id: String },
 
     /// `good` is not an ancestor of `bad`.
-    #[error("{}", not_ancestor_message(good, bad, merge_base.as_deref()))]
+    #[error("{}", not_ancestor_message(good, bad, merge_base.as_deref(), *shallow))]
     NotAncestor {
         good: String,
         bad: String,
         /// Their best common ancestor, when they have one.
         merge_base: Option<String>,
+        /// The repository is a shallow clone: its history may stop
+        /// before the two meet.
+        shallow: bool,
     },
 
     /// The work directory is the user's own checkout, which pgbisect never touches.
@@ -120,7 +123,19 @@ impl RepoError {
     }
 }
 
-fn not_ancestor_message(good: &str, bad: &str, merge_base: Option<&str>) -> String {
+fn not_ancestor_message(good: &str, bad: &str, merge_base: Option<&str>, shallow: bool) -> String {
+    let message = not_ancestor_reason(good, bad, merge_base);
+    if shallow && merge_base.is_none() {
+        format!(
+            "{message}\nhint: the repository is a shallow clone, whose history stops before \
+             the two meet: run `git fetch --unshallow` (or clone without --depth) and try again"
+        )
+    } else {
+        message
+    }
+}
+
+fn not_ancestor_reason(good: &str, bad: &str, merge_base: Option<&str>) -> String {
     let intro = format!(
         "--good {good} is not an ancestor of --bad {bad}: a hunt searches the commits that lead \
          from the good commit to the bad one"

@@ -100,6 +100,7 @@ impl Repo {
                     .merge_base(good_id, bad_id)
                     .ok()
                     .map(|o| o.to_string()),
+                shallow: self.git.is_shallow(),
             });
         }
         let not_in_good = self.reachable_from_only(bad_id, good_id)?;

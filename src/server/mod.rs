@@ -28,11 +28,17 @@ pub use template::{DataTemplate, TemplateSpec, fresh_copy, shares_blocks};
 
 use crate::bench::{Conn, tail_lines};
 use crate::placement::Pin;
+use crate::proc::{self, Ended, Stop};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
+
+/// How long `pg_ctl start` waits for a server to accept connections
+/// (`-t`); pg_ctl itself is stopped [`PG_CTL_MARGIN`] later.
+const START_WAIT: Duration = Duration::from_secs(120);
+
+/// What pg_ctl gets beyond its own `-t` before it is stopped.
+const PG_CTL_MARGIN: Duration = Duration::from_secs(30);
 
 /// Lines of a server log kept in errors.
 pub const LOG_TAIL_LINES: usize = 30;
@@ -73,6 +79,10 @@ pub enum ServerError {
         status: String,
         tail: String,
     },
+    #[error("`{command}` did not finish within {seconds} s and was stopped")]
+    TimedOut { command: String, seconds: u64 },
+    #[error("interrupted while running `{command}`")]
+    Interrupted { command: String },
     #[error(
         "`{command}` could not be started: {source}; check that the PostgreSQL binaries are installed there"
     )]
@@ -123,6 +133,22 @@ pub(crate) struct Invocation {
     pub args: Vec<OsString>,
     /// CPUs and memory node the program (and what it forks) runs on.
     pub pin: Pin,
+    /// How long it may take before it is stopped.
+    pub limit: Duration,
+    /// Whether the first signal stops it (the work of a run) or only a
+    /// second one (stopping a server).
+    pub stop: Stop,
+}
+
+/// How long a PostgreSQL program may run when its caller says nothing
+/// more precise (initdb, psql, `postgres --describe-config`).
+pub const COMMAND_LIMIT: Duration = Duration::from_secs(600);
+
+/// How long work proportional to the data may take (`pgbench -i`, copying
+/// a data directory): ten minutes, plus six seconds per unit of scale
+/// (about 15 MB).
+pub fn data_limit(scale: u32) -> Duration {
+    COMMAND_LIMIT + Duration::from_secs(6 * u64::from(scale))
 }
 
 impl Invocation {
@@ -135,7 +161,21 @@ impl Invocation {
             program: program.into(),
             args: args.into_iter().map(Into::into).collect(),
             pin: Pin::none(),
+            limit: COMMAND_LIMIT,
+            stop: Stop::OnFirstSignal,
         }
+    }
+
+    /// The same invocation, stopped after `limit`.
+    pub fn within(mut self, limit: Duration) -> Self {
+        self.limit = limit;
+        self
+    }
+
+    /// The same invocation, run to its end after a first signal (clean-up).
+    pub fn past_a_first_signal(mut self) -> Self {
+        self.stop = Stop::OnSecondSignal;
+        self
     }
 
     /// The same invocation, run on `pin`'s CPUs and memory node.
@@ -153,18 +193,28 @@ impl Invocation {
             .join(" ")
     }
 
-    /// Runs to the end, capturing stdout and stderr.
+    /// Runs to the end (within its limit), capturing stdout and stderr.
     pub fn output(&self, run_as: &RunAs) -> Result<std::process::Output, ServerError> {
-        self.pin
+        let expr = self
+            .pin
             .apply(run_as.command(&self.program, self.args.clone()))
             .stdout_capture()
-            .stderr_capture()
-            .unchecked()
-            .run()
-            .map_err(|source| ServerError::Spawn {
+            .stderr_capture();
+        let ended =
+            proc::run_until(expr, self.limit, self.stop).map_err(|source| ServerError::Spawn {
                 command: self.display(),
                 source,
-            })
+            })?;
+        match ended {
+            Ended::Exited(output) => Ok(output),
+            Ended::TimedOut(limit) => Err(ServerError::TimedOut {
+                command: self.display(),
+                seconds: limit.as_secs(),
+            }),
+            Ended::Interrupted => Err(ServerError::Interrupted {
+                command: self.display(),
+            }),
+        }
     }
 
     /// Runs to the end and fails unless it exits 0; returns stdout and stderr.
@@ -251,21 +301,6 @@ pub fn pick_port(socket_dir: &Path) -> u16 {
     }
 }
 
-/// Sets a flag on SIGINT, SIGTERM and SIGHUP, for callers to check between
-/// runs (servers then stop through their handles). A second SIGINT or
-/// SIGTERM while the flag is set ends the process at once.
-pub fn install_interrupt_handler() -> std::io::Result<Arc<AtomicBool>> {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    let flag = crate::proc::interrupt_flag();
-    for signal in [SIGINT, SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(&flag))?;
-    }
-    for signal in [SIGINT, SIGTERM, SIGHUP] {
-        signal_hook::flag::register(signal, Arc::clone(&flag))?;
-    }
-    Ok(flag)
-}
-
 /// How to start one private server.
 #[derive(Debug, Clone)]
 pub struct Server {
@@ -310,6 +345,7 @@ impl Server {
             Some(dir) => Some(registry::register(dir, &self, pid)?),
             None => None,
         };
+        proc::stop_at_forced_exit(pid);
         Ok(RunningServer {
             server: self,
             pid,
@@ -388,7 +424,8 @@ impl Server {
         }
         // pg_ctl hands -o to a shell.
         let options: Vec<String> = options.iter().map(|word| shell_quote(word)).collect();
-        let mut args: Vec<OsString> = vec!["-w".into(), "-t".into(), "120".into(), "-D".into()];
+        let wait = START_WAIT.as_secs().to_string();
+        let mut args: Vec<OsString> = vec!["-w".into(), "-t".into(), wait.into(), "-D".into()];
         args.push(self.data_dir.clone().into());
         args.extend([
             "-l".into(),
@@ -397,7 +434,9 @@ impl Server {
             options.join(" ").into(),
         ]);
         args.push("start".into());
-        Invocation::new(self.bin.join("pg_ctl"), args).pinned(&self.pin)
+        Invocation::new(self.bin.join("pg_ctl"), args)
+            .pinned(&self.pin)
+            .within(START_WAIT + PG_CTL_MARGIN)
     }
 
     fn start_failed(&self, start: &Invocation, err: ServerError) -> ServerError {
@@ -524,7 +563,14 @@ impl RunningServer {
         if self.stopped {
             return Ok(());
         }
-        for (mode, seconds) in [("fast", 60), ("immediate", 20)] {
+        // After a second signal, no time for a fast shutdown.
+        let hurry = proc::hurry_flag().load(std::sync::atomic::Ordering::SeqCst);
+        let modes: &[(&str, u64)] = if hurry {
+            &[("immediate", 5)]
+        } else {
+            &[("fast", 60), ("immediate", 20)]
+        };
+        for &(mode, seconds) in modes {
             if !registry::is_alive(self.pid) {
                 break;
             }
@@ -536,8 +582,10 @@ impl RunningServer {
             args.extend(["-m", mode, "-w", "-t"].map(OsString::from));
             args.push(seconds.to_string().into());
             // Failure shows as a postmaster still alive below.
-            let _ =
-                Invocation::new(self.server.bin.join("pg_ctl"), args).output(&self.server.run_as);
+            let _ = Invocation::new(self.server.bin.join("pg_ctl"), args)
+                .within(Duration::from_secs(seconds) + PG_CTL_MARGIN)
+                .past_a_first_signal()
+                .output(&self.server.run_as);
         }
         if registry::is_alive(self.pid) && !registry::kill_hard(self.pid) {
             return Err(ServerError::StopFailed {
@@ -548,6 +596,7 @@ impl RunningServer {
         // After a crash or SIGKILL the pid file and shared memory remain.
         registry::remove_orphaned_shmem(&self.server.data_dir);
         self.stopped = true;
+        proc::stopped(self.pid);
         if let Some(entry) = self.registered.take() {
             let _ = std::fs::remove_file(entry);
         }
@@ -599,14 +648,6 @@ mod tests {
         assert_eq!(shell_quote("work_mem=4 MB"), "'work_mem=4 MB'");
         assert_eq!(shell_quote("a'b"), r"'a'\''b'");
         assert_eq!(shell_quote(""), "''");
-    }
-
-    #[test]
-    fn interrupts_set_the_flag() {
-        let flag = install_interrupt_handler().unwrap();
-        assert!(!flag.load(std::sync::atomic::Ordering::SeqCst));
-        signal_hook::low_level::raise(signal_hook::consts::SIGHUP).unwrap();
-        assert!(flag.load(std::sync::atomic::Ordering::SeqCst));
     }
 
     #[test]

@@ -5,9 +5,11 @@
 //! command failed and why: pgbench's own last lines, and when the server
 //! died under it, the server log's last lines.
 
-use super::{Invocation, LOG_TAIL_LINES, RunAs, RunningServer, combined_output};
+use super::{Invocation, LOG_TAIL_LINES, RunAs, RunningServer};
 use crate::bench::{ParseError, PgbenchReport, TAIL_LINES, parse_output, tail_lines};
 use crate::placement::Pin;
+use crate::proc::{self, Ended};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -39,6 +41,8 @@ pub enum BenchError {
         seconds: u64,
         tail: String,
     },
+    #[error("interrupted while running `{command}`")]
+    Interrupted { command: String },
     #[error("`{command}` gave no result: {source}")]
     NoResult { command: String, source: ParseError },
     #[error(
@@ -62,10 +66,12 @@ pub fn time_limit(duration_secs: u32) -> Duration {
     Duration::from_secs(u64::from(duration_secs) * 3 + 60)
 }
 
-/// Runs `PGBENCH ARGS` as `run_as` on `pin`'s CPUs, keeps stdout and stderr in
-/// `output_path`, and reads the result. A run still going after `limit` is
-/// stopped and is a failure: an unattended hunt must not wait forever on a
-/// commit that hangs.
+/// Runs `PGBENCH ARGS` as `run_as` on `pin`'s CPUs, its stdout and stderr
+/// going to `output_path` (never wholly into memory: past
+/// [`crate::files::KEEP_OUTPUT`] only the ends are kept), and reads the
+/// result. A run still going after `limit` is stopped and is a failure: an
+/// unattended hunt must not wait forever on a commit that hangs. The first
+/// signal stops it too ([`BenchError::Interrupted`]).
 pub fn run_pgbench(
     pgbench: &Path,
     args: &[String],
@@ -76,47 +82,43 @@ pub fn run_pgbench(
 ) -> Result<PgbenchReport, BenchError> {
     let invocation = Invocation::new(pgbench, args);
     let command = invocation.display();
-    let spawn_error = |source| BenchError::Spawn {
-        command: command.clone(),
-        source,
-    };
-    let handle = pin
-        .apply(run_as.command(pgbench, args))
-        .stdout_capture()
-        .stderr_capture()
-        .unchecked()
-        .start()
-        .map_err(spawn_error)?;
-    let finished = handle.wait_timeout(limit).map_err(spawn_error)?.cloned();
-    let timed_out = finished.is_none();
-    let output = match finished {
-        Some(output) => output,
-        None => {
-            handle.kill().map_err(spawn_error)?;
-            handle.wait().map_err(spawn_error)?.clone()
-        }
-    };
-    let text = combined_output(&output);
-    let kept = format!("$ {command}\n{text}");
-    crate::files::write(output_path, kept).map_err(|source| BenchError::Output {
+    let output_error = |source| BenchError::Output {
         path: output_path.to_path_buf(),
         source,
+    };
+    let mut file = crate::files::create(output_path).map_err(output_error)?;
+    writeln!(file, "$ {command}").map_err(output_error)?;
+    let expr = pin
+        .apply(run_as.command(pgbench, args))
+        .stderr_to_stdout()
+        .stdout_file(file);
+    let ended = proc::run(expr, limit).map_err(|source| BenchError::Spawn {
+        command: command.clone(),
+        source,
     })?;
-    if timed_out {
-        return Err(BenchError::TimedOut {
-            command,
-            seconds: limit.as_secs(),
-            tail: tail_lines(&text, TAIL_LINES),
-        });
-    }
-    if !output.status.success() {
+    let kept =
+        crate::files::keep_ends(output_path, crate::files::KEEP_OUTPUT).map_err(output_error)?;
+    // What pgbench printed, without the command line written first.
+    let text = kept.split_once('\n').map_or("", |(_, rest)| rest);
+    let status = match ended {
+        Ended::Exited(output) => output.status,
+        Ended::TimedOut(limit) => {
+            return Err(BenchError::TimedOut {
+                command,
+                seconds: limit.as_secs(),
+                tail: tail_lines(text, TAIL_LINES),
+            });
+        }
+        Ended::Interrupted => return Err(BenchError::Interrupted { command }),
+    };
+    if !status.success() {
         return Err(BenchError::Failed {
             command,
-            status: output.status.to_string(),
-            tail: tail_lines(&text, TAIL_LINES),
+            status: status.to_string(),
+            tail: tail_lines(text, TAIL_LINES),
         });
     }
-    parse_output(&text).map_err(|source| BenchError::NoResult { command, source })
+    parse_output(text).map_err(|source| BenchError::NoResult { command, source })
 }
 
 impl BenchError {
@@ -148,6 +150,9 @@ impl RunningServer {
     ) -> Result<PgbenchReport, BenchError> {
         let log_len = self.log_len();
         let result = run_pgbench(pgbench, args, self.run_as(), pin, output_path, limit);
+        if let Err(BenchError::Interrupted { .. }) = result {
+            return result;
+        }
         // Clients can see the postmaster die a moment before it is gone.
         let grace = if result.is_err() {
             Duration::from_secs(3)
@@ -197,6 +202,33 @@ mod tests {
         assert!(matches!(err, BenchError::TimedOut { .. }), "{err}");
         assert!(err.to_string().contains("starting"), "{err}");
         assert!(std::fs::read_to_string(&out).unwrap().contains("starting"));
+    }
+
+    #[test]
+    fn long_output_goes_to_the_file_and_only_its_ends_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = dir.path().join("pgbench");
+        // 3 MiB of progress lines, then the result on stderr.
+        crate::testing::write_script(
+            &fake,
+            "#!/bin/sh\nhead -c 3145728 /dev/zero | tr '\\0' x\necho\n\
+             echo 'tps = 123.5 (without initial connection time)' >&2\n",
+        );
+        let out = dir.path().join("out.txt");
+        let report = run_pgbench(
+            &fake,
+            &["-T".into(), "1".into()],
+            &RunAs::CurrentUser,
+            &Pin::none(),
+            &out,
+            Duration::from_secs(60),
+        )
+        .unwrap();
+        assert_eq!(report.tps, 123.5);
+        let kept = std::fs::read_to_string(&out).unwrap();
+        assert!(kept.len() < 1_100_000, "{}", kept.len());
+        assert!(kept.starts_with(&format!("$ {} -T 1\n", fake.display())));
+        assert!(kept.contains("bytes of output cut by pgbisect"));
     }
 
     #[test]

@@ -37,13 +37,15 @@ pub struct TemplateSpec {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DataTemplate {
     dir: PathBuf,
+    /// `pgbench -i -s`: how long copying it may take grows with it.
+    scale: u32,
 }
 
 impl DataTemplate {
     /// A template taken to be in `dir`, for fakes of the machinery.
     #[cfg(test)]
     pub(crate) fn at(dir: PathBuf) -> DataTemplate {
-        DataTemplate { dir }
+        DataTemplate { dir, scale: 1 }
     }
 
     /// The template for `spec`, built first if it is missing, half-made,
@@ -51,7 +53,10 @@ impl DataTemplate {
     pub fn ensure(spec: &TemplateSpec) -> Result<(DataTemplate, bool), ServerError> {
         let dir = std::path::absolute(&spec.dir)
             .map_err(|e| ServerError::io(format!("cannot resolve {}", spec.dir.display()), e))?;
-        let template = DataTemplate { dir };
+        let template = DataTemplate {
+            dir,
+            scale: spec.options.scale,
+        };
         let wanted = marker_text(&spec.options);
         if std::fs::read_to_string(template.dir.join(MARKER))
             .ok()
@@ -125,7 +130,8 @@ impl DataTemplate {
         let init = Invocation::new(
             &spec.pgbench,
             init_args(&spec.options, &server.conn("postgres")),
-        );
+        )
+        .within(super::data_limit(spec.options.scale));
         let init_log = init.run(run_as)?;
         write_log(&self.dir.join("pgbench-init.log"), &init_log)?;
         server.psql("CHECKPOINT")?;
@@ -198,6 +204,8 @@ pub fn fresh_copy(template: &DataTemplate, dest: &Path) -> Result<Duration, Serv
         template.data_dir().into_os_string(),
         dest.as_os_str().to_owned(),
     ];
-    Invocation::new("cp", args).run(&RunAs::CurrentUser)?;
+    Invocation::new("cp", args)
+        .within(super::data_limit(template.scale))
+        .run(&RunAs::CurrentUser)?;
     Ok(started.elapsed())
 }

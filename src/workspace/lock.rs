@@ -39,6 +39,7 @@ impl Lock {
                     let started = process_start_time(me).unwrap_or_default();
                     write!(f, "{me} {started}")
                         .with_context(|| format!("cannot write {}", path.display()))?;
+                    crate::proc::remove_at_forced_exit(path.clone());
                     return Ok(Lock { path });
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
@@ -74,6 +75,7 @@ impl Lock {
 impl Drop for Lock {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
+        crate::proc::keep_at_forced_exit(&self.path);
     }
 }
 

@@ -613,9 +613,13 @@ impl<'a> Hunt<'a> {
                 commit: commit.short().to_string(),
             });
             let started = Instant::now();
-            let prepared = self.lab.prepare(&commit)?;
-            if self.interrupted() {
-                // A build cut short by the interrupt is not a result.
+            let prepared = match self.lab.prepare(&commit) {
+                Err(_) if self.interrupted() => return Err(HuntError::Interrupted.into()),
+                other => other?,
+            };
+            if self.interrupted() && !matches!(prepared, Prepared::Ready { .. }) {
+                // A build cut short by the interrupt is not a result; one
+                // that finished is journaled below and kept.
                 return Err(HuntError::Interrupted.into());
             }
             if !matches!(prepared, Prepared::Ready { cached: true }) {
@@ -627,6 +631,9 @@ impl<'a> Hunt<'a> {
                 prepared: prepared.clone(),
             })?;
             self.state[pos].prepared = Some(prepared);
+            if self.interrupted() {
+                return Err(HuntError::Interrupted.into());
+            }
         }
         if let Some(Prepared::Unbuildable { reason, .. }) = &self.state[pos].prepared {
             return Ok((Measured::Unmeasurable(reason.clone()), None));
@@ -643,11 +650,16 @@ impl<'a> Hunt<'a> {
             seconds,
         };
         let started = Instant::now();
-        let outcome = self.lab.run(&commit, spec)?;
+        let outcome = match self.lab.run(&commit, spec) {
+            Err(_) if self.interrupted() => return Err(HuntError::Interrupted.into()),
+            other => other?,
+        };
         self.costs.runs += 1;
         self.costs.run_seconds += started.elapsed().as_secs_f64();
-        if self.interrupted() {
-            // The run in flight was cut short: it is not a result.
+        if self.interrupted() && !matches!(outcome, RunOutcome::Measured(_)) {
+            // A run that failed while pgbisect was stopping may have been cut
+            // short: not a result. One that gave a number finished, and is
+            // journaled and kept rather than measured again.
             return Err(HuntError::Interrupted.into());
         }
         self.journal_new(&Event::Run {
@@ -677,6 +689,9 @@ impl<'a> Hunt<'a> {
             commit: commit.short().to_string(),
             tps,
         });
+        if self.interrupted() {
+            return Err(HuntError::Interrupted.into());
+        }
         Ok((result, tps))
     }
 

@@ -652,3 +652,76 @@ fn short_runs_at_another_level_keep_the_profiles_run_length() {
         .unwrap();
     assert!(lab.lengths.iter().all(Option::is_none));
 }
+
+/// Sets the interrupt flag while its `stop_at`th run is in flight; that
+/// run finishes (it gave a number) or, with `cut_short`, fails as a run
+/// stopped halfway would.
+struct StoppedLab {
+    flag: Arc<AtomicBool>,
+    stop_at: u64,
+    cut_short: bool,
+}
+
+impl Lab for StoppedLab {
+    fn prepare(&mut self, _commit: &Commit) -> anyhow::Result<Prepared> {
+        Ok(Prepared::Ready { cached: false })
+    }
+
+    fn run(&mut self, _commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
+        if spec.run == self.stop_at {
+            self.flag.store(true, Ordering::SeqCst);
+            if self.cut_short {
+                return Ok(RunOutcome::Failed {
+                    reason: "interrupted while running `pgbench`".into(),
+                });
+            }
+        }
+        Ok(RunOutcome::tps_only(1000.0 + spec.run as f64))
+    }
+
+    fn totals(&self) -> LabTotals {
+        LabTotals::default()
+    }
+
+    fn describe(&self) -> String {
+        "stopped".into()
+    }
+}
+
+#[test]
+fn a_run_that_finished_while_stopping_is_kept_and_one_cut_short_is_not() {
+    for cut_short in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.jsonl");
+        let mut journal = crate::journal::Journal::open(&path).unwrap();
+        let flag = Arc::new(AtomicBool::new(false));
+        let mut lab = StoppedLab {
+            flag: flag.clone(),
+            stop_at: 3,
+            cut_short,
+        };
+        let commits: Vec<Commit> = (0..5).map(|i| Commit::bare(format!("{i:040}"))).collect();
+        let err = Hunt::new(HuntConfig::default(), commits, &mut lab, &mut Silent)
+            .with_journal(&mut journal)
+            .with_interrupt(flag)
+            .run()
+            .unwrap_err();
+        assert!(
+            matches!(
+                err.downcast_ref::<HuntError>(),
+                Some(HuntError::Interrupted)
+            ),
+            "{err}"
+        );
+        let events = crate::journal::Journal::load(&path).unwrap();
+        let runs: Vec<u64> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Run { run, .. } => Some(*run),
+                _ => None,
+            })
+            .collect();
+        let expected: Vec<u64> = if cut_short { vec![1, 2] } else { vec![1, 2, 3] };
+        assert_eq!(runs, expected, "cut short: {cut_short}");
+    }
+}
