@@ -2,6 +2,8 @@
 //! PostgreSQL (`PGBISECT_TEST_PG_BIN`, default the Debian PostgreSQL 15
 //! binaries). As root, everything PostgreSQL runs as user `postgres`.
 
+mod common;
+
 use pgbisect::bench::{self, Builtin, PgbenchOptions, QueryMode};
 use pgbisect::placement::{CpuSet, Pin, pin};
 use pgbisect::server::{
@@ -12,19 +14,6 @@ use pgbisect::server::{
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-fn pg_bin() -> Option<PathBuf> {
-    let bin = PathBuf::from(
-        std::env::var("PGBISECT_TEST_PG_BIN")
-            .unwrap_or_else(|_| "/usr/lib/postgresql/15/bin".to_string()),
-    );
-    if bin.join("postgres").is_file() {
-        Some(bin)
-    } else {
-        eprintln!("skipped: no PostgreSQL binaries in {}", bin.display());
-        None
-    }
-}
 
 /// A work directory the server's user can walk into.
 fn work_dir() -> tempfile::TempDir {
@@ -118,7 +107,7 @@ fn registry_entries(work: &Path) -> usize {
 
 #[test]
 fn template_is_built_once_and_copied_fresh() {
-    let Some(bin) = pg_bin() else { return };
+    let Some(bin) = common::pg_bin() else { return };
     let work = work_dir();
     let run_as = RunAs::resolve(None).unwrap();
     let (made, built) = template(&bin, work.path(), &run_as);
@@ -164,7 +153,7 @@ fn template_is_built_once_and_copied_fresh() {
 
 #[test]
 fn server_applies_settings_runs_as_user_and_stops_on_drop() {
-    let Some(bin) = pg_bin() else { return };
+    let Some(bin) = common::pg_bin() else { return };
     let work = work_dir();
     let sockets = SocketDir::create(&RunAs::resolve(None).unwrap()).unwrap();
     let spec = server_on_copy(
@@ -213,7 +202,7 @@ fn allowed_cpus_of(pid: u32) -> Option<CpuSet> {
 
 #[test]
 fn a_pinned_server_and_its_backends_run_on_the_cpus_named() {
-    let Some(bin) = pg_bin() else { return };
+    let Some(bin) = common::pg_bin() else { return };
     let Some(mine) = pin::current_affinity() else {
         return;
     };
@@ -248,7 +237,7 @@ fn a_pinned_server_and_its_backends_run_on_the_cpus_named() {
 
 #[test]
 fn unknown_setting_is_named_with_the_version() {
-    let Some(bin) = pg_bin() else { return };
+    let Some(bin) = common::pg_bin() else { return };
     let run_as = RunAs::resolve(None).unwrap();
     let known = [
         ("shared_buffers".to_string(), "1GB".to_string()),
@@ -274,7 +263,7 @@ fn unknown_setting_is_named_with_the_version() {
 /// threads follow the CPUs.
 #[test]
 fn old_settings_and_128_clients_run_on_a_current_server() {
-    let Some(bin) = pg_bin() else { return };
+    let Some(bin) = common::pg_bin() else { return };
     let run_as = RunAs::resolve(None).unwrap();
     let profile = [
         ("checkpoint_segments".to_string(), "64".to_string()),
@@ -333,7 +322,7 @@ fn old_settings_and_128_clients_run_on_a_current_server() {
 
 #[test]
 fn pgbench_select_only_run_is_parsed() {
-    let Some(bin) = pg_bin() else { return };
+    let Some(bin) = common::pg_bin() else { return };
     let work = work_dir();
     let sockets = SocketDir::create(&RunAs::resolve(None).unwrap()).unwrap();
     let server = server_on_copy(&bin, work.path(), &sockets, &[])
@@ -381,7 +370,7 @@ fn pgbench_select_only_run_is_parsed() {
 
 #[test]
 fn crashed_server_gives_an_error_with_the_log_tail() {
-    let Some(bin) = pg_bin() else { return };
+    let Some(bin) = common::pg_bin() else { return };
     let work = work_dir();
     let sockets = SocketDir::create(&RunAs::resolve(None).unwrap()).unwrap();
     let server: RunningServer = server_on_copy(&bin, work.path(), &sockets, &[])
@@ -417,7 +406,7 @@ fn crashed_server_gives_an_error_with_the_log_tail() {
 
 #[test]
 fn reap_stops_servers_a_dead_run_left_behind() {
-    let Some(bin) = pg_bin() else { return };
+    let Some(bin) = common::pg_bin() else { return };
     let work = work_dir();
     let sockets = SocketDir::create(&RunAs::resolve(None).unwrap()).unwrap();
     let server = server_on_copy(&bin, work.path(), &sockets, &[])
@@ -443,7 +432,7 @@ fn helper_starts_a_server_and_waits_to_be_killed() {
     let Some(work) = std::env::var_os(HELPER_WORK).map(PathBuf::from) else {
         return;
     };
-    let Some(bin) = pg_bin() else { return };
+    let Some(bin) = common::pg_bin() else { return };
     let run_as = RunAs::resolve(None).unwrap();
     let (template, _) = template(&bin, &work, &run_as);
     let data_dir = work.join("child/data");
@@ -468,7 +457,7 @@ fn helper_starts_a_server_and_waits_to_be_killed() {
 
 #[test]
 fn reap_stops_servers_of_a_killed_process() {
-    let Some(_) = pg_bin() else { return };
+    let Some(_) = common::pg_bin() else { return };
     let work = work_dir();
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
