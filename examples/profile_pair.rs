@@ -9,8 +9,9 @@
 //!
 //! Writes `before.folded`, `after.folded`, `profile-diff.txt` and
 //! `profile-diff.svg` into `<work dir>/profile`, and prints the table and
-//! what profiling cost (the wall time of each profiled run beside its
-//! pgbench time, and pgbench's throughput with and without `perf`).
+//! what profiling cost: each profiled run follows a run of the same commit
+//! without perf, and the two are set side by side (throughput, and wall
+//! time from pgbench's start to the profile folded).
 
 use anyhow::{Context, bail};
 use clap::Parser;
@@ -40,7 +41,7 @@ struct Args {
     /// Where checkouts, builds, data and the results go.
     #[arg(long)]
     work_dir: PathBuf,
-    /// Profiled pgbench runs of each commit.
+    /// Rounds: each runs both commits without and with perf.
     #[arg(long, default_value_t = 3)]
     runs: usize,
     /// Length of each pgbench run, in seconds.
@@ -50,6 +51,9 @@ struct Args {
     clients: u32,
     #[arg(long, default_value_t = 10)]
     scale: u32,
+    /// Samples a second (per CPU) taken by perf.
+    #[arg(long, default_value_t = 499)]
+    frequency: u32,
     /// Also keep each profiled run's `perf script` text in this folder.
     #[arg(long)]
     keep_scripts: Option<PathBuf>,
@@ -125,38 +129,53 @@ fn main() -> anyhow::Result<()> {
         });
     }
     let sockets = SocketDir::create(&run_as)?;
-    for run in 0..=args.runs {
+    let lab = Lab {
+        args: &args,
+        options: &options,
+        sockets: &sockets,
+        dirs: &dirs,
+        run_as: &run_as,
+    };
+    // Each round: per side, a run without perf (the throughput and wall
+    // time to set the profiled run against), then a profiled one.
+    let mut costs = Vec::new();
+    for run in 1..=args.runs {
         for side in &mut sides {
-            // The first round runs without perf: the throughput to set the
-            // profiled runs against.
-            let profiled = run > 0;
+            let plain = one_run(side, &lab, None)?;
             let sampler = Keeping {
                 dir: args.keep_scripts.as_deref(),
                 name: format!("{}-run{run}.perf-script", side.short),
             };
-            let lab = Lab {
-                args: &args,
-                options: &options,
-                sockets: &sockets,
-                dirs: &dirs,
-                run_as: &run_as,
-            };
-            let ran = one_run(side, &lab, profiled.then_some(&sampler as &dyn Sampler))?;
+            let profiled = one_run(side, &lab, Some(&sampler))?;
             eprintln!(
-                "{} run {run}{}: {:.0} tps, {:.1} s wall for {} s of pgbench",
+                "{} run {run}: {:.0} tps in {:.1} s; profiled {:.0} tps in {:.1} s",
                 side.label,
-                if profiled { " (profiled)" } else { "" },
-                ran.tps,
-                ran.wall.as_secs_f64(),
-                args.seconds
+                plain.tps,
+                plain.wall.as_secs_f64(),
+                profiled.tps,
+                profiled.wall.as_secs_f64()
             );
-            if let Some(folded) = ran.profile {
+            costs.push((
+                profiled.tps / plain.tps,
+                (profiled.wall - plain.wall.min(profiled.wall)).as_secs_f64(),
+            ));
+            if let Some(folded) = profiled.profile {
                 for (frames, count) in folded.stacks() {
                     side.profile.add(&frames.join(";"), count);
                 }
             }
         }
     }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    eprintln!(
+        "profiling cost, median of {} pairs: throughput x{:.2}, {:.1} s more wall time a run",
+        costs.len(),
+        median(costs.iter().map(|c| c.0).collect()),
+        median(costs.iter().map(|c| c.1).collect())
+    );
     let title = format!("{} against {}", sides[1].label, sides[0].label);
     let out = work.join("profile");
     let written = perf::write_comparison(&out, &sides[0].profile, &sides[1].profile, &title)?;
@@ -214,7 +233,10 @@ fn one_run(side: &Side, lab: &Lab, sampler: Option<&dyn Sampler>) -> anyhow::Res
     let started = Instant::now();
     let (profile, tps) = match sampler {
         Some(sampler) => {
-            let plan = Plan::within(Duration::from_secs(args.seconds.into()));
+            let plan = Plan {
+                frequency: args.frequency,
+                ..Plan::within(Duration::from_secs(args.seconds.into()))
+            };
             let (recorded, tps) =
                 perf::record_during(sampler, server.pid(), &plan, &scratch(dirs), pgbench);
             (Some(recorded?.map_err(anyhow::Error::new)?), tps)
