@@ -11,11 +11,12 @@
 //! function, and is left out.
 
 use super::fold::Folded;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 
 /// One function's shares of samples in both profiles, from 0 to 1.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FunctionChange {
     pub name: String,
     pub self_before: f64,
@@ -37,7 +38,7 @@ impl FunctionChange {
 }
 
 /// The difference between a profile before (the parent, say) and after.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProfileDiff {
     pub before_samples: u64,
     pub after_samples: u64,
@@ -248,6 +249,15 @@ mod tests {
         let diff = ProfileDiff::between(&before, &after);
         let top: Vec<&str> = diff.risers(3).iter().map(|f| f.name.as_str()).collect();
         assert_eq!(top[0], "ExecutorStart", "{}", diff.table(5));
+        let json = serde_json::to_string(&diff).unwrap();
+        let back: ProfileDiff = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.functions.len(), diff.functions.len());
+        assert_eq!(back.risers(3)[0].name, "ExecutorStart");
+        assert!((back.risers(3)[0].self_change() - top_change(&diff)).abs() < 1e-9);
+    }
+
+    fn top_change(diff: &ProfileDiff) -> f64 {
+        diff.risers(1)[0].self_change()
     }
 
     /// The same load on the commit that adds a spin loop to ExecutorStart.

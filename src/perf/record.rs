@@ -16,8 +16,9 @@ use crate::proc::{self, Ended, Interrupted};
 use std::path::Path;
 use std::time::Duration;
 
-/// Why no profile was recorded, for the report.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Why no profile was recorded, for the report (and the JSON result).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "reason", rename_all = "kebab-case")]
 pub enum Unavailable {
     #[error("no CPU profile: `{program}` is not installed (on Debian: apt-get install linux-perf)")]
     Missing { program: String },
@@ -249,6 +250,9 @@ mod tests {
             "{why}"
         );
         assert!(why.to_string().contains("sysctl"), "{why}");
+        let json = serde_json::to_value(&why).unwrap();
+        assert_eq!(json["reason"], "not-permitted");
+        assert_eq!(serde_json::from_value::<Unavailable>(json).unwrap(), why);
 
         let wrapper = "E: linux-perf-5.10 is not installed.\nperf not found for kernel 5.10\n";
         assert!(matches!(
