@@ -51,9 +51,9 @@ struct Args {
     clients: u32,
     #[arg(long, default_value_t = 10)]
     scale: u32,
-    /// Samples a second (per CPU) taken by perf.
-    #[arg(long, default_value_t = 499)]
-    frequency: u32,
+    /// Samples a second (per CPU) taken by perf (default: pgbisect's).
+    #[arg(long)]
+    frequency: Option<u32>,
     /// Also keep each profiled run's `perf script` text in this folder.
     #[arg(long)]
     keep_scripts: Option<PathBuf>,
@@ -233,9 +233,10 @@ fn one_run(side: &Side, lab: &Lab, sampler: Option<&dyn Sampler>) -> anyhow::Res
     let started = Instant::now();
     let (profile, tps) = match sampler {
         Some(sampler) => {
+            let within = Plan::within(Duration::from_secs(args.seconds.into()));
             let plan = Plan {
-                frequency: args.frequency,
-                ..Plan::within(Duration::from_secs(args.seconds.into()))
+                frequency: args.frequency.unwrap_or(within.frequency),
+                ..within
             };
             let (recorded, tps) =
                 perf::record_during(sampler, server.pid(), &plan, &scratch(dirs), pgbench);

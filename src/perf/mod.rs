@@ -71,16 +71,18 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Frame-pointer stacks at 499 samples a second (a prime, so the
-    /// sampling does not beat with periodic work), starting 1 s into a run
-    /// of `run` and ending 1 s before its end (at least 1 s long).
+    /// Frame-pointer stacks at 99 samples a second (a prime, so the
+    /// sampling does not beat with periodic work; at 499 the server lost
+    /// more throughput for the same answer, see BENCHMARKS.md), starting
+    /// 1 s into a run of `run` and ending 1 s before its end (at least 1 s
+    /// long: runs should last 3 s or more).
     pub fn within(run: Duration) -> Plan {
         let settle = Duration::from_secs(1);
         Plan {
             settle,
             duration: run.saturating_sub(2 * settle).max(settle),
             call_graph: CallGraph::FramePointers,
-            frequency: 499,
+            frequency: 99,
         }
     }
 }
