@@ -25,6 +25,7 @@ use pgbisect::server::{
     DataTemplate, RunAs, Server, SocketDir, TemplateSpec, fresh_copy, pick_port, time_limit,
 };
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[derive(Parser)]
@@ -60,15 +61,15 @@ struct Args {
 }
 
 /// The real sampler, keeping a copy of what `perf script` printed.
-struct Keeping<'a> {
-    dir: Option<&'a Path>,
+struct Keeping {
+    dir: Option<PathBuf>,
     name: String,
 }
 
-impl Sampler for Keeping<'_> {
+impl Sampler for Keeping {
     fn record(&self, req: &Request) -> anyhow::Result<Result<String, Unavailable>> {
         let recorded = PerfSampler::default().record(req)?;
-        if let (Some(dir), Ok(text)) = (self.dir, &recorded) {
+        if let (Some(dir), Ok(text)) = (&self.dir, &recorded) {
             pgbisect::files::create_dir(dir)?;
             pgbisect::files::write(&dir.join(&self.name), text)?;
         }
@@ -142,11 +143,11 @@ fn main() -> anyhow::Result<()> {
     for run in 1..=args.runs {
         for side in &mut sides {
             let plain = one_run(side, &lab, None)?;
-            let sampler = Keeping {
-                dir: args.keep_scripts.as_deref(),
+            let sampler = Arc::new(Keeping {
+                dir: args.keep_scripts.clone(),
                 name: format!("{}-run{run}.perf-script", side.short),
-            };
-            let profiled = one_run(side, &lab, Some(&sampler))?;
+            });
+            let profiled = one_run(side, &lab, Some(sampler))?;
             eprintln!(
                 "{} run {run}: {:.0} tps in {:.1} s; profiled {:.0} tps in {:.1} s",
                 side.label,
@@ -202,7 +203,7 @@ struct Lab<'a> {
 }
 
 /// One run of `side` on a fresh server, sampled by `sampler` if given.
-fn one_run(side: &Side, lab: &Lab, sampler: Option<&dyn Sampler>) -> anyhow::Result<Ran> {
+fn one_run(side: &Side, lab: &Lab, sampler: Option<Arc<dyn Sampler>>) -> anyhow::Result<Ran> {
     let (args, dirs) = (lab.args, lab.dirs);
     let data_dir = dirs.data.join("profile");
     fresh_copy(&side.template, &data_dir)?;

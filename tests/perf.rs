@@ -64,7 +64,7 @@ fn a_server_under_pgbench_is_profiled_down_to_the_executor() {
     let args = bench::run_args(&options, 1, run_secs, &server.conn("postgres"));
     let out = work.path().join("pgbench.txt");
     let (profile, tps) = perf::record_during(
-        &PerfSampler::default(),
+        std::sync::Arc::new(PerfSampler::default()),
         server.pid(),
         &plan,
         &work.path().join("perf"),

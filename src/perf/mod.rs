@@ -10,6 +10,9 @@
 //! profiles function by function ([`ProfileDiff`], pure) and draws the
 //! differential flame graph ([`flame`]). What it cannot do (no `perf`, a
 //! kernel that refuses) comes back as an [`Unavailable`] to print.
+//! [`record_during`] samples beside a load given as a closure;
+//! [`Recording`] starts and finishes the same around a load the caller
+//! runs itself (a lab's hook before and after a measured run).
 //!
 //! Useful stacks need frame pointers in the build
 //! (`BuildSettings::for_profiling`) or DWARF unwinding ([`CallGraph`]),
@@ -25,6 +28,7 @@ pub use fold::{FoldError, Folded};
 pub use record::{PerfSampler, Unavailable, paranoid, process_tree};
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How `perf` walks a sampled stack.
@@ -51,7 +55,7 @@ pub struct Request {
 }
 
 /// Records on-CPU samples with call stacks.
-pub trait Sampler: Sync {
+pub trait Sampler: Send + Sync {
     /// Samples `req`'s processes for its duration and returns what
     /// `perf script` prints of the samples. `Err` is only for what stops a
     /// hunt anyway (an interrupt, a work dir that cannot be written).
@@ -87,47 +91,64 @@ impl Plan {
     }
 }
 
-/// Runs `load` (pgbench against the server whose postmaster is `root`)
-/// and, beside it, samples the server's processes as `plan` says; returns
-/// the folded profile, or why there is none, with what `load` returned.
-pub fn record_during<T>(
-    sampler: &dyn Sampler,
-    root: u32,
-    plan: &Plan,
-    scratch: &Path,
-    load: impl FnOnce() -> T,
-) -> (anyhow::Result<Result<Folded, Unavailable>>, T) {
-    std::thread::scope(|s| {
-        let recording = s.spawn(|| {
+/// A recording running beside a load that the caller starts and waits
+/// for itself (a lab's hook told the postmaster's pid before its measured
+/// run, say).
+pub struct Recording {
+    thread: std::thread::JoinHandle<anyhow::Result<Result<String, Unavailable>>>,
+}
+
+impl Recording {
+    /// Starts sampling the server whose postmaster is `root` as `plan`
+    /// says: after `plan.settle`, for `plan.duration`. Returns at once.
+    pub fn start(sampler: Arc<dyn Sampler>, root: u32, plan: Plan, scratch: PathBuf) -> Recording {
+        let thread = std::thread::spawn(move || {
             std::thread::sleep(plan.settle);
             let req = Request {
                 pids: process_tree(root),
                 duration: plan.duration,
                 call_graph: plan.call_graph,
                 frequency: plan.frequency,
-                scratch: scratch.to_path_buf(),
+                scratch,
             };
             sampler.record(&req)
         });
-        let out = load();
-        let recorded = recording
+        Recording { thread }
+    }
+
+    /// Waits for the sampling to end; the folded profile, or why there is
+    /// none.
+    pub fn finish(self) -> anyhow::Result<Result<Folded, Unavailable>> {
+        let recorded = self
+            .thread
             .join()
-            .unwrap_or_else(|_| Err(anyhow::anyhow!("the thread recording the profile failed")));
-        let folded = recorded.map(|r| {
-            r.and_then(|script| {
-                let folded =
-                    Folded::from_perf_script(&script).map_err(|e| Unavailable::Failed {
-                        command: "folding perf script's output".into(),
-                        detail: e.to_string(),
-                    })?;
-                if folded.samples() == 0 {
-                    return Err(Unavailable::NoSamples);
-                }
-                Ok(folded)
-            })
-        });
-        (folded, out)
-    })
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("the thread recording the profile failed")))?;
+        Ok(recorded.and_then(|script| {
+            let folded = Folded::from_perf_script(&script).map_err(|e| Unavailable::Failed {
+                command: "folding perf script's output".into(),
+                detail: e.to_string(),
+            })?;
+            if folded.samples() == 0 {
+                return Err(Unavailable::NoSamples);
+            }
+            Ok(folded)
+        }))
+    }
+}
+
+/// Runs `load` (pgbench against the server whose postmaster is `root`)
+/// and, beside it, samples the server's processes as `plan` says; returns
+/// the folded profile, or why there is none, with what `load` returned.
+pub fn record_during<T>(
+    sampler: Arc<dyn Sampler>,
+    root: u32,
+    plan: &Plan,
+    scratch: &Path,
+    load: impl FnOnce() -> T,
+) -> (anyhow::Result<Result<Folded, Unavailable>>, T) {
+    let recording = Recording::start(sampler, root, *plan, scratch.to_path_buf());
+    let out = load();
+    (recording.finish(), out)
 }
 
 /// What [`write_comparison`] wrote.
@@ -182,11 +203,11 @@ mod tests {
         }
     }
 
-    fn fake(answer: Result<String, Unavailable>) -> FakeSampler {
-        FakeSampler {
+    fn fake(answer: Result<String, Unavailable>) -> Arc<FakeSampler> {
+        Arc::new(FakeSampler {
             answer,
             asked: Mutex::new(Vec::new()),
-        }
+        })
     }
 
     #[test]
@@ -197,7 +218,13 @@ mod tests {
             settle: Duration::from_millis(10),
             ..Plan::within(Duration::from_secs(5))
         };
-        let (folded, tps) = record_during(&sampler, std::process::id(), &plan, tmp.path(), || 42);
+        let (folded, tps) = record_during(
+            sampler.clone(),
+            std::process::id(),
+            &plan,
+            tmp.path(),
+            || 42,
+        );
         assert_eq!(tps, 42);
         assert!(folded.unwrap().unwrap().has_function("PostgresMain"));
         let asked = sampler.asked.lock().unwrap();
@@ -219,12 +246,16 @@ mod tests {
             settle: Duration::ZERO,
             ..Plan::within(Duration::from_secs(1))
         };
-        let (folded, ran) = record_during(&sampler, 1, &plan, tmp.path(), || true);
+        let (folded, ran) = record_during(sampler, 1, &plan, tmp.path(), || true);
         assert!(ran);
         assert_eq!(folded.unwrap().unwrap_err(), refused);
         let empty = fake(Ok(String::new()));
-        let (folded, _) = record_during(&empty, 1, &plan, tmp.path(), || ());
-        assert_eq!(folded.unwrap().unwrap_err(), Unavailable::NoSamples);
+        // Started and finished by a caller that runs the load itself.
+        let recording = Recording::start(empty, 1, plan, tmp.path().to_path_buf());
+        assert_eq!(
+            recording.finish().unwrap().unwrap_err(),
+            Unavailable::NoSamples
+        );
     }
 
     #[test]
