@@ -4,6 +4,7 @@
 
 mod common;
 
+use common::pg_bin;
 use pgbisect::bench::{self, Builtin, PgbenchOptions, QueryMode};
 use pgbisect::placement::{CpuSet, Pin, pin};
 use pgbisect::server::{
@@ -107,7 +108,7 @@ fn registry_entries(work: &Path) -> usize {
 
 #[test]
 fn template_is_built_once_and_copied_fresh() {
-    let Some(bin) = common::pg_bin() else { return };
+    let Some(bin) = pg_bin() else { return };
     let work = work_dir();
     let run_as = RunAs::resolve(None).unwrap();
     let (made, built) = template(&bin, work.path(), &run_as);
@@ -153,7 +154,7 @@ fn template_is_built_once_and_copied_fresh() {
 
 #[test]
 fn server_applies_settings_runs_as_user_and_stops_on_drop() {
-    let Some(bin) = common::pg_bin() else { return };
+    let Some(bin) = pg_bin() else { return };
     let work = work_dir();
     let sockets = SocketDir::create(&RunAs::resolve(None).unwrap()).unwrap();
     let spec = server_on_copy(
@@ -202,7 +203,7 @@ fn allowed_cpus_of(pid: u32) -> Option<CpuSet> {
 
 #[test]
 fn a_pinned_server_and_its_backends_run_on_the_cpus_named() {
-    let Some(bin) = common::pg_bin() else { return };
+    let Some(bin) = pg_bin() else { return };
     let Some(mine) = pin::current_affinity() else {
         return;
     };
@@ -237,7 +238,7 @@ fn a_pinned_server_and_its_backends_run_on_the_cpus_named() {
 
 #[test]
 fn unknown_setting_is_named_with_the_version() {
-    let Some(bin) = common::pg_bin() else { return };
+    let Some(bin) = pg_bin() else { return };
     let run_as = RunAs::resolve(None).unwrap();
     let known = [
         ("shared_buffers".to_string(), "1GB".to_string()),
@@ -263,7 +264,7 @@ fn unknown_setting_is_named_with_the_version() {
 /// threads follow the CPUs.
 #[test]
 fn old_settings_and_128_clients_run_on_a_current_server() {
-    let Some(bin) = common::pg_bin() else { return };
+    let Some(bin) = pg_bin() else { return };
     let run_as = RunAs::resolve(None).unwrap();
     let profile = [
         ("checkpoint_segments".to_string(), "64".to_string()),
@@ -322,7 +323,7 @@ fn old_settings_and_128_clients_run_on_a_current_server() {
 
 #[test]
 fn pgbench_select_only_run_is_parsed() {
-    let Some(bin) = common::pg_bin() else { return };
+    let Some(bin) = pg_bin() else { return };
     let work = work_dir();
     let sockets = SocketDir::create(&RunAs::resolve(None).unwrap()).unwrap();
     let server = server_on_copy(&bin, work.path(), &sockets, &[])
@@ -370,7 +371,7 @@ fn pgbench_select_only_run_is_parsed() {
 
 #[test]
 fn crashed_server_gives_an_error_with_the_log_tail() {
-    let Some(bin) = common::pg_bin() else { return };
+    let Some(bin) = pg_bin() else { return };
     let work = work_dir();
     let sockets = SocketDir::create(&RunAs::resolve(None).unwrap()).unwrap();
     let server: RunningServer = server_on_copy(&bin, work.path(), &sockets, &[])
@@ -406,7 +407,7 @@ fn crashed_server_gives_an_error_with_the_log_tail() {
 
 #[test]
 fn reap_stops_servers_a_dead_run_left_behind() {
-    let Some(bin) = common::pg_bin() else { return };
+    let Some(bin) = pg_bin() else { return };
     let work = work_dir();
     let sockets = SocketDir::create(&RunAs::resolve(None).unwrap()).unwrap();
     let server = server_on_copy(&bin, work.path(), &sockets, &[])
@@ -432,7 +433,7 @@ fn helper_starts_a_server_and_waits_to_be_killed() {
     let Some(work) = std::env::var_os(HELPER_WORK).map(PathBuf::from) else {
         return;
     };
-    let Some(bin) = common::pg_bin() else { return };
+    let Some(bin) = pg_bin() else { return };
     let run_as = RunAs::resolve(None).unwrap();
     let (template, _) = template(&bin, &work, &run_as);
     let data_dir = work.join("child/data");
@@ -457,7 +458,7 @@ fn helper_starts_a_server_and_waits_to_be_killed() {
 
 #[test]
 fn reap_stops_servers_of_a_killed_process() {
-    let Some(_) = common::pg_bin() else { return };
+    let Some(_) = pg_bin() else { return };
     let work = work_dir();
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
