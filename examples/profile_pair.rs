@@ -31,17 +31,21 @@ use std::time::{Duration, Instant};
 #[derive(Parser)]
 struct Args {
     /// The PostgreSQL git repository.
-    #[arg(long)]
-    repo: PathBuf,
+    #[arg(long, required_unless_present = "table_of")]
+    repo: Option<PathBuf>,
     /// The commit profiled first (the parent of a culprit).
-    #[arg(long)]
-    before: String,
+    #[arg(long, required_unless_present = "table_of")]
+    before: Option<String>,
     /// The commit set against it (the culprit).
-    #[arg(long)]
-    after: String,
+    #[arg(long, required_unless_present = "table_of")]
+    after: Option<String>,
     /// Where checkouts, builds, data and the results go.
-    #[arg(long)]
-    work_dir: PathBuf,
+    #[arg(long, required_unless_present = "table_of")]
+    work_dir: Option<PathBuf>,
+    /// Only print the table of the profiles written before into this
+    /// folder (`before.folded`, `after.folded`).
+    #[arg(long, value_name = "DIR")]
+    table_of: Option<PathBuf>,
     /// Rounds: each runs both commits without and with perf.
     #[arg(long, default_value_t = 3)]
     runs: usize,
@@ -88,7 +92,22 @@ struct Side {
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let work = &args.work_dir;
+    if let Some(dir) = &args.table_of {
+        let read = |name: &str| -> anyhow::Result<Folded> {
+            let path = dir.join(name);
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            Ok(Folded::parse(&text)?)
+        };
+        let diff = perf::ProfileDiff::between(&read("before.folded")?, &read("after.folded")?);
+        print!("{}", diff.table(perf::TABLE_ROWS));
+        return Ok(());
+    }
+    let (Some(work), Some(repo), Some(before), Some(after)) =
+        (&args.work_dir, &args.repo, &args.before, &args.after)
+    else {
+        bail!("give --repo, --before, --after and --work-dir (or --table-of DIR)");
+    };
     pgbisect::files::create_dir(work)?;
     let run_as = RunAs::resolve(None)?;
     let options = PgbenchOptions {
@@ -97,12 +116,12 @@ fn main() -> anyhow::Result<()> {
         mode: QueryMode::Prepared,
         ..Default::default()
     };
-    let repo = Repo::open(&args.repo)?;
+    let repo = Repo::open(repo)?;
     let mut tree = WorkTree::open_or_create(&repo, &work.join("checkout"))?;
     let dirs = LabDirs::under(work);
     let mut builder = Builder::new(&dirs, BuildSettings::default().for_profiling(), 10)?;
     let mut sides = Vec::new();
-    for rev in [&args.before, &args.after] {
+    for rev in [before, after] {
         let commit = repo.resolve(rev)?;
         tree.checkout(&commit.id)?;
         let started = Instant::now();

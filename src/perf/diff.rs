@@ -155,21 +155,47 @@ impl ProfileDiff {
             for f in rows {
                 let _ = writeln!(
                     out,
-                    "{:<NAME$}  {:>6.1}% {:>6.1}% {:>+7.1}pp {:>+6.1}pp",
+                    "{:<NAME$}  {:>6.1}% {:>6.1}% {:>+7.1}pp {:>+6.1}pp{}",
                     fit(&f.name, NAME),
                     100.0 * f.self_before,
                     100.0 * f.self_after,
                     f.self_change(),
-                    f.total_change()
+                    f.total_change(),
+                    if self.may_be_chance(f) { " ~" } else { "" }
                 );
             }
         }
+        let shown = self.risers(n).into_iter().chain(self.fallers(n));
+        if shown.into_iter().any(|f| self.may_be_chance(f)) {
+            let _ = writeln!(
+                out,
+                "\n~ within two standard errors of sampling: may be chance alone"
+            );
+        }
         out
+    }
+
+    /// Whether `f`'s self-share change is within two standard errors of
+    /// the difference of two sampled proportions. Samples taken close in
+    /// time are not independent, so this flags too few rows, never too
+    /// many: an unflagged change can still be noise, a flagged one surely
+    /// may be.
+    pub fn may_be_chance(&self, f: &FunctionChange) -> bool {
+        let var = |p: f64, n: u64| {
+            if n == 0 {
+                f64::INFINITY
+            } else {
+                p * (1.0 - p) / n as f64
+            }
+        };
+        let se = (var(f.self_before, self.before_samples) + var(f.self_after, self.after_samples))
+            .sqrt();
+        (f.self_after - f.self_before).abs() <= 2.0 * se
     }
 }
 
 /// Width of the function column.
-const NAME: usize = 36;
+const NAME: usize = 34;
 
 /// `name` cut to `width` characters, its end marked with `..` when cut.
 fn fit(name: &str, width: usize) -> String {
@@ -218,6 +244,14 @@ mod tests {
         let risers = diff.risers(3);
         assert_eq!(risers.len(), 1);
         assert_eq!(risers[0].name, "ExecutorStart");
+        assert!(!diff.may_be_chance(risers[0]), "+23pp of 100 samples");
+        // 1 sample in 100 against 2 in 150 is what chance gives.
+        let few = ProfileDiff::between(
+            &folded("postgres;f 1\npostgres;g 99\n"),
+            &folded("postgres;f 2\npostgres;g 148\n"),
+        );
+        assert!(few.may_be_chance(few.risers(1)[0]));
+        assert!(few.table(3).contains(" ~\n"), "{}", few.table(3));
         assert!((risers[0].self_change() - 23.33).abs() < 0.01);
         let fallers: Vec<&str> = diff.fallers(3).iter().map(|f| f.name.as_str()).collect();
         assert_eq!(fallers, ["heap_getnext", "pq_getbyte"]);
@@ -235,10 +269,14 @@ mod tests {
         }
         assert!(table.contains("10 samples before, 10 after"), "{table}");
         assert!(
-            table.contains("a_function_with_a_name_far_too_lon.."),
+            table.contains("a_function_with_a_name_far_too_l.."),
             "{table}"
         );
         assert!(table.contains("+40.0pp"), "{table}");
+        assert!(
+            !table.contains('~'),
+            "10 samples a side can show 40pp: {table}"
+        );
         assert!(table.contains("-40.0pp"), "{table}");
     }
 
