@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what pgbisect and its tests need on a Debian machine:
 # the tools to build PostgreSQL from git (bison, flex, ccache) and, for the
-# tests, Debian's PostgreSQL 15 source package and server binaries.
+# tests, Debian's PostgreSQL 15 source package and server binaries, and
+# Linux perf for CPU profiles.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 need_root() { [ "$(id -u)" = 0 ] || { echo "setup.sh: run as root (it uses apt-get)" >&2; exit 1; }; }
@@ -10,6 +11,8 @@ packages=(build-essential bison flex ccache perl pkg-config git dpkg-dev
           postgresql-15 postgresql-client-15 python3)
 # msmtp: a real sendmail-compatible client for the mail tests.
 packages+=(msmtp)
+# linux-perf: CPU profiles of the server (and the test that records one).
+packages+=(linux-perf)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

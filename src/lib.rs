@@ -13,7 +13,7 @@
 //! | workspace | `workspace` | the work dir: paths, lock, a hunt's plan key |
 //! | engine | `engine` | loops over a lab: hunt, compare, judge, simulate, a release against where it left master |
 //! | labs | `lab` (`pg`, `command`, `replay`), `build`, `server`, `bench` | turning commits into measurements |
-//! | services | `repo`, `profile`, `journal`, `report`, `notify`, `progress`, `machine`, `placement` | git, workloads, results on disk, renderers, telling people, where the server and pgbench run |
+//! | services | `repo`, `profile`, `journal`, `report`, `notify`, `progress`, `machine`, `placement`, `perf` | git, workloads, results on disk, renderers, telling people, where the server and pgbench run, CPU profiles |
 //! | core | `core` (`stats`, `decide`, `bisect`), `model`, `error`, `time`, `files`, `proc` | pure decisions, the shared vocabulary, safe writes |
 //!
 //! The `Lab` trait itself (`lab/mod.rs`) belongs to the core's floor: the
@@ -31,6 +31,7 @@ pub mod lab;
 pub mod machine;
 pub mod model;
 pub mod notify;
+pub mod perf;
 pub mod placement;
 pub mod proc;
 pub mod profile;

@@ -27,6 +27,7 @@ const FLOORS: &[(&str, &[&str])] = &[
             "machine",
             "bench",
             "placement",
+            "perf",
         ],
     ),
     (

@@ -2,6 +2,9 @@
 //! PostgreSQL (`PGBISECT_TEST_PG_BIN`, default the Debian PostgreSQL 15
 //! binaries). As root, everything PostgreSQL runs as user `postgres`.
 
+mod common;
+
+use common::pg_bin;
 use pgbisect::bench::{self, Builtin, PgbenchOptions, QueryMode};
 use pgbisect::placement::{CpuSet, Pin, pin};
 use pgbisect::server::{
@@ -12,19 +15,6 @@ use pgbisect::server::{
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-fn pg_bin() -> Option<PathBuf> {
-    let bin = PathBuf::from(
-        std::env::var("PGBISECT_TEST_PG_BIN")
-            .unwrap_or_else(|_| "/usr/lib/postgresql/15/bin".to_string()),
-    );
-    if bin.join("postgres").is_file() {
-        Some(bin)
-    } else {
-        eprintln!("skipped: no PostgreSQL binaries in {}", bin.display());
-        None
-    }
-}
 
 /// A work directory the server's user can walk into.
 fn work_dir() -> tempfile::TempDir {

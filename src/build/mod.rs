@@ -26,10 +26,12 @@ mod check;
 mod compat;
 mod fixup;
 mod log;
+mod profiling;
 mod tree;
 
 pub use cache::{LAST_USED_FILE, STAMP_FILE, Stamp, read_stamp};
 pub use compat::report_flags as compat_report_flags;
+pub use profiling::profiling_cflags;
 
 use crate::lab::LabDirs;
 use cache::InstallCache;

@@ -265,3 +265,19 @@ pub fn assert_code(out: &Output, code: i32) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The PostgreSQL binaries the server tests run (`PGBISECT_TEST_PG_BIN`,
+/// default Debian's PostgreSQL 15), or `None` with a message saying the
+/// test is skipped.
+pub fn pg_bin() -> Option<PathBuf> {
+    let bin = PathBuf::from(
+        std::env::var("PGBISECT_TEST_PG_BIN")
+            .unwrap_or_else(|_| "/usr/lib/postgresql/15/bin".to_string()),
+    );
+    if bin.join("postgres").is_file() {
+        Some(bin)
+    } else {
+        eprintln!("skipped: no PostgreSQL binaries in {}", bin.display());
+        None
+    }
+}
