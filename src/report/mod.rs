@@ -47,7 +47,7 @@ pub enum Format {
     Markdown,
     /// The result as data.
     Json,
-    /// An RFC 5322 message with the text as body (needs --from and --to).
+    /// An RFC 5322 message with the text as body.
     Email,
 }
 
