@@ -6,6 +6,7 @@
 pub mod chart;
 pub mod document;
 pub mod email;
+pub mod estimate;
 pub mod findings;
 pub mod markdown;
 pub mod text;
