@@ -8,3 +8,4 @@ pub mod bisect;
 pub mod decide;
 pub mod fingerprint;
 pub mod stats;
+pub mod why;
