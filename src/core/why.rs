@@ -80,6 +80,19 @@ pub struct InstrumentedRun {
     /// Where the run's output was kept.
     #[serde(default)]
     pub output: Option<std::path::PathBuf>,
+    /// What a CPU profiler recorded of the server during the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<serde_json::Value>,
+}
+
+/// What a lab made of an instrumented run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Instrumented {
+    Measured(InstrumentedRun),
+    /// The run gave no result; why.
+    Failed(String),
+    /// This lab has no instruments (custom benchmark commands).
+    Unsupported(String),
 }
 
 /// One side of a client count: the parent's runs or the culprit's.
@@ -234,12 +247,17 @@ impl WhyRuns {
             waits: waits(&self.before, &self.after),
             points,
             notes,
-            profile_before: None,
-            profile_after: None,
+            profile_before: last_profile(&self.before),
+            profile_after: last_profile(&self.after),
             runs: self.before.len() + self.after.len(),
             seconds,
         }
     }
+}
+
+/// The profile of a side's last profiled run.
+fn last_profile(side: &[InstrumentedRun]) -> Option<serde_json::Value> {
+    side.iter().rev().find_map(|r| r.profile.clone())
 }
 
 fn at(side: &[InstrumentedRun], clients: u32) -> Vec<&InstrumentedRun> {

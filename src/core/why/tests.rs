@@ -22,6 +22,7 @@ fn run(clients: u32, tps: f64, stmt_ms: f64, p99: f64, waits: &[(&str, u64)]) ->
         }),
         waits: WaitEvents::Sampled(waits.iter().map(|(k, v)| (k.to_string(), *v)).collect()),
         output: None,
+        profile: None,
     }
 }
 
