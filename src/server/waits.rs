@@ -31,7 +31,7 @@ pub struct WaitSampler {
 
 /// Why a server cannot be sampled, or the sampler started.
 pub enum Sampling {
-    Started(WaitSampler),
+    Started(Box<WaitSampler>),
     Unavailable(String),
 }
 
@@ -81,10 +81,10 @@ impl RunningServer {
             .unchecked()
             .start()
             .map_err(|e| ServerError::io("cannot start psql to sample wait events", e))?;
-        Ok(Sampling::Started(WaitSampler {
+        Ok(Sampling::Started(Box::new(WaitSampler {
             handle,
             out: out.to_path_buf(),
-        }))
+        })))
     }
 }
 

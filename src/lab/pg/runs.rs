@@ -126,7 +126,7 @@ impl Session for server::RunningServer {
     ) -> Result<Result<Box<dyn WaitSampler>, String>, ServerError> {
         Ok(
             match server::RunningServer::sample_wait_events(self, out)? {
-                server::waits::Sampling::Started(s) => Ok(Box::new(s)),
+                server::waits::Sampling::Started(s) => Ok(s),
                 server::waits::Sampling::Unavailable(why) => Err(why),
             },
         )
