@@ -231,8 +231,9 @@ impl WhyRuns {
         let mut notes = self.failures.clone();
         if points.iter().any(|p| p.spread_changed_more) {
             notes.push(
-                "the spread of the runs changed more than their median: the commit may \
-                 make results less steady rather than (only) slower; more runs would tell"
+                "! marks a client count where the spread of the runs (stddev/avg or \
+                 (max-min)/max) moved more than their median: the commit may make \
+                 results less steady rather than (only) slower; more runs would tell"
                     .into(),
             );
         }

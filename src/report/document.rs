@@ -7,11 +7,11 @@
 
 use crate::core::decide::{Change, Method};
 use crate::model::Commit;
-use crate::report::estimate;
 use crate::report::findings::{
     Culprit, HuntOutcome, HuntReport, Judgement, ReleaseCheck, ReleaseFinding, TestedCommit,
     Totals, UnresolvedRange,
 };
+use crate::report::{estimate, why};
 
 /// A whole report.
 #[derive(Debug, Clone, PartialEq)]
@@ -303,7 +303,16 @@ fn result_blocks(report: &HuntReport) -> Vec<Block> {
         ));
     }
     blocks.extend(report.release_check.as_ref().map(release_item));
-    blocks.extend(report.culprits.iter().map(culprit_item));
+    for c in &report.culprits {
+        blocks.push(culprit_item(c));
+        blocks.extend(
+            report
+                .why_of(&c.commit)
+                .map(why::blocks)
+                .into_iter()
+                .flatten(),
+        );
+    }
     blocks.extend(report.unresolved.iter().map(unresolved_item));
     if !report.notes.is_empty() {
         blocks.push(Block::List(report.notes.clone()));

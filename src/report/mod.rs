@@ -10,6 +10,7 @@ pub mod estimate;
 pub mod findings;
 pub mod markdown;
 pub mod text;
+pub mod why;
 
 use crate::report::findings::HuntReport;
 use anyhow::Context;
