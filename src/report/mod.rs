@@ -27,6 +27,22 @@ pub fn text(report: &HuntReport) -> String {
     text::render(&document::document(report))
 }
 
+/// The why-runs of one commit against another on their own, as plain
+/// text (for `compare --why`).
+pub fn why_text(why: &crate::core::why::Why) -> String {
+    text::render(&document::Document {
+        title: format!(
+            "Why {} is slower than {}",
+            &why.commit[..why.commit.len().min(8)],
+            &why.parent[..why.parent.len().min(8)]
+        ),
+        sections: vec![document::Section {
+            heading: "Instrumented runs".into(),
+            blocks: why::blocks(why),
+        }],
+    })
+}
+
 /// The report as GitHub-flavoured markdown.
 pub fn markdown(report: &HuntReport) -> String {
     markdown::render(&document::document(report))
