@@ -142,7 +142,14 @@ pub(super) fn command(args: &CompareArgs) -> anyhow::Result<ExitCode> {
             plan.runs
         );
         let mut lines = crate::progress::LogLines::new();
-        Some(why::measure(lab.as_mut(), &a, &b, &plan, &mut |_| true, &mut lines)?)
+        Some(why::measure(
+            lab.as_mut(),
+            &a,
+            &b,
+            &plan,
+            &mut |_| true,
+            &mut lines,
+        )?)
     } else {
         None
     };

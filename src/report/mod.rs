@@ -30,17 +30,19 @@ pub fn text(report: &HuntReport) -> String {
 /// The why-runs of one commit against another on their own, as plain
 /// text (for `compare --why`).
 pub fn why_text(why: &crate::core::why::Why) -> String {
-    text::render(&document::Document {
-        title: format!(
-            "Why {} is slower than {}",
-            &why.commit[..why.commit.len().min(8)],
-            &why.parent[..why.parent.len().min(8)]
-        ),
+    let heading = format!(
+        "Why: {} against {}, again with instruments",
+        &why.commit[..why.commit.len().min(8)],
+        &why.parent[..why.parent.len().min(8)]
+    );
+    let text = text::render(&document::Document {
+        title: String::new(),
         sections: vec![document::Section {
-            heading: "Instrumented runs".into(),
+            heading,
             blocks: why::blocks(why),
         }],
-    })
+    });
+    text.trim_start().to_string()
 }
 
 /// The report as GitHub-flavoured markdown.

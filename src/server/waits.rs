@@ -76,8 +76,9 @@ impl RunningServer {
             .run_as()
             .command(&self.server.bin.join("psql"), &args)
             .stdin_bytes(query(version))
-            .stdout_path(out)
+            // Inner first: stderr joins stdout, and both go to `out`.
             .stderr_to_stdout()
+            .stdout_path(out)
             .unchecked()
             .start()
             .map_err(|e| ServerError::io("cannot start psql to sample wait events", e))?;
