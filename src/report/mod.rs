@@ -1,7 +1,12 @@
 //! Renderers of a hunt's findings. Each returns text; none prints.
 //!
 //! [`document`] chooses what a report says; `text`, `markdown` and
-//! `email` only lay it out, so the formats cannot disagree.
+//! `email` only lay it out, so the formats cannot disagree. The size of
+//! the drop a report leads with is [`estimate::best`]: the culprits'
+//! side-by-side changes combined when they cover the whole drop, else
+//! every run of the endpoints, never only the endpoints' first look
+//! (see that module for why). Each culprit's why-runs are laid out by
+//! [`why`].
 
 pub mod chart;
 pub mod document;
