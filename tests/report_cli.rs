@@ -48,7 +48,10 @@ fn renders_the_newest_hunt_as_text() {
     assert_eq!(text, expected);
     assert!(text.contains("first bad commit: "), "{text}");
     // The why-runs kept in result.json are rendered again.
-    assert!(text.contains("why 009ee824 is slower than 1fa540e4"), "{text}");
+    assert!(
+        text.contains("why 009ee824 is slower than 1fa540e4"),
+        "{text}"
+    );
     assert!(text.contains("LWLock:BufferMapping"), "{text}");
     assert!(text.lines().all(|l| l.chars().count() <= 72));
 }

@@ -138,6 +138,9 @@ pub struct ClientPoint {
     pub after: SideStats,
     /// Median TPS change, in percent of the parent's.
     pub tps_change_pct: f64,
+    /// Change of the median (50th percentile) latency, in percent.
+    #[serde(default)]
+    pub p50_change_pct: Option<f64>,
     /// Change of the 99th percentile latency, in percent.
     pub p99_change_pct: Option<f64>,
     /// The spread (stddev/average or (max-min)/max) moved by more
@@ -272,15 +275,18 @@ fn point(
 ) -> Option<ClientPoint> {
     let (b, a) = (SideStats::of(before)?, SideStats::of(after)?);
     let tps_change_pct = (a.median_tps / b.median_tps - 1.0) * 100.0;
-    let p99_change_pct = match (b.p99_ms, a.p99_ms) {
+    let change = |b: Option<f64>, a: Option<f64>| match (b, a) {
         (Some(b), Some(a)) if b > 0.0 => Some((a / b - 1.0) * 100.0),
         _ => None,
     };
+    let p99_change_pct = change(b.p99_ms, a.p99_ms);
+    let p50_change_pct = change(b.p50_ms, a.p50_ms);
     Some(ClientPoint {
         clients,
         before: b,
         after: a,
         tps_change_pct,
+        p50_change_pct,
         p99_change_pct,
         spread_changed_more: spread_changed_more(&b, &a, tps_change_pct),
     })

@@ -44,13 +44,19 @@ pub fn blocks(why: &Why) -> Vec<Block> {
         facts,
     }];
     if !why.points.is_empty() {
+        out.push(Block::Paragraph(
+            "Median TPS of each side, its change, the change of the 50th and \
+             99th percentile latency, and stddev/avg of the TPS of each side:"
+                .into(),
+        ));
         out.push(Block::Table {
             columns: columns(&[
                 ("clients", Align::Right),
-                ("parent tps", Align::Right),
-                ("culprit tps", Align::Right),
+                ("parent", Align::Right),
+                ("culprit", Align::Right),
                 ("change", Align::Right),
-                ("p99 change", Align::Right),
+                ("p50", Align::Right),
+                ("p99", Align::Right),
                 ("stddev/avg", Align::Right),
             ]),
             rows: why.points.iter().map(point_row).collect(),
@@ -116,6 +122,7 @@ fn point_row(p: &ClientPoint) -> Vec<String> {
         format!("{:.1}", p.before.median_tps),
         format!("{:.1}", p.after.median_tps),
         format!("{:+.1}%", p.tps_change_pct),
+        p.p50_change_pct.map_or("-".into(), |c| format!("{c:+.1}%")),
         p.p99_change_pct.map_or("-".into(), |c| format!("{c:+.1}%")),
         format!(
             "{:.1}%>{:.1}%{}",

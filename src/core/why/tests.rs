@@ -63,6 +63,7 @@ fn a_culprit_slower_per_statement_shows_at_every_client_count() {
     for p in &why.points {
         assert!((p.tps_change_pct - -10.0).abs() < 0.2, "{p:?}");
         assert!((p.p99_change_pct.unwrap() - 50.0).abs() < 1e-9);
+        assert!((p.p50_change_pct.unwrap() - 50.0).abs() < 1e-9);
         assert!(!p.spread_changed_more);
     }
     assert_eq!(why.statements_clients, 2);
