@@ -122,7 +122,12 @@ fn point_row(p: &ClientPoint) -> Vec<String> {
         format!("{:.1}", p.before.median_tps),
         format!("{:.1}", p.after.median_tps),
         format!("{:+.1}%", p.tps_change_pct),
-        p.p50_change_pct.map_or("-".into(), |c| format!("{c:+.1}%")),
+        // Results written before the field existed still hold the sides'.
+        p.p50_change_pct
+            .or_else(|| {
+                Some((p.after.p50_ms? / p.before.p50_ms.filter(|b| *b > 0.0)? - 1.0) * 100.0)
+            })
+            .map_or("-".into(), |c| format!("{c:+.1}%")),
         p.p99_change_pct.map_or("-".into(), |c| format!("{c:+.1}%")),
         format!(
             "{:.1}%>{:.1}%{}",
