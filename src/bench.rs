@@ -7,6 +7,8 @@
 //! version's result lines. Building the command line and parsing the output
 //! are pure; running pgbench lives in [`crate::server`].
 
+pub mod instruments;
+
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 

@@ -47,6 +47,12 @@ fn renders_the_newest_hunt_as_text() {
     let expected = pgbisect::report::text(&serde_json::from_str(FIXTURE).unwrap());
     assert_eq!(text, expected);
     assert!(text.contains("first bad commit: "), "{text}");
+    // The why-runs kept in result.json are rendered again.
+    assert!(
+        text.contains("why 009ee824 is slower than 1fa540e4"),
+        "{text}"
+    );
+    assert!(text.contains("LWLock:BufferMapping"), "{text}");
     assert!(text.lines().all(|l| l.chars().count() <= 72));
 }
 
@@ -150,15 +156,53 @@ fn unreadable_result_names_the_file() {
 }
 
 #[test]
-fn email_needs_sender_and_recipient() {
+fn email_without_any_sender_says_how_to_give_one() {
+    // HOME in the temp dir: no global git identity to fall back on.
     let work = work_dir_with_fixture();
     let dir = work.path().to_str().unwrap();
-    let out = pgbisect(
-        &["report", "--work-dir", dir, "--format", "email"],
-        work.path(),
-    );
+    let out = bin()
+        .args(["report", "--work-dir", dir, "--format", "email"])
+        .current_dir(work.path())
+        .env("HOME", work.path())
+        .env("XDG_CONFIG_HOME", work.path().join("config"))
+        .output()
+        .expect("pgbisect runs");
     assert_code(&out, 2);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--from"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--from"), "{stderr}");
+    assert!(
+        stderr.contains("git config --global user.email"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn email_is_from_the_repository_s_git_identity_to_hackers() {
+    let root = tempfile::tempdir().unwrap();
+    let repo = root.path().join("proj");
+    std::fs::create_dir_all(&repo).unwrap();
+    common::git(&repo, &["init", "-q"]);
+    common::git(&repo, &["config", "user.name", "Jane Doe"]);
+    common::git(&repo, &["config", "user.email", "jane@example.org"]);
+    let hunt = root.path().join("cache/pgbisect/proj/hunts/x");
+    std::fs::create_dir_all(&hunt).unwrap();
+    std::fs::write(hunt.join("result.json"), FIXTURE).unwrap();
+    let out = bin()
+        .args(["report", "--repo", "proj", "--format", "email"])
+        .current_dir(root.path())
+        .env("XDG_CACHE_HOME", root.path().join("cache"))
+        .env("HOME", root.path())
+        .output()
+        .expect("pgbisect runs");
+    let mail = stdout(&out);
+    assert!(
+        mail.starts_with("From: Jane Doe <jane@example.org>\r\n"),
+        "{mail}"
+    );
+    assert!(
+        mail.contains("\r\nTo: pgsql-hackers@lists.postgresql.org\r\n"),
+        "{mail}"
+    );
 }
 
 #[test]

@@ -7,6 +7,7 @@ mod common;
 use common::pg_bin;
 use pgbisect::bench::{self, Builtin, PgbenchOptions, QueryMode};
 use pgbisect::placement::{CpuSet, Pin, pin};
+use pgbisect::server::waits::Sampling;
 use pgbisect::server::{
     BenchError, DataTemplate, RunAs, RunningServer, Server, ServerError, SocketDir, SystemLimits,
     TemplateSpec, apply_settings, check_limits, for_workload, fresh_copy, open_files_needed,
@@ -504,4 +505,71 @@ fn shared_block_copies_are_detected_without_leaving_files() {
     if fs_type == "btrfs" {
         assert!(shares, "{fs_type}");
     }
+}
+
+#[test]
+fn an_instrumented_run_gives_statements_percentiles_and_wait_events() {
+    let Some(bin) = pg_bin() else { return };
+    let work = work_dir();
+    let run_as = RunAs::resolve(None).unwrap();
+    let sockets = SocketDir::create(&run_as).unwrap();
+    let server = server_on_copy(&bin, work.path(), &sockets, &[])
+        .start()
+        .unwrap();
+    // pgbench's user writes its transaction log here.
+    let logs = work.path().join("why-logs");
+    std::fs::create_dir(&logs).unwrap();
+    run_as.hand_over(&logs).unwrap();
+    let prefix = logs.join("1");
+    let mut args = bench::run_args(&small_workload(), 2, 3, &server.conn("postgres"));
+    let db = args.pop().unwrap();
+    args.extend(bench::instruments::args(&prefix));
+    args.push(db);
+    let sampling = server
+        .sample_wait_events(&work.path().join("waits.txt"))
+        .unwrap();
+    let Sampling::Started(sampler) = sampling else {
+        panic!("PostgreSQL 15 has wait events")
+    };
+    let output = work.path().join("run.txt");
+    let report = server
+        .run_pgbench(
+            &bin.join("pgbench"),
+            &args,
+            &Pin::none(),
+            &output,
+            time_limit(3),
+        )
+        .unwrap();
+    let started = Instant::now();
+    let waits = sampler.finish().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "psql stops on SIGINT"
+    );
+    let samples: u64 = waits.values().sum();
+    // Two client backends, sampled every 0.1 s for 3 s: about 60 rows.
+    assert!(samples >= 20, "{waits:?}");
+    assert!(
+        waits
+            .keys()
+            .all(|k| k == "CPU" || k.contains(':') || k.starts_with("idle")),
+        "{waits:?}"
+    );
+    let statements =
+        bench::instruments::statement_latencies(&std::fs::read_to_string(&output).unwrap());
+    assert_eq!(statements.len(), 2, "{statements:?}");
+    assert!(statements[1].statement.starts_with("SELECT abalance"));
+    assert!(statements[1].ms > 0.0);
+    let files = bench::instruments::log_files(&prefix);
+    assert_eq!(files.len(), 2, "one log per pgbench thread: {files:?}");
+    let p = bench::instruments::log_percentiles(&files)
+        .unwrap()
+        .unwrap();
+    assert!(
+        p.p50_ms > 0.0 && p.p50_ms <= p.p95_ms && p.p95_ms <= p.p99_ms,
+        "{p:?}"
+    );
+    // The log holds every transaction pgbench counted.
+    assert_eq!(Some(p.transactions), report.transactions);
 }

@@ -145,7 +145,7 @@ impl clap::ValueEnum for ReportFormat {
             }
             Format::Json => PossibleValue::new("json").help("The result as data"),
             Format::Email => PossibleValue::new("email")
-                .help("An RFC 5322 message with the text as body (needs --from and --to)"),
+                .help("An RFC 5322 message with the text as body, from git's user.name and user.email unless --from"),
         })
     }
 }

@@ -7,6 +7,7 @@ use super::lab::{load_profile, make_lab};
 use crate::core::decide::DecisionConfig;
 use crate::engine::compare::{CompareReport, chart_series, measure, table};
 use crate::engine::hunt::HuntConfig;
+use crate::engine::why::{self, WhyPlan};
 use crate::error::UsageError;
 use crate::model::Commit;
 use crate::repo::{Repo, WorkTree, as_git_diff};
@@ -51,6 +52,12 @@ pub struct CompareArgs {
     /// Write the SVG chart to this file.
     #[arg(long, value_name = "FILE")]
     pub chart: Option<PathBuf>,
+    /// Then measure B against A again with instruments: per-statement
+    /// latencies, latency percentiles and wait events at each client count.
+    #[arg(long)]
+    pub why: bool,
+    #[command(flatten)]
+    pub why_args: super::why::WhyArgs,
     #[command(flatten)]
     pub lab: LabArgs,
 }
@@ -123,6 +130,30 @@ pub(super) fn command(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         &decision,
         &mut |line| eprintln!("{line}"),
     )?;
+    let why = if args.why {
+        let plan = WhyPlan {
+            clients: args.clients.clone(),
+            runs: args.why_args.why_runs,
+            main_clients: args.clients[0],
+            first_run: 10_000,
+        };
+        eprintln!(
+            "why: B against A again with instruments at {} clients, {} runs a side each",
+            super::why::list(&plan.clients),
+            plan.runs
+        );
+        let mut lines = crate::progress::LogLines::new();
+        Some(why::measure(
+            lab.as_mut(),
+            &a,
+            &b,
+            &plan,
+            &mut |_| true,
+            &mut lines,
+        )?)
+    } else {
+        None
+    };
     let report = CompareReport {
         a,
         b,
@@ -131,9 +162,13 @@ pub(super) fn command(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         threshold: decision.threshold,
         measurement: lab.describe(),
         rows,
+        why,
     };
     write_outputs(&report, &out_dir, args)?;
     print!("{}", table(&report));
+    if let Some(why) = &report.why {
+        print!("\n{}", crate::report::why_text(why));
+    }
     Ok(ExitCode::SUCCESS)
 }
 

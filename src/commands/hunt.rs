@@ -77,6 +77,13 @@ pub struct RunArgs {
     /// markdown or json.
     #[arg(long, value_enum, default_value_t)]
     pub format: ReportFormat,
+    /// Do not measure each culprit against its parent again with
+    /// instruments (client sweep, statement latencies, wait events).
+    #[arg(long)]
+    pub no_why: bool,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub why: super::why::WhyArgs,
 }
 
 /// What a hunt (or a judgement against one) measures, resolved from the
@@ -307,7 +314,28 @@ fn run_hunt(
     if let Some(budget) = budget {
         hunt_run = hunt_run.with_budget(budget);
     }
-    let report = hunt_run.run()?;
+    let mut report = hunt_run.run()?;
+    if plan.profile.is_custom() && !args.no_why && !report.culprits.is_empty() {
+        progress.event(&ProgressEvent::Note(
+            "no why-runs: a custom benchmark command has no instruments".into(),
+        ));
+    } else if !args.no_why && !report.culprits.is_empty() {
+        let clients = plan
+            .profile
+            .benchmark
+            .clients
+            .as_ref()
+            .map(|c| c.to_vec())
+            .unwrap_or_default();
+        report.why = super::why::after_hunt(
+            &mut lab,
+            &report,
+            &hunt,
+            (&clients, args.why.why_runs),
+            budget,
+            progress.as_mut(),
+        )?;
+    }
     drop(progress);
     machine.steadiness = watch.seen();
     let mut report = with_setup(report, &plan, args, machine)?;

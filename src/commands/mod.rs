@@ -16,6 +16,7 @@ mod profiles;
 mod report;
 mod resume;
 mod simulate;
+mod why;
 
 pub use args::{HuntLocation, LabArgs, TargetArgs};
 pub use compare::CompareArgs;

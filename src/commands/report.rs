@@ -14,6 +14,9 @@ use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// Where a PostgreSQL performance report goes unless told otherwise.
+pub const HACKERS: &str = "pgsql-hackers@lists.postgresql.org";
+
 /// `pgbisect report`.
 #[derive(Debug, Args, Clone)]
 pub struct ReportArgs {
@@ -29,12 +32,14 @@ pub struct ReportArgs {
     /// history order, culprits marked) to this file.
     #[arg(long, value_name = "FILE")]
     pub chart: Option<PathBuf>,
-    /// The email's sender, e.g. "Jane Doe <jane@example.org>".
-    #[arg(long, value_name = "ADDR", requires = "to")]
+    /// The email's sender, e.g. "Jane Doe <jane@example.org>" (default:
+    /// git's user.name and user.email, of the repository hunted, then
+    /// global, as `git format-patch` takes them).
+    #[arg(long, value_name = "ADDR")]
     pub from: Option<String>,
-    /// The email's recipient, e.g. pgsql-hackers@lists.postgresql.org.
-    #[arg(long, value_name = "ADDR", requires = "from")]
-    pub to: Option<String>,
+    /// The email's recipient.
+    #[arg(long, value_name = "ADDR", default_value = HACKERS)]
+    pub to: String,
 }
 
 /// Reads a hunt's result.
@@ -51,36 +56,15 @@ pub fn load(hunt: &HuntDir) -> anyhow::Result<HuntReport> {
 }
 
 pub(super) fn command(args: &ReportArgs) -> anyhow::Result<ExitCode> {
-    let envelope = match (&args.from, &args.to, args.format) {
-        (Some(from), Some(to), _) if !(from.contains('@') && to.contains('@')) => {
-            return Err(UsageError(format!(
-                "--from `{from}` --to `{to}`: give email addresses, e.g. \
-                 --from \"Jane Doe <jane@example.org>\""
-            ))
-            .into());
-        }
-        (Some(from), Some(to), _) => Some(report::Envelope {
-            from: from.clone(),
-            to: to.clone(),
-            date_unix: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs() as i64),
-        }),
-        (_, _, ReportFormat(Format::Email)) => {
-            return Err(UsageError(
-                "--format email needs --from ADDR and --to ADDR, e.g. \
-                 --to pgsql-hackers@lists.postgresql.org"
-                    .into(),
-            )
-            .into());
-        }
-        _ => None,
-    };
     let hunt = args
         .at
         .work_dir()?
         .choose_hunt(args.at.hunt.as_deref(), RESULT_FILE)?;
     let found = load(&hunt)?;
+    let envelope = match args.format.0 {
+        Format::Email => Some(envelope(args, &hunt)?),
+        _ => None,
+    };
     let text = report::render(&found, args.format.0, envelope.as_ref())?;
     if let Some(path) = &args.chart {
         std::fs::write(path, crate::report::chart::hunt_chart(&found))
@@ -92,6 +76,53 @@ pub(super) fn command(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         None => print!("{text}"),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The email's sender and recipient: `--from`, else git's identity in
+/// the repository the hunt ran in (saved with its command), else in
+/// `--repo` or the current directory, else git's global one.
+fn envelope(args: &ReportArgs, hunt: &HuntDir) -> anyhow::Result<report::Envelope> {
+    let from = match &args.from {
+        Some(from) => from.clone(),
+        None => {
+            let hunted = super::resume::load(hunt)
+                .ok()
+                .and_then(|c| c.target.lab.repo);
+            let given = args.at.repo.clone().or_else(|| {
+                args.at
+                    .work_dir
+                    .is_none()
+                    .then(|| std::path::PathBuf::from("."))
+            });
+            hunted
+                .or(given)
+                .and_then(|repo| crate::repo::sender(Some(&repo)))
+                .or_else(|| crate::repo::sender(None))
+                .ok_or_else(|| {
+                    UsageError(
+                        "--format email needs a sender: give --from \"Jane Doe <jane@example.org>\", \
+                         or set one for git with `git config --global user.name \"Jane Doe\"` and \
+                         `git config --global user.email jane@example.org`"
+                            .into(),
+                    )
+                })?
+        }
+    };
+    if !(from.contains('@') && args.to.contains('@')) {
+        return Err(UsageError(format!(
+            "--from `{from}` --to `{}`: give email addresses, e.g. \
+             --from \"Jane Doe <jane@example.org>\"",
+            args.to
+        ))
+        .into());
+    }
+    Ok(report::Envelope {
+        from,
+        to: args.to.clone(),
+        date_unix: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64),
+    })
 }
 
 #[cfg(test)]

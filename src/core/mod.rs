@@ -9,3 +9,4 @@ pub mod decide;
 pub mod fingerprint;
 pub mod run_length;
 pub mod stats;
+pub mod why;

@@ -102,6 +102,9 @@ pub struct CompareReport {
     pub threshold: f64,
     pub measurement: String,
     pub rows: Vec<Row>,
+    /// B against A again with instruments (`compare --why`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<crate::core::why::Why>,
 }
 
 /// Why a comparison could not be made.
@@ -375,6 +378,7 @@ mod tests {
             threshold: cfg.threshold,
             measurement: "fake".into(),
             rows,
+            why: None,
         };
         let text = table(&report);
         assert_eq!(text.matches("SLOWER").count(), 3, "{text}");
@@ -433,6 +437,7 @@ mod tests {
             threshold: 0.05,
             measurement: String::new(),
             rows: vec![row],
+            why: None,
         };
         assert!(table(&report).contains("no data"));
     }

@@ -11,3 +11,4 @@ pub mod hunt;
 pub mod judge;
 pub mod release_check;
 pub mod simulate;
+pub mod why;

@@ -15,6 +15,7 @@ pub mod command;
 pub mod pg;
 pub mod replay;
 
+use crate::core::why::Instrumented;
 use crate::model::{Commit, LabTotals, Prepared, RunOutcome};
 use std::path::{Path, PathBuf};
 
@@ -74,6 +75,16 @@ pub trait Lab {
 
     /// Run the benchmark once on a prepared commit.
     fn run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome>;
+
+    /// One run with instruments, for the why-runs after a culprit: kept
+    /// apart from the evidence, never journaled as a run. Labs without
+    /// instruments say so.
+    fn instrumented_run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<Instrumented> {
+        let _ = (commit, spec);
+        Ok(Instrumented::Unsupported(
+            "a custom benchmark command has no instruments; why-runs need pgbench".into(),
+        ))
+    }
 
     /// Work done so far.
     fn totals(&self) -> LabTotals;

@@ -91,6 +91,24 @@ impl Lab for ReplayLab<'_> {
         self.inner.run(commit, spec)
     }
 
+    /// Never replayed: why-runs are not in the journal.
+    fn instrumented_run(
+        &mut self,
+        commit: &Commit,
+        spec: RunSpec,
+    ) -> anyhow::Result<crate::core::why::Instrumented> {
+        if !self.really_prepared.contains(&commit.id) {
+            let p = self.inner.prepare(commit)?;
+            self.really_prepared.insert(commit.id.clone());
+            if let Prepared::Unbuildable { reason, .. } = p {
+                return Ok(crate::core::why::Instrumented::Failed(format!(
+                    "it no longer builds: {reason}"
+                )));
+            }
+        }
+        self.inner.instrumented_run(commit, spec)
+    }
+
     /// This process's work only: what earlier processes spent is in the
     /// journal (see [`crate::journal::spent`]).
     fn totals(&self) -> LabTotals {

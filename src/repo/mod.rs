@@ -8,12 +8,14 @@
 
 mod endpoints;
 mod error;
+mod ident;
 mod patch;
 pub mod release;
 mod worktree;
 
 pub use endpoints::{Endpoints, ReleaseRef, Resolved};
 pub use error::RepoError;
+pub use ident::sender;
 pub use patch::as_git_diff;
 pub use worktree::WorkTree;
 

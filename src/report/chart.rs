@@ -419,6 +419,7 @@ mod tests {
             configure_flags: Vec::new(),
             resolution: Vec::new(),
             release_check: None,
+            why: Vec::new(),
         }
     }
 

@@ -11,6 +11,7 @@ use crate::report::findings::{
     Culprit, HuntOutcome, HuntReport, Judgement, ReleaseCheck, ReleaseFinding, TestedCommit,
     Totals, UnresolvedRange,
 };
+use crate::report::{estimate, why};
 
 /// A whole report.
 #[derive(Debug, Clone, PartialEq)]
@@ -105,6 +106,7 @@ pub fn headline(report: &HuntReport) -> String {
     };
     let range = format!("{}..{}", report.good.short(), report.bad.short());
     let whole = pct(report.endpoints.change.pct);
+    let best = pct(estimate::best(report).change.pct);
     match report.outcome {
         HuntOutcome::NoRegression => {
             format!("pgbisect: no regression {at} in {range} ({whole} TPS)")
@@ -113,7 +115,7 @@ pub fn headline(report: &HuntReport) -> String {
             format!("pgbisect: inconclusive {at} in {range} ({whole} TPS)")
         }
         HuntOutcome::CulpritFound => match report.culprits.as_slice() {
-            [] => format!("pgbisect: {whole} TPS {at}, pinned to a range in {range}"),
+            [] => format!("pgbisect: {best} TPS {at}, pinned to a range in {range}"),
             [c] => format!(
                 "pgbisect: {} TPS {at}, first bad commit {} \"{}\"{}",
                 pct(c.change.pct),
@@ -122,7 +124,7 @@ pub fn headline(report: &HuntReport) -> String {
                 also_unpinned(report)
             ),
             [c, ..] => format!(
-                "pgbisect: {whole} TPS {at}, first of {} bad commits {} \"{}\"{}",
+                "pgbisect: {best} TPS {at}, first of {} bad commits {} \"{}\"{}",
                 report.culprits.len(),
                 short(&c.commit),
                 c.subject,
@@ -291,8 +293,26 @@ fn result_blocks(report: &HuntReport) -> Vec<Block> {
             format!("{}, {} + {} runs", change(&e.change), e.n_base, e.n_new),
         ),
     ])];
+    let best = estimate::best(report);
+    if best.change != e.change
+        && let Block::Facts(facts) = &mut blocks[0]
+    {
+        facts.push(fact(
+            "whole drop",
+            format!("{}, from {}", change(&best.change), best.basis),
+        ));
+    }
     blocks.extend(report.release_check.as_ref().map(release_item));
-    blocks.extend(report.culprits.iter().map(culprit_item));
+    for c in &report.culprits {
+        blocks.push(culprit_item(c));
+        blocks.extend(
+            report
+                .why_of(&c.commit)
+                .map(why::blocks)
+                .into_iter()
+                .flatten(),
+        );
+    }
     blocks.extend(report.unresolved.iter().map(unresolved_item));
     if !report.notes.is_empty() {
         blocks.push(Block::List(report.notes.clone()));

@@ -289,4 +289,14 @@ pub struct HuntReport {
     /// was moved there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub release_check: Option<ReleaseCheck>,
+    /// What the why-runs after each culprit found, by culprit.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub why: Vec<crate::core::why::Why>,
+}
+
+impl HuntReport {
+    /// The why-runs of `culprit`, when made.
+    pub fn why_of(&self, culprit: &str) -> Option<&crate::core::why::Why> {
+        self.why.iter().find(|w| w.commit == culprit)
+    }
 }

@@ -1,14 +1,21 @@
 //! Renderers of a hunt's findings. Each returns text; none prints.
 //!
 //! [`document`] chooses what a report says; `text`, `markdown` and
-//! `email` only lay it out, so the formats cannot disagree.
+//! `email` only lay it out, so the formats cannot disagree. The size of
+//! the drop a report leads with is [`estimate::best`]: the culprits'
+//! side-by-side changes combined when they cover the whole drop, else
+//! every run of the endpoints, never only the endpoints' first look
+//! (see that module for why). Each culprit's why-runs are laid out by
+//! [`why`].
 
 pub mod chart;
 pub mod document;
 pub mod email;
+pub mod estimate;
 pub mod findings;
 pub mod markdown;
 pub mod text;
+pub mod why;
 
 use crate::report::findings::HuntReport;
 use anyhow::Context;
@@ -23,6 +30,24 @@ pub fn json(report: &HuntReport) -> anyhow::Result<String> {
 /// The report as plain text for the mailing list: at most 72 columns.
 pub fn text(report: &HuntReport) -> String {
     text::render(&document::document(report))
+}
+
+/// The why-runs of one commit against another on their own, as plain
+/// text (for `compare --why`).
+pub fn why_text(why: &crate::core::why::Why) -> String {
+    let heading = format!(
+        "Why: {} against {}, again with instruments",
+        &why.commit[..why.commit.len().min(8)],
+        &why.parent[..why.parent.len().min(8)]
+    );
+    let text = text::render(&document::Document {
+        title: String::new(),
+        sections: vec![document::Section {
+            heading,
+            blocks: why::blocks(why),
+        }],
+    });
+    text.trim_start().to_string()
 }
 
 /// The report as GitHub-flavoured markdown.
@@ -47,7 +72,7 @@ pub enum Format {
     Markdown,
     /// The result as data.
     Json,
-    /// An RFC 5322 message with the text as body (needs --from and --to).
+    /// An RFC 5322 message with the text as body.
     Email,
 }
 

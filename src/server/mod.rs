@@ -15,6 +15,7 @@ mod registry;
 mod run_as;
 pub mod settings;
 mod template;
+pub mod waits;
 
 pub use config::{apply_settings, describe_config, server_version};
 pub use limits::{

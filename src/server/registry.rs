@@ -102,7 +102,7 @@ pub(super) fn kill_hard(pid: u32) -> bool {
     wait_until(Duration::from_secs(10), || !is_alive(pid))
 }
 
-fn send(pid: u32, signal: libc::c_int) {
+pub(super) fn send(pid: u32, signal: libc::c_int) {
     let Ok(pid) = libc::pid_t::try_from(pid) else {
         return;
     };

@@ -14,6 +14,7 @@
 //!   hunts/<name>/            one folder per hunt (HuntDir)
 //!     journal.jsonl command.json profile.json
 //!     result.json report.txt report.md chart.svg
+//!     why-<culprit>.json     the why-runs of each culprit
 //!     runs/ judge-runs/
 //!   compare/<name>/          one folder per comparison
 //! ```
@@ -283,6 +284,12 @@ impl HuntDir {
     /// The journal of those runs, apart from the hunt's.
     pub fn release_check_journal(&self) -> PathBuf {
         self.dir.join("release-check.jsonl")
+    }
+
+    /// What the why-runs of a culprit found (named by its full SHA), kept
+    /// apart from the journal: never evidence, not made again on resume.
+    pub fn why(&self, culprit: &str) -> PathBuf {
+        self.dir.join(format!("why-{culprit}.json"))
     }
 
     /// Outputs of `judge`'s runs against this hunt.

@@ -848,6 +848,7 @@ impl<'a> Hunt<'a> {
             configure_flags: Vec::new(),
             resolution: Vec::new(),
             release_check: None,
+            why: Vec::new(),
         }
     }
 }

@@ -10,6 +10,7 @@ mod runs;
 
 use crate::bench::{self, PgbenchOptions};
 use crate::build::{BuildOutcome, BuildSettings, Builder};
+use crate::core::why::Instrumented;
 use crate::lab::{Lab, LabDirs, RunSpec};
 use crate::machine::steady::{self, Watch};
 use crate::model::{Commit, LabTotals, Prepared, RunOutcome};
@@ -18,6 +19,7 @@ use crate::repo::{Repo, WorkTree};
 use crate::server::{self, RunAs, Server, ServerError, SocketDir, TemplateSpec, settings};
 use anyhow::Context;
 use runs::{RealMachinery, RunJob, Runs, failed};
+pub use runs::{ServerProfiler, WaitSampler};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
@@ -99,6 +101,8 @@ pub struct PgLab {
     limits_checked: HashSet<u32>,
     /// Pins of the server and pgbench, per client count.
     pins: HashMap<u32, (Pin, Pin)>,
+    /// Records the server's CPU profile during instrumented runs.
+    profiler: Option<Box<dyn ServerProfiler>>,
 }
 
 impl PgLab {
@@ -152,6 +156,7 @@ impl PgLab {
             notes: Vec::new(),
             limits_checked: HashSet::new(),
             pins: HashMap::new(),
+            profiler: None,
         }
         .checked_for_clients(clients)
     }
@@ -265,6 +270,41 @@ impl PgLab {
             Ok(t) => t,
             Err(e) => return Ok(failed(&e)),
         };
+        let job = self.job(commit, spec, &template, "")?;
+        self.runs.measure(job)
+    }
+
+    /// [`PgLab::measure`] with instruments, its files named `why-...`
+    /// apart from the hunt's runs.
+    fn measure_instrumented(
+        &mut self,
+        commit: &Commit,
+        spec: RunSpec,
+    ) -> anyhow::Result<Instrumented> {
+        let template = match self.template_spec(&commit.id) {
+            Ok(t) => t,
+            Err(e) => return Ok(Instrumented::Failed(format!("{e:#}"))),
+        };
+        let mut job = self.job(commit, spec, &template, "why-")?;
+        let logs = self.cfg.runs_dir.join("why-logs");
+        crate::files::create_dir(&logs)
+            .with_context(|| format!("cannot create {}", logs.display()))?;
+        self.cfg.run_as.hand_over(&logs)?;
+        job.transaction_log = Some(logs.join(format!("{:05}-{}", spec.run, commit.short())));
+        match self.profiler.as_mut() {
+            Some(p) => self.runs.measure_instrumented(job, Some(p.as_mut())),
+            None => self.runs.measure_instrumented(job, None),
+        }
+    }
+
+    /// The job of one run; `label` starts the names of its files.
+    fn job<'t>(
+        &mut self,
+        commit: &Commit,
+        spec: RunSpec,
+        template: &'t TemplateSpec,
+        label: &str,
+    ) -> anyhow::Result<RunJob<'t>> {
         let (server_pin, pgbench_pin) = self.pins_for(spec.clients)?;
         self.watch_machine();
         let server = Server {
@@ -277,21 +317,26 @@ impl PgLab {
                 .cfg
                 .dirs
                 .logs
-                .join(format!("server-{:05}.log", spec.run)),
+                .join(format!("server-{label}{:05}.log", spec.run)),
             run_as: self.cfg.run_as.clone(),
             registry_dir: Some(self.cfg.dirs.servers.clone()),
             pin: server_pin,
         };
-        let out = format!("run-{:05}-{}", spec.run, commit.short());
-        let job = RunJob {
-            template: &template,
+        let out = format!("{label}run-{:05}-{}", spec.run, commit.short());
+        Ok(RunJob {
+            template,
             server,
             pgbench: self.pgbench_for(&commit.id)?,
             pgbench_pin,
             spec,
             out: self.cfg.runs_dir.join(out),
-        };
-        self.runs.measure(job)
+            transaction_log: None,
+        })
+    }
+
+    /// Lets `profiler` record the server of every instrumented run.
+    pub fn set_profiler(&mut self, profiler: Box<dyn ServerProfiler>) {
+        self.profiler = Some(profiler);
     }
 
     /// The settings of one run: the commit's form of the profile's, with
@@ -421,6 +466,15 @@ impl Lab for PgLab {
 
     fn run_length(&self) -> Option<u32> {
         Some(self.cfg.options.duration_secs)
+    }
+
+    fn instrumented_run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<Instrumented> {
+        if !self.installs.contains_key(&commit.id)
+            && let Prepared::Unbuildable { reason, .. } = self.prepare(commit)?
+        {
+            return Ok(Instrumented::Failed(reason));
+        }
+        self.measure_instrumented(commit, spec)
     }
 
     fn totals(&self) -> LabTotals {

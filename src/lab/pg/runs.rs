@@ -8,12 +8,13 @@
 //! the processes it starts, so it is tested with a fake; the real
 //! machinery is PostgreSQL's `initdb`, `cp`, `pg_ctl` and pgbench.
 
-use crate::bench::{self, Builtin, Conn, PgbenchOptions, PgbenchReport};
+use crate::bench::{self, Builtin, Conn, PgbenchOptions, PgbenchReport, instruments};
+use crate::core::why::{Instrumented, InstrumentedRun, WaitEvents};
 use crate::lab::RunSpec;
 use crate::model::{LabTotals, Measurement, RunOutcome};
 use crate::placement::Pin;
 use crate::server::{self, BenchError, DataTemplate, Server, ServerError, TemplateSpec};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -43,6 +44,36 @@ pub trait Session {
         limit: Duration,
     ) -> Result<PgbenchReport, BenchError>;
     fn stop(self: Box<Self>) -> Result<(), ServerError>;
+    /// The postmaster's process id, for a profiler to find the server's
+    /// processes.
+    fn server_pid(&self) -> Option<u32> {
+        None
+    }
+    /// Starts sampling the client backends' wait events into `out`;
+    /// `Err` inside says why this server has none (before 9.6).
+    fn sample_wait_events(
+        &self,
+        out: &Path,
+    ) -> Result<Result<Box<dyn WaitSampler>, String>, ServerError> {
+        let _ = out;
+        Ok(Err("this server's wait events cannot be sampled".into()))
+    }
+}
+
+/// A running wait-event sampler.
+pub trait WaitSampler {
+    /// Stops it; the samples counted by `Type:Event`.
+    fn finish(self: Box<Self>) -> Result<BTreeMap<String, u64>, ServerError>;
+}
+
+/// The hook a CPU profiler plugs into: told the postmaster's PID once the
+/// server of an instrumented run is up and warmed, just before its
+/// measured run of `seconds`, and asked for what it recorded after it.
+/// What it returns goes, as it is, into the side's profile in the "why"
+/// result.
+pub trait ServerProfiler {
+    fn start(&mut self, postmaster_pid: u32, seconds: u32) -> anyhow::Result<()>;
+    fn finish(&mut self) -> anyhow::Result<serde_json::Value>;
 }
 
 /// PostgreSQL's own programs.
@@ -84,6 +115,28 @@ impl Session for server::RunningServer {
     fn stop(self: Box<Self>) -> Result<(), ServerError> {
         server::RunningServer::stop(*self)
     }
+
+    fn server_pid(&self) -> Option<u32> {
+        Some(self.pid())
+    }
+
+    fn sample_wait_events(
+        &self,
+        out: &Path,
+    ) -> Result<Result<Box<dyn WaitSampler>, String>, ServerError> {
+        Ok(
+            match server::RunningServer::sample_wait_events(self, out)? {
+                server::waits::Sampling::Started(s) => Ok(s),
+                server::waits::Sampling::Unavailable(why) => Err(why),
+            },
+        )
+    }
+}
+
+impl WaitSampler for server::waits::WaitSampler {
+    fn finish(self: Box<Self>) -> Result<BTreeMap<String, u64>, ServerError> {
+        server::waits::WaitSampler::finish(*self)
+    }
 }
 
 /// What one run is made of.
@@ -98,6 +151,10 @@ pub struct RunJob<'a> {
     /// pgbench's output of warm-up `n` goes to `<out>-warmup<n>.txt`, that
     /// of the measured run to `<out>-run.txt`.
     pub out: PathBuf,
+    /// Instruments the measured run when given: per-statement latencies,
+    /// pgbench's transaction log under this prefix (in a folder pgbench's
+    /// user may write), wait events sampled into `<out>-waits.txt`.
+    pub transaction_log: Option<PathBuf>,
 }
 
 impl RunJob<'_> {
@@ -165,9 +222,47 @@ impl Runs {
     /// the warm-ups, one measured run. A run that fails is an outcome; an
     /// error is trouble the hunt cannot go on with (the disk).
     pub fn measure(&mut self, job: RunJob) -> anyhow::Result<RunOutcome> {
+        Ok(self.measure_with(job, None)?.0)
+    }
+
+    /// [`Runs::measure`] with the job's instruments on, and `profiler`
+    /// told where the server runs.
+    pub fn measure_instrumented(
+        &mut self,
+        job: RunJob,
+        profiler: Option<&mut dyn ServerProfiler>,
+    ) -> anyhow::Result<Instrumented> {
+        anyhow::ensure!(
+            job.transaction_log.is_some(),
+            "an instrumented run needs a folder for pgbench's transaction log"
+        );
+        let clients = job.spec.clients;
+        let (outcome, extras) = self.measure_with(job, profiler)?;
+        Ok(match (outcome, extras) {
+            (RunOutcome::Measured(m), Some(x)) => Instrumented::Measured(InstrumentedRun {
+                clients,
+                tps: m.tps,
+                statements: x.statements,
+                latency: x.latency,
+                waits: x.waits,
+                output: m.output,
+                profile: x.profile,
+            }),
+            (RunOutcome::Failed { reason }, _) => Instrumented::Failed(reason),
+            (RunOutcome::Measured(_), None) => {
+                Instrumented::Failed("the run gave no instrument readings".into())
+            }
+        })
+    }
+
+    fn measure_with(
+        &mut self,
+        job: RunJob,
+        profiler: Option<&mut dyn ServerProfiler>,
+    ) -> anyhow::Result<(RunOutcome, Option<Extras>)> {
         let template = match self.template(job.template) {
             Ok(t) => t,
-            Err(e) => return Ok(failed(&e.into())),
+            Err(e) => return Ok((failed(&e.into()), None)),
         };
         let setup = Instant::now();
         let data = job.server.data_dir.clone();
@@ -188,16 +283,21 @@ impl Runs {
             Err(e @ ServerError::Io { .. }) => return Err(e.into()),
             Err(e) => {
                 self.fresh_copy_of = None;
-                return Ok(failed(&e.into()));
+                return Ok((failed(&e.into()), None));
             }
         };
-        let outcome = self.pgbench_runs(running.as_ref(), &job);
+        let outcome = self.pgbench_runs(running.as_ref(), &job, profiler);
         running.stop()?;
         Ok(outcome)
     }
 
     /// The warm-ups, then the measured run.
-    fn pgbench_runs(&mut self, running: &dyn Session, job: &RunJob) -> RunOutcome {
+    fn pgbench_runs(
+        &mut self,
+        running: &dyn Session,
+        job: &RunJob,
+        profiler: Option<&mut dyn ServerProfiler>,
+    ) -> (RunOutcome, Option<Extras>) {
         let conn = running.conn("postgres");
         let opts = &self.options;
         let started = Instant::now();
@@ -215,26 +315,107 @@ impl Runs {
             if let Err(e) = result {
                 self.fresh_copy_of = None;
                 self.totals.bench_seconds += started.elapsed().as_secs_f64();
-                return failed(&e.into());
+                return (failed(&e.into()), None);
             }
         }
-        let args = bench::run_args(opts, job.spec.clients, seconds, &conn);
+        let mut args = bench::run_args(opts, job.spec.clients, seconds, &conn);
         let limit = server::time_limit(seconds);
         let out = job.output("run");
+        let mut watching = None;
+        if let Some(log_prefix) = &job.transaction_log {
+            // Before the database name, which pgbench wants last.
+            let db = args.pop();
+            args.extend(instruments::args(log_prefix));
+            args.extend(db);
+            watching = Some(Watching::start(running, job, profiler, seconds));
+        }
         let result = running.run_pgbench(&job.pgbench, &args, &job.pgbench_pin, &out, limit);
         self.totals.runs += 1;
         self.totals.bench_seconds += started.elapsed().as_secs_f64();
+        let extras = watching
+            .zip(job.transaction_log.as_deref())
+            .map(|(w, log)| w.finish(&out, log));
         match result {
-            Ok(report) => RunOutcome::Measured(Measurement {
-                tps: report.tps,
-                latency_ms: report.latency_ms,
-                failed_transactions: report.failed_transactions,
-                output: Some(out),
-            }),
+            Ok(report) => (
+                RunOutcome::Measured(Measurement {
+                    tps: report.tps,
+                    latency_ms: report.latency_ms,
+                    failed_transactions: report.failed_transactions,
+                    output: Some(out),
+                }),
+                extras,
+            ),
             Err(e) => {
                 self.fresh_copy_of = None;
-                failed(&e.into())
+                (failed(&e.into()), None)
             }
+        }
+    }
+}
+
+/// What an instrumented run gave besides its throughput.
+struct Extras {
+    statements: Vec<crate::core::why::StatementLatency>,
+    latency: Option<crate::core::why::Percentiles>,
+    waits: WaitEvents,
+    profile: Option<serde_json::Value>,
+}
+
+/// The instruments that watch the server during a measured run.
+struct Watching<'p> {
+    sampler: Result<Box<dyn WaitSampler>, String>,
+    profiler: Option<&'p mut dyn ServerProfiler>,
+    profiler_failed: Option<String>,
+}
+
+impl<'p> Watching<'p> {
+    fn start(
+        running: &dyn Session,
+        job: &RunJob,
+        mut profiler: Option<&'p mut dyn ServerProfiler>,
+        seconds: u32,
+    ) -> Watching<'p> {
+        let sampler = match running.sample_wait_events(&job.output("waits")) {
+            Ok(s) => s,
+            Err(e) => Err(format!("the wait-event sampler failed: {e}")),
+        };
+        let mut profiler_failed = None;
+        if let (Some(p), Some(pid)) = (profiler.as_deref_mut(), running.server_pid())
+            && let Err(e) = p.start(pid, seconds)
+        {
+            profiler_failed = Some(format!("{e:#}"));
+        }
+        Watching {
+            sampler,
+            profiler,
+            profiler_failed,
+        }
+    }
+
+    fn finish(self, out: &Path, log_prefix: &Path) -> Extras {
+        let waits = match self.sampler {
+            Ok(s) => match s.finish() {
+                Ok(counts) => WaitEvents::Sampled(counts),
+                Err(e) => WaitEvents::Unavailable(format!("the wait-event sampler failed: {e}")),
+            },
+            Err(why) => WaitEvents::Unavailable(why),
+        };
+        let profile = match (self.profiler, self.profiler_failed) {
+            (_, Some(why)) => Some(serde_json::json!({ "error": why })),
+            (Some(p), None) => Some(
+                p.finish()
+                    .unwrap_or_else(|e| serde_json::json!({ "error": format!("{e:#}") })),
+            ),
+            (None, None) => None,
+        };
+        let text = std::fs::read_to_string(out).unwrap_or_default();
+        Extras {
+            statements: instruments::statement_latencies(&text),
+            latency: instruments::log_percentiles(&instruments::log_files(log_prefix))
+                .ok()
+                .flatten(),
+            waits,
+            profile,
         }
     }
 }

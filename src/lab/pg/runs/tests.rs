@@ -18,6 +18,10 @@ struct Calls {
     /// The pin of each server started, and of each pgbench run.
     server_pins: Vec<Pin>,
     pgbench_pins: Vec<Pin>,
+    /// The arguments of each pgbench run.
+    args: Vec<Vec<String>>,
+    /// Wait samplers started and finished.
+    samplers: (u32, u32),
 }
 
 /// Runs measure `tps` unless told to fail; the first `fail_starts`
@@ -91,12 +95,20 @@ impl Session for FakeSession {
     fn run_pgbench(
         &self,
         _: &Path,
-        _: &[String],
+        args: &[String],
         pin: &Pin,
         out: &Path,
         _: Duration,
     ) -> Result<PgbenchReport, BenchError> {
         self.calls.borrow_mut().pgbench.push(out.to_path_buf());
+        self.calls.borrow_mut().args.push(args.to_vec());
+        if let Some(prefix) = args.iter().find_map(|a| a.strip_prefix("--log-prefix=")) {
+            // What pgbench -r --log writes.
+            let table = "statement latencies in milliseconds and failures:\n         \
+                         0.050           0  SELECT 1;\n";
+            std::fs::write(out, format!("tps = {}\n{table}", self.tps)).unwrap();
+            std::fs::write(format!("{prefix}.77"), "0 0 100 0 1 1\n0 1 300 0 1 2\n").unwrap();
+        }
         self.calls.borrow_mut().pgbench_pins.push(pin.clone());
         if self.fail_output.as_deref() == Some(out) {
             return Err(BenchError::Failed {
@@ -116,6 +128,48 @@ impl Session for FakeSession {
     fn stop(self: Box<Self>) -> Result<(), ServerError> {
         self.calls.borrow_mut().stops += 1;
         Ok(())
+    }
+
+    fn server_pid(&self) -> Option<u32> {
+        Some(4242)
+    }
+
+    fn sample_wait_events(
+        &self,
+        _: &Path,
+    ) -> Result<Result<Box<dyn WaitSampler>, String>, ServerError> {
+        self.calls.borrow_mut().samplers.0 += 1;
+        Ok(Ok(Box::new(FakeSampler {
+            calls: self.calls.clone(),
+        })))
+    }
+}
+
+struct FakeSampler {
+    calls: Rc<RefCell<Calls>>,
+}
+
+impl WaitSampler for FakeSampler {
+    fn finish(self: Box<Self>) -> Result<BTreeMap<String, u64>, ServerError> {
+        self.calls.borrow_mut().samplers.1 += 1;
+        Ok([("CPU".to_string(), 7), ("Client:ClientRead".to_string(), 3)].into())
+    }
+}
+
+/// Records the PID it was given and returns it as its profile.
+#[derive(Default)]
+struct FakeProfiler {
+    started: Option<(u32, u32)>,
+}
+
+impl ServerProfiler for FakeProfiler {
+    fn start(&mut self, pid: u32, seconds: u32) -> anyhow::Result<()> {
+        self.started = Some((pid, seconds));
+        Ok(())
+    }
+
+    fn finish(&mut self) -> anyhow::Result<serde_json::Value> {
+        Ok(serde_json::json!({ "pid": self.started.map(|s| s.0) }))
     }
 }
 
@@ -164,8 +218,13 @@ fn pinned_run(
     (server_pin, pgbench_pin): (Pin, Pin),
 ) -> anyhow::Result<RunOutcome> {
     let spec = template_spec(template_dir);
-    runs.measure(RunJob {
-        template: &spec,
+    runs.measure(job(&spec, run, (server_pin, pgbench_pin)))
+}
+
+fn job(spec: &TemplateSpec, run: u64, (server_pin, pgbench_pin): (Pin, Pin)) -> RunJob<'_> {
+    RunJob {
+        transaction_log: None,
+        template: spec,
         server: Server {
             bin: PathBuf::from("/install/bin"),
             data_dir: PathBuf::from("/work/data/current"),
@@ -185,7 +244,46 @@ fn pinned_run(
             seconds: None,
         },
         out: PathBuf::from(format!("/runs/{run}")),
-    })
+    }
+}
+
+#[test]
+fn an_instrumented_run_reads_statements_percentiles_waits_and_a_profile() {
+    let (fake, calls) = fake();
+    let mut runs = Runs::new(Box::new(fake), options(Builtin::SelectOnly, 1));
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = template_spec("/t/a");
+    let mut job = job(&spec, 9, (Pin::none(), Pin::none()));
+    job.out = tmp.path().join("why-run-9");
+    job.transaction_log = Some(tmp.path().join("log-9"));
+    let mut profiler = FakeProfiler::default();
+    let got = runs.measure_instrumented(job, Some(&mut profiler)).unwrap();
+    let Instrumented::Measured(run) = got else {
+        panic!("{got:?}")
+    };
+    assert_eq!((run.clients, run.tps), (4, 1234.5));
+    assert_eq!(run.statements.len(), 1);
+    assert_eq!(run.statements[0].ms, 0.05);
+    let latency = run.latency.unwrap();
+    assert_eq!(
+        (latency.p50_ms, latency.p99_ms, latency.transactions),
+        (0.1, 0.3, 2)
+    );
+    assert_eq!(
+        run.waits,
+        WaitEvents::Sampled([("CPU".to_string(), 7), ("Client:ClientRead".to_string(), 3)].into())
+    );
+    assert_eq!(run.profile, Some(serde_json::json!({ "pid": 4242 })));
+    assert_eq!(profiler.started, Some((4242, 10)));
+    let calls = calls.borrow();
+    // Only the measured run is instrumented; the database name stays last.
+    assert_eq!(calls.samplers, (1, 1));
+    assert!(!calls.args[0].contains(&"-r".to_string()));
+    let measured = &calls.args[1];
+    assert!(measured.contains(&"-r".to_string()), "{measured:?}");
+    assert_eq!(measured.last().map(String::as_str), Some("postgres"));
+    // The transaction log was read and removed.
+    assert!(!tmp.path().join("log-9.77").exists());
 }
 
 fn tps(outcome: &RunOutcome) -> f64 {

@@ -1,0 +1,166 @@
+//! The "Why" part of a culprit in every report: what its instrumented
+//! runs against its parent found (see [`crate::core::why`]), laid out as
+//! blocks of the report's document, each table within 72 columns.
+
+use crate::core::why::{ClientPoint, StatementChange, WaitFinding, Why};
+use crate::report::document::{Align, Block};
+
+/// Longest statement text shown; the rest is cut with `...`.
+const STATEMENT_CHARS: usize = 38;
+
+/// The blocks of one culprit's why-runs.
+pub fn blocks(why: &Why) -> Vec<Block> {
+    let mut facts = vec![(
+        "runs".to_string(),
+        format!(
+            "{} instrumented runs in {}, apart from the verdict's runs",
+            why.runs,
+            seconds(why.seconds)
+        ),
+    )];
+    if let WaitFinding::Unavailable(reason) = &why.waits {
+        facts.push(("wait events".into(), format!("not sampled: {reason}")));
+    }
+    if let WaitFinding::Sampled {
+        shares,
+        samples_before,
+        samples_after,
+    } = &why.waits
+        && shares.is_empty()
+    {
+        facts.push((
+            "wait events".into(),
+            format!(
+                "no share moved by 2 points or more ({samples_before} + {samples_after} samples)"
+            ),
+        ));
+    }
+    let mut out = vec![Block::Item {
+        title: format!(
+            "why {} is slower than {}",
+            short(&why.commit),
+            short(&why.parent)
+        ),
+        facts,
+    }];
+    if !why.points.is_empty() {
+        out.push(Block::Paragraph(
+            "Median TPS of each side, its change, the change of the 50th and \
+             99th percentile latency, and stddev/avg of the TPS of each side:"
+                .into(),
+        ));
+        out.push(Block::Table {
+            columns: columns(&[
+                ("clients", Align::Right),
+                ("parent", Align::Right),
+                ("culprit", Align::Right),
+                ("change", Align::Right),
+                ("p50", Align::Right),
+                ("p99", Align::Right),
+                ("stddev/avg", Align::Right),
+            ]),
+            rows: why.points.iter().map(point_row).collect(),
+        });
+    }
+    if !why.statements.is_empty() {
+        out.push(Block::Paragraph(format!(
+            "Statement latencies at {} client{}:",
+            why.statements_clients,
+            if why.statements_clients == 1 { "" } else { "s" }
+        )));
+        out.push(Block::Table {
+            columns: columns(&[
+                ("parent ms", Align::Right),
+                ("culprit ms", Align::Right),
+                ("change", Align::Right),
+                ("statement", Align::Left),
+            ]),
+            rows: why.statements.iter().map(statement_row).collect(),
+        });
+    }
+    if let WaitFinding::Sampled {
+        shares,
+        samples_before,
+        samples_after,
+    } = &why.waits
+        && !shares.is_empty()
+    {
+        out.push(Block::Paragraph(format!(
+            "Wait events that moved (share of {samples_before} + {samples_after} samples):"
+        )));
+        out.push(Block::Table {
+            columns: columns(&[
+                ("wait event", Align::Left),
+                ("parent", Align::Right),
+                ("culprit", Align::Right),
+            ]),
+            rows: shares
+                .iter()
+                .map(|s| {
+                    vec![
+                        s.event.clone(),
+                        format!("{:.1}%", s.before_pct),
+                        format!("{:.1}%", s.after_pct),
+                    ]
+                })
+                .collect(),
+        });
+    }
+    if !why.notes.is_empty() {
+        out.push(Block::List(why.notes.clone()));
+    }
+    out
+}
+
+fn columns(names: &[(&str, Align)]) -> Vec<(String, Align)> {
+    names.iter().map(|(n, a)| (n.to_string(), *a)).collect()
+}
+
+fn point_row(p: &ClientPoint) -> Vec<String> {
+    vec![
+        p.clients.to_string(),
+        format!("{:.1}", p.before.median_tps),
+        format!("{:.1}", p.after.median_tps),
+        format!("{:+.1}%", p.tps_change_pct),
+        // Results written before the field existed still hold the sides'.
+        p.p50_change_pct
+            .or_else(|| {
+                Some((p.after.p50_ms? / p.before.p50_ms.filter(|b| *b > 0.0)? - 1.0) * 100.0)
+            })
+            .map_or("-".into(), |c| format!("{c:+.1}%")),
+        p.p99_change_pct.map_or("-".into(), |c| format!("{c:+.1}%")),
+        format!(
+            "{:.1}%>{:.1}%{}",
+            p.before.cv_pct,
+            p.after.cv_pct,
+            if p.spread_changed_more { " !" } else { "" }
+        ),
+    ]
+}
+
+fn statement_row(s: &StatementChange) -> Vec<String> {
+    let text: String = if s.statement.chars().count() > STATEMENT_CHARS {
+        let cut: String = s.statement.chars().take(STATEMENT_CHARS - 3).collect();
+        format!("{cut}...")
+    } else {
+        s.statement.clone()
+    };
+    vec![
+        format!("{:.3}", s.before_ms),
+        format!("{:.3}", s.after_ms),
+        format!("{:+.1}%", s.change_pct),
+        text,
+    ]
+}
+
+fn short(sha: &str) -> &str {
+    &sha[..sha.len().min(8)]
+}
+
+fn seconds(s: f64) -> String {
+    if s < 120.0 {
+        format!("{s:.0} s")
+    } else {
+        format!("{:.1} min", s / 60.0)
+    }
+}
