@@ -3,7 +3,7 @@
 
 use super::args::LabArgs;
 use super::hunt::{Plan, check_writable_file};
-use super::lab::{load_profile, make_lab};
+use super::lab::{load_profile, make_lab, why_lab};
 use crate::core::decide::DecisionConfig;
 use crate::engine::compare::{CompareReport, chart_series, measure, table};
 use crate::engine::hunt::HuntConfig;
@@ -115,12 +115,8 @@ pub(super) fn command(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         &crate::core::fingerprint::fingerprint(&settings)[..8]
     ));
     crate::proc::install_signal_handlers().context("cannot install the signal handlers")?;
-    let mut lab = make_lab(
-        &plan,
-        lab_args,
-        &out_dir.join("runs"),
-        &crate::machine::steady::Watch::default(),
-    )?;
+    let watch = crate::machine::steady::Watch::default();
+    let mut lab = make_lab(&plan, lab_args, &out_dir.join("runs"), &watch)?;
     let a_label = a_named.label();
     let rows = measure(
         lab.as_mut(),
@@ -131,7 +127,7 @@ pub(super) fn command(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         &mut |line| eprintln!("{line}"),
     )?;
     let why = if args.why {
-        let plan = WhyPlan {
+        let why_plan = WhyPlan {
             clients: args.clients.clone(),
             runs: args.why_args.why_runs,
             main_clients: args.clients[0],
@@ -139,18 +135,22 @@ pub(super) fn command(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         };
         eprintln!(
             "why: B against A again with instruments at {} clients, {} runs a side each",
-            super::why::list(&plan.clients),
-            plan.runs
+            super::why::list(&why_plan.clients),
+            why_plan.runs
         );
+        let mut profiled = why_lab(&plan, lab_args, &out_dir.join("runs"), &watch)?;
+        let no_profile = profiled.no_profile.take();
+        let why_lab = profiled.lab.as_deref_mut().unwrap_or(lab.as_mut());
+        let built = why_lab.totals();
         let mut lines = crate::progress::LogLines::new();
-        Some(why::measure(
-            lab.as_mut(),
-            &a,
-            &b,
-            &plan,
-            &mut |_| true,
-            &mut lines,
-        )?)
+        let mut found = why::measure(why_lab, &a, &b, &why_plan, &mut |_| true, &mut lines)?;
+        super::why::compare_profiles(
+            &mut found,
+            &out_dir.join("why-profile"),
+            no_profile.as_deref(),
+        );
+        super::why::note_builds(&mut found, &built, &why_lab.totals());
+        Some(found)
     } else {
         None
     };

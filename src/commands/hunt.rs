@@ -327,8 +327,13 @@ fn run_hunt(
             .as_ref()
             .map(|c| c.to_vec())
             .unwrap_or_default();
+        let mut why_lab = super::lab::why_lab(&plan, &args.target.lab, &hunt.runs(), &watch)?;
+        let runs_in: &mut dyn crate::lab::Lab = match why_lab.lab.as_deref_mut() {
+            Some(profiled) => profiled,
+            None => &mut lab,
+        };
         report.why = super::why::after_hunt(
-            &mut lab,
+            (runs_in, why_lab.no_profile.as_deref()),
             &report,
             &hunt,
             (&clients, args.why.why_runs),

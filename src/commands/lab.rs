@@ -8,13 +8,15 @@ use crate::build::{BuildSettings, BuildSystem, Fixup};
 use crate::error::UsageError;
 use crate::lab::Lab;
 use crate::lab::command::{CommandLab, Commands, DEFAULT_BENCHMARK_LIMIT, DEFAULT_BUILD_LIMIT};
-use crate::lab::pg::{PgLab, PgLabConfig, PgbenchChoice};
+use crate::lab::pg::{PerfProfiler, PgLab, PgLabConfig, PgbenchChoice};
 use crate::machine::steady::Watch;
+use crate::perf::PerfSampler;
 use crate::placement::Policy;
 use crate::profile::Profile;
 use crate::repo::{Repo, WorkTree};
 use crate::server::{RunAs, ServerError};
 use std::path::Path;
+use std::sync::Arc;
 
 /// The profile named by `--profile`, or the default one.
 pub(super) fn load_profile(name: Option<&str>) -> anyhow::Result<Profile> {
@@ -31,12 +33,7 @@ pub(super) fn make_lab(
     runs_dir: &Path,
     watch: &Watch,
 ) -> anyhow::Result<Box<dyn Lab>> {
-    let repo = Repo::open(&plan.repo_dir)?;
-    // Commits made in the private work tree (a patch applied) are readable too.
-    let private_objects = plan.work.private_objects();
-    if private_objects.is_dir() {
-        repo.add_object_source(&private_objects)?;
-    }
+    let repo = open_repo(plan)?;
     check_custom_commands(&plan.profile)?;
     if let Some(benchmark) = &plan.profile.benchmark.command {
         let worktree = WorkTree::open_or_create(&repo, &plan.work.checkout())?;
@@ -58,6 +55,36 @@ pub(super) fn make_lab(
         let lab = CommandLab::new(commands, worktree, plan.work.lab_dirs(), runs_dir)?;
         return Ok(Box::new(lab));
     }
+    Ok(Box::new(pg_lab(
+        plan,
+        args,
+        runs_dir,
+        watch,
+        repo,
+        build_settings(&plan.profile)?,
+    )?))
+}
+
+/// The repository of `plan`, with the commits made in the private work
+/// tree (a patch applied) readable too.
+fn open_repo(plan: &Plan) -> anyhow::Result<Repo> {
+    let repo = Repo::open(&plan.repo_dir)?;
+    let private_objects = plan.work.private_objects();
+    if private_objects.is_dir() {
+        repo.add_object_source(&private_objects)?;
+    }
+    Ok(repo)
+}
+
+/// The PostgreSQL lab of `plan`, building with `build`.
+fn pg_lab(
+    plan: &Plan,
+    args: &LabArgs,
+    runs_dir: &Path,
+    watch: &Watch,
+    repo: Repo,
+    build: BuildSettings,
+) -> anyhow::Result<PgLab> {
     let profile = &plan.profile;
     let options = profile.benchmark.pgbench_options(plan.config.clients);
     options
@@ -83,14 +110,58 @@ pub(super) fn make_lab(
         settings: profile.server.settings_strings(),
         run_as,
         pgbench,
-        build: build_settings(profile)?,
+        build,
         cache_size: args.cache_size.max(2),
         good: plan.good.id.clone(),
         bad: plan.bad.id.clone(),
         placement,
         watch: watch.clone(),
     };
-    Ok(Box::new(PgLab::new(cfg, repo)?))
+    PgLab::new(cfg, repo)
+}
+
+/// Where the why-runs are made.
+#[derive(Default)]
+pub(super) struct WhyLab {
+    /// A lab of their own, or `None` for the measuring lab's.
+    pub lab: Option<Box<dyn Lab>>,
+    /// Why the runs record no CPU profile, when they do not.
+    pub no_profile: Option<String>,
+}
+
+/// The lab the why-runs of `plan` are made in: with PostgreSQL builds and
+/// `perf` able to record here, one whose builds keep frame pointers
+/// (their own installs, by the build cache's key) and whose instrumented
+/// runs are sampled by `perf`; otherwise the measuring lab, with the
+/// reason there is no CPU profile (none for custom commands, which have
+/// no why-runs).
+pub(super) fn why_lab(
+    plan: &Plan,
+    args: &LabArgs,
+    runs_dir: &Path,
+    watch: &Watch,
+) -> anyhow::Result<WhyLab> {
+    if plan.profile.is_custom() {
+        return Ok(WhyLab::default());
+    }
+    let sampler = PerfSampler::default();
+    if let Err(why) = sampler.probe(&runs_dir.join("profiles"))? {
+        return Ok(WhyLab {
+            lab: None,
+            no_profile: Some(why.to_string()),
+        });
+    }
+    let repo = open_repo(plan)?;
+    let build = build_settings(&plan.profile)?.for_profiling();
+    let mut lab = pg_lab(plan, args, runs_dir, watch, repo, build)?;
+    lab.set_profiler(Box::new(PerfProfiler::new(
+        Arc::new(sampler),
+        runs_dir.join("profiles"),
+    )));
+    Ok(WhyLab {
+        lab: Some(Box::new(lab)),
+        no_profile: None,
+    })
 }
 
 /// The server's user must reach the work dir (its installs, data and

@@ -15,6 +15,7 @@
 //! than their mean (seed 004's question: "did it merely get noisier?").
 
 use crate::core::stats::{self, Sample};
+use crate::perf::{FunctionChange, ProfileDiff};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -182,6 +183,59 @@ pub enum WaitFinding {
 /// is left out of the report.
 pub const WAIT_SHARE_MOVED: f64 = 2.0;
 
+/// What the CPU profiles of the parent's and the culprit's servers say.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CpuFinding {
+    /// The functions whose share of the samples rose and fell most.
+    Compared {
+        /// The client count whose runs were profiled.
+        clients: u32,
+        samples_before: u64,
+        samples_after: u64,
+        /// Largest rise of the self share first.
+        risers: Vec<FunctionChange>,
+        /// Largest fall first.
+        fallers: Vec<FunctionChange>,
+        /// Functions of either list whose change is within two standard
+        /// errors of sampling.
+        may_be_chance: Vec<String>,
+        /// The differential flame graph, in the hunt's folder.
+        flame_graph: Option<std::path::PathBuf>,
+    },
+    /// Why there is no comparison (no `perf`, a kernel that refuses it,
+    /// a side with no profile).
+    Unavailable(String),
+}
+
+impl CpuFinding {
+    /// The top `rows` risers and fallers of `diff`, at `clients`.
+    pub fn compared(
+        diff: &ProfileDiff,
+        rows: usize,
+        clients: u32,
+        flame_graph: Option<std::path::PathBuf>,
+    ) -> CpuFinding {
+        let risers: Vec<FunctionChange> = diff.risers(rows).into_iter().cloned().collect();
+        let fallers: Vec<FunctionChange> = diff.fallers(rows).into_iter().cloned().collect();
+        let may_be_chance = risers
+            .iter()
+            .chain(&fallers)
+            .filter(|f| diff.may_be_chance(f))
+            .map(|f| f.name.clone())
+            .collect();
+        CpuFinding::Compared {
+            clients,
+            samples_before: diff.before_samples,
+            samples_after: diff.after_samples,
+            risers,
+            fallers,
+            may_be_chance,
+            flame_graph,
+        }
+    }
+}
+
 /// Everything the instrumented runs of a culprit and its parent say.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Why {
@@ -196,12 +250,16 @@ pub struct Why {
     pub waits: WaitFinding,
     /// Why a part is missing, runs that failed.
     pub notes: Vec<String>,
-    /// CPU profiles of the parent's and the culprit's server processes,
-    /// when a profiler recorded them (see the hook in the pg lab).
+    /// What a profiler recorded of the parent's and of the culprit's
+    /// servers in each run at `statements_clients` (see the hook in the
+    /// pg lab), in run order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub profiles_before: Vec<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub profiles_after: Vec<serde_json::Value>,
+    /// The two sides' CPU profiles compared, once they are added up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile_before: Option<serde_json::Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile_after: Option<serde_json::Value>,
+    pub cpu: Option<CpuFinding>,
     /// Runs made for this, both sides, and the seconds they took.
     pub runs: usize,
     pub seconds: f64,
@@ -251,17 +309,21 @@ impl WhyRuns {
             waits: waits(&self.before, &self.after),
             points,
             notes,
-            profile_before: last_profile(&self.before),
-            profile_after: last_profile(&self.after),
+            profiles_before: profiles(&self.before, statements_clients),
+            profiles_after: profiles(&self.after, statements_clients),
+            cpu: None,
             runs: self.before.len() + self.after.len(),
             seconds,
         }
     }
 }
 
-/// The profile of a side's last profiled run.
-fn last_profile(side: &[InstrumentedRun]) -> Option<serde_json::Value> {
-    side.iter().rev().find_map(|r| r.profile.clone())
+/// The profiles of a side's runs at `clients`.
+fn profiles(side: &[InstrumentedRun], clients: u32) -> Vec<serde_json::Value> {
+    at(side, clients)
+        .into_iter()
+        .filter_map(|r| r.profile.clone())
+        .collect()
 }
 
 fn at(side: &[InstrumentedRun], clients: u32) -> Vec<&InstrumentedRun> {

@@ -72,6 +72,14 @@ impl Folded {
         *self.stacks.entry(stack.to_string()).or_default() += count;
     }
 
+    /// Adds every sample of `other` (profiles of several runs of a side
+    /// become one).
+    pub fn merge(&mut self, other: &Folded) {
+        for (stack, count) in &other.stacks {
+            self.add(stack, *count);
+        }
+    }
+
     /// The folded text, one `stack count` line per stack, sorted.
     pub fn to_text(&self) -> String {
         let mut out = String::new();
@@ -126,6 +134,18 @@ pub(crate) mod tests {
             .filter(|l| !l.is_empty() && !l.starts_with([' ', '\t']))
             .count() as u64;
         assert_eq!(folded.samples(), sample_lines);
+    }
+
+    #[test]
+    fn merged_profiles_add_up_stack_by_stack() {
+        let mut a = Folded::parse("postgres;main;exec 3\npostgres;main 1\n").unwrap();
+        let b = Folded::parse("postgres;main;exec 2\npostgres;idle 5\n").unwrap();
+        a.merge(&b);
+        assert_eq!(a.samples(), 11);
+        assert_eq!(
+            a.to_text(),
+            "postgres;idle 5\npostgres;main 1\npostgres;main;exec 5\n"
+        );
     }
 
     #[test]

@@ -114,6 +114,29 @@ fn path_arg(path: &Path) -> String {
 }
 
 impl PerfSampler {
+    /// Whether `perf` can record here at all, found out in a fraction of
+    /// a second by recording `true` into a private folder under `scratch`:
+    /// before builds are made for profiling, not after.
+    pub fn probe(&self, scratch: &Path) -> anyhow::Result<Result<(), Unavailable>> {
+        crate::files::create_dir(scratch)?;
+        let dir = tempfile::Builder::new()
+            .prefix("perf-probe-")
+            .tempdir_in(scratch)?;
+        let args = [
+            "record",
+            "-F",
+            "99",
+            "--call-graph",
+            "fp",
+            "-o",
+            &path_arg(&dir.path().join("probe.data")),
+            "--",
+            "true",
+        ]
+        .map(String::from);
+        Ok(self.run(&args, Duration::from_secs(60))?.map(|_| ()))
+    }
+
     /// Runs `perf ARGS` to its deadline; its standard output, or why not.
     fn run(&self, args: &[String], limit: Duration) -> anyhow::Result<Result<String, Unavailable>> {
         let command = format!("{} {}", self.program, args.join(" "));
@@ -232,6 +255,20 @@ fn parent_of(stat: &str) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_probe_without_perf_says_how_to_install_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let sampler = PerfSampler {
+            program: "/nonexistent/perf".into(),
+        };
+        let got = sampler.probe(dir.path()).unwrap();
+        assert!(matches!(got, Err(Unavailable::Missing { .. })), "{got:?}");
+        assert!(
+            std::fs::read_dir(dir.path()).unwrap().next().is_none(),
+            "the probe's folder is removed"
+        );
+    }
 
     #[test]
     fn refusals_missing_programs_and_other_failures_are_told_apart() {

@@ -2,11 +2,18 @@
 //! runs against its parent found (see [`crate::core::why`]), laid out as
 //! blocks of the report's document, each table within 72 columns.
 
-use crate::core::why::{ClientPoint, StatementChange, WaitFinding, Why};
+use crate::core::why::{ClientPoint, CpuFinding, StatementChange, WaitFinding, Why};
+use crate::perf::FunctionChange;
 use crate::report::document::{Align, Block};
 
 /// Longest statement text shown; the rest is cut with `...`.
 const STATEMENT_CHARS: usize = 38;
+
+/// Longest function name shown in the CPU profile's tables.
+const FUNCTION_CHARS: usize = 34;
+
+/// Rows of risers and of fallers shown in a report.
+const CPU_ROWS: usize = 5;
 
 /// The blocks of one culprit's why-runs.
 pub fn blocks(why: &Why) -> Vec<Block> {
@@ -18,6 +25,20 @@ pub fn blocks(why: &Why) -> Vec<Block> {
             seconds(why.seconds)
         ),
     )];
+    match &why.cpu {
+        Some(CpuFinding::Unavailable(reason)) => {
+            let reason = reason.strip_prefix("no CPU profile: ").unwrap_or(reason);
+            facts.push(("CPU profile".into(), format!("none: {reason}")));
+        }
+        Some(CpuFinding::Compared {
+            flame_graph: Some(svg),
+            ..
+        }) => facts.push((
+            "flame graph".into(),
+            format!("{} (red: more samples in the culprit)", svg.display()),
+        )),
+        _ => {}
+    }
     if let WaitFinding::Unavailable(reason) = &why.waits {
         facts.push(("wait events".into(), format!("not sampled: {reason}")));
     }
@@ -106,10 +127,83 @@ pub fn blocks(why: &Why) -> Vec<Block> {
                 .collect(),
         });
     }
+    out.extend(cpu_blocks(why.cpu.as_ref()));
     if !why.notes.is_empty() {
         out.push(Block::List(why.notes.clone()));
     }
     out
+}
+
+/// The functions whose share of the server's CPU samples rose and fell
+/// most.
+fn cpu_blocks(cpu: Option<&CpuFinding>) -> Vec<Block> {
+    let Some(CpuFinding::Compared {
+        clients,
+        samples_before,
+        samples_after,
+        risers,
+        fallers,
+        may_be_chance,
+        ..
+    }) = cpu
+    else {
+        return Vec::new();
+    };
+    let mut out = vec![Block::Paragraph(format!(
+        "CPU profile of the server at {clients} client{} (perf, {samples_before} + \
+         {samples_after} samples): share of samples in the function itself, and \
+         the change of its share with its callees (total):",
+        if *clients == 1 { "" } else { "s" }
+    ))];
+    let chance = |f: &FunctionChange| may_be_chance.contains(&f.name);
+    for (title, rows) in [("rose most", risers), ("fell most", fallers)] {
+        if rows.is_empty() {
+            continue;
+        }
+        out.push(Block::Table {
+            columns: columns(&[
+                (title, Align::Left),
+                ("parent", Align::Right),
+                ("culprit", Align::Right),
+                ("change", Align::Right),
+                ("total", Align::Right),
+            ]),
+            rows: rows
+                .iter()
+                .take(CPU_ROWS)
+                .map(|f| function_row(f, chance(f)))
+                .collect(),
+        });
+    }
+    if risers.iter().chain(fallers).take(2 * CPU_ROWS).any(chance) {
+        out.push(Block::Paragraph(
+            "~ within two standard errors of sampling: may be chance alone".into(),
+        ));
+    }
+    out
+}
+
+fn function_row(f: &FunctionChange, chance: bool) -> Vec<String> {
+    vec![
+        cut(&f.name, FUNCTION_CHARS),
+        format!("{:.1}%", 100.0 * f.self_before),
+        format!("{:.1}%", 100.0 * f.self_after),
+        format!(
+            "{:+.1}pp{}",
+            f.self_change(),
+            if chance { " ~" } else { "" }
+        ),
+        format!("{:+.1}pp", f.total_change()),
+    ]
+}
+
+/// `text` cut to `chars` characters, its end marked with `...` when cut.
+fn cut(text: &str, chars: usize) -> String {
+    if text.chars().count() <= chars {
+        return text.to_string();
+    }
+    let kept: String = text.chars().take(chars - 3).collect();
+    format!("{kept}...")
 }
 
 fn columns(names: &[(&str, Align)]) -> Vec<(String, Align)> {
@@ -139,17 +233,11 @@ fn point_row(p: &ClientPoint) -> Vec<String> {
 }
 
 fn statement_row(s: &StatementChange) -> Vec<String> {
-    let text: String = if s.statement.chars().count() > STATEMENT_CHARS {
-        let cut: String = s.statement.chars().take(STATEMENT_CHARS - 3).collect();
-        format!("{cut}...")
-    } else {
-        s.statement.clone()
-    };
     vec![
         format!("{:.3}", s.before_ms),
         format!("{:.3}", s.after_ms),
         format!("{:+.1}%", s.change_pct),
-        text,
+        cut(&s.statement, STATEMENT_CHARS),
     ]
 }
 

@@ -292,6 +292,12 @@ impl HuntDir {
         self.dir.join(format!("why-{culprit}.json"))
     }
 
+    /// The CPU profiles of a culprit's why-runs and their comparison
+    /// (folded stacks, table, differential flame graph).
+    pub fn why_profile(&self, culprit: &str) -> PathBuf {
+        self.dir.join(format!("why-{culprit}-profile"))
+    }
+
     /// Outputs of `judge`'s runs against this hunt.
     pub fn judge_runs(&self) -> PathBuf {
         self.dir.join("judge-runs")

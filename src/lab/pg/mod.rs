@@ -6,6 +6,7 @@
 //! into later ones, and every server is stopped when its run ends, also on
 //! error and interrupt.
 
+mod profiler;
 mod runs;
 
 use crate::bench::{self, PgbenchOptions};
@@ -18,6 +19,7 @@ use crate::placement::{Pin, Placement, Policy};
 use crate::repo::{Repo, WorkTree};
 use crate::server::{self, RunAs, Server, ServerError, SocketDir, TemplateSpec, settings};
 use anyhow::Context;
+pub use profiler::PerfProfiler;
 use runs::{RealMachinery, RunJob, Runs, failed};
 pub use runs::{ServerProfiler, WaitSampler};
 use std::collections::{HashMap, HashSet};
