@@ -11,3 +11,7 @@ export PGBISECT_TEST_PG_BIN="/usr/lib/postgresql/15/bin"
 # reviewed and updated.
 export INSTA_UPDATE=no
 cargo test --release --all-targets
+# The reliability probes (bad inputs, kills, hangs, planted links) against
+# the binary the tests just built: about a minute and a half.
+cargo build --release -q
+"$here/scripts/reliability.sh"
