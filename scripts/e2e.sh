@@ -3,7 +3,9 @@
 # commits of Debian's PostgreSQL 15 source with two injected slowdowns at
 # known places, hunted with the smoke profiles (select-only and read-write),
 # and the same history without them, which must say no-regression.
-# Checks the culprits in the JSON and the email report, and prints what
+# Checks the culprits in the JSON and the email report, that the CPU
+# profile of each culprit's why-runs names the function it slowed among
+# its top three risers (when perf can record), and prints what
 # each hunt cost.
 #
 #   scripts/e2e.sh [WORK] [COMMITS] [FIRST_SLOW] [SECOND_SLOW] [VARIANTS]
@@ -67,6 +69,28 @@ culprits_in_json() { # JSON -> full SHAs, one per line, sorted
   python3 -c 'import json,sys; print("\n".join(sorted(c["commit"] for c in json.load(open(sys.argv[1]))["culprits"])))' "$1"
 }
 
+# Prints the top risers of the CPU profile of a culprit's why-runs; fails
+# when the profile was compared and FUNCTION is not among the first three
+# (a profile perf could not take is said, not failed).
+profile_names() { # JSON SHA FUNCTION
+  python3 - "$1" "$2" "$3" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+sha, function = sys.argv[2], sys.argv[3]
+why = next((w for w in r.get("why", []) if w["commit"] == sha), None)
+cpu = (why or {}).get("cpu")
+if not cpu:
+    print(f"  {sha[:12]}: no CPU profile in the why-runs"); sys.exit(1)
+if "unavailable" in cpu:
+    print(f"  {sha[:12]}: {cpu['unavailable']}"); sys.exit(0)
+c = cpu["compared"]
+top = [f["name"] for f in c["risers"][:3]]
+print(f"  {sha[:12]}: top risers {', '.join(top)} "
+      f"({c['samples_before']} + {c['samples_after']} samples at {c['clients']} clients)")
+sys.exit(0 if function in top else 1)
+PY
+}
+
 hunt() { # NAME PROFILE REPO -> exit code in $code
   local name=$1 profile=$2 repo=$3
   echo "== $name: pgbisect --profile $profile on $repo"
@@ -88,6 +112,10 @@ for variant in $variants; do
       want=$(printf '%s\n' "${expected[@]}" | sort)
       check "exit code 0 (culprit found)" test "$code" = 0
       check "both injected commits in the JSON" test "$(culprits_in_json "$work/$variant.json")" = "$want"
+      while read -r _ sha function; do
+        check "the CPU profile of ${sha:0:12} names $function among its top three risers" \
+          profile_names "$work/$variant.json" "$sha" "$function"
+      done < <(grep '^slow: ' "$work/history.txt")
       if "$pgbisect" report --help > /dev/null 2>&1; then
         "$pgbisect" report --work-dir "$work/work-$variant" --format email \
           --from "pgbisect <pgbisect@localhost>" --to pgsql-hackers@lists.postgresql.org \

@@ -177,14 +177,17 @@ fn side_profile(profiles: &[serde_json::Value]) -> Result<Folded, String> {
 }
 
 /// Says what builds the why-runs needed (those with frame pointers for
-/// `perf`), from the lab's totals before and after them.
+/// `perf`), from the lab's totals before and after them, and takes their
+/// time out of the runs'.
 pub(super) fn note_builds(why: &mut Why, before: &LabTotals, after: &LabTotals) {
     let builds = after.builds.saturating_sub(before.builds);
     if builds > 0 {
+        let seconds = after.build_seconds - before.build_seconds;
+        // The runs' time is said without the builds'.
+        why.seconds = (why.seconds - seconds).max(0.0);
         why.notes.push(format!(
-            "{builds} build{} for these runs (with frame pointers, for perf) took {:.0} s",
+            "{builds} build{} for these runs (with frame pointers, for perf) took {seconds:.0} s",
             if builds == 1 { "" } else { "s" },
-            after.build_seconds - before.build_seconds
         ));
     }
 }
@@ -299,6 +302,7 @@ mod tests {
     #[test]
     fn builds_made_for_the_runs_are_noted() {
         let mut why = why_with(vec![], vec![]);
+        why.seconds = 472.4;
         let before = LabTotals::default();
         note_builds(&mut why, &before, &before);
         assert!(why.notes.is_empty());
@@ -312,5 +316,6 @@ mod tests {
             why.notes,
             ["2 builds for these runs (with frame pointers, for perf) took 412 s"]
         );
+        assert!((why.seconds - 60.0).abs() < 1e-9, "{}", why.seconds);
     }
 }
