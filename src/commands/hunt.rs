@@ -327,7 +327,13 @@ fn run_hunt(
             .as_ref()
             .map(|c| c.to_vec())
             .unwrap_or_default();
-        let mut why_lab = super::lab::why_lab(&plan, &args.target.lab, &hunt.runs(), &watch)?;
+        let mut why_lab = match super::why::room_for_builds(budget, &report) {
+            Ok(()) => super::lab::why_lab(&plan, &args.target.lab, &hunt.runs(), &watch)?,
+            Err(no_room) => super::lab::WhyLab {
+                lab: None,
+                no_profile: Some(no_room),
+            },
+        };
         let runs_in: &mut dyn crate::lab::Lab = match why_lab.lab.as_deref_mut() {
             Some(profiled) => profiled,
             None => &mut lab,

@@ -107,6 +107,29 @@ pub(super) fn after_hunt(
     Ok(found)
 }
 
+/// Whether the time budget leaves room for building each culprit and its
+/// parent once more with frame pointers for `perf`, priced at the hunt's
+/// mean build time; why not otherwise (the why-runs are then made on the
+/// hunt's own builds, without a CPU profile).
+pub(super) fn room_for_builds(budget: Option<Budget>, report: &HuntReport) -> Result<(), String> {
+    let (Some(budget), Some(per_build)) = (budget, mean_build_seconds(report)) else {
+        return Ok(());
+    };
+    let needed = 2.0 * report.culprits.len() as f64 * per_build;
+    if budget.fits(budget.now(), needed) {
+        Ok(())
+    } else {
+        Err(format!(
+            "no CPU profile: the time budget left no room for building the culprits and \
+             their parents with frame pointers (about {needed:.0} s)"
+        ))
+    }
+}
+
+fn mean_build_seconds(report: &HuntReport) -> Option<f64> {
+    (report.totals.builds > 0).then(|| report.totals.build_seconds / report.totals.builds as f64)
+}
+
 /// Adds up the CPU profiles of each side of `why`'s runs and compares
 /// them into `why.cpu`, writing the folded profiles, the table and the
 /// differential flame graph into `dir`; `no_profile` is why there are
@@ -297,6 +320,39 @@ mod tests {
             Some("no CPU profile: perf is missing"),
         );
         assert!(matches!(none.cpu, Some(CpuFinding::Unavailable(_))));
+    }
+
+    #[test]
+    fn frame_pointer_builds_are_made_only_when_the_budget_has_room_for_them() {
+        use crate::engine::hunt::{Hunt, HuntConfig};
+        use crate::engine::simulate::{History, NoiseModel, SimLab};
+        let history = History {
+            len: 24,
+            steps: vec![(11, 0.85)],
+            unbuildable: Default::default(),
+            base_tps: 1000.0,
+        };
+        let mut lab = SimLab::new(history.clone(), NoiseModel::Gaussian { cv: 0.005 }, 7);
+        let mut silent = crate::progress::Silent;
+        let hunt = Hunt::new(
+            HuntConfig::default(),
+            history.commits(),
+            &mut lab,
+            &mut silent,
+        );
+        let mut report = hunt.run().unwrap();
+        assert_eq!(report.culprits.len(), 1);
+        report.totals.builds = 4;
+        report.totals.build_seconds = 400.0;
+        let in_secs = |s: u64| {
+            Some(Budget::until(
+                std::time::SystemTime::now() + std::time::Duration::from_secs(s),
+            ))
+        };
+        assert_eq!(room_for_builds(None, &report), Ok(()));
+        assert_eq!(room_for_builds(in_secs(3600), &report), Ok(()));
+        let no_room = room_for_builds(in_secs(150), &report).unwrap_err();
+        assert!(no_room.contains("about 200 s"), "{no_room}");
     }
 
     #[test]
