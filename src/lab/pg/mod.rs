@@ -336,6 +336,30 @@ impl PgLab {
         })
     }
 
+    /// Builds `commit`, and the commit whose pgbench drives the load,
+    /// when they are not yet; why `commit` cannot run when it does not
+    /// build. A driver that does not build ends the hunt: no commit can be
+    /// measured without it.
+    fn ready_to_run(&mut self, commit: &Commit) -> anyhow::Result<Option<String>> {
+        if !self.installs.contains_key(&commit.id)
+            && let Prepared::Unbuildable { reason, .. } = self.prepare(commit)?
+        {
+            return Ok(Some(reason));
+        }
+        if matches!(self.cfg.pgbench, PgbenchChoice::Good)
+            && !self.installs.contains_key(&self.driver)
+            && let Prepared::Unbuildable { reason, .. } =
+                self.prepare(&Commit::bare(self.driver.clone()))?
+        {
+            anyhow::bail!(
+                "the pgbench of {} (the older endpoint) is needed to drive the load, but it does \
+                 not build: {reason}",
+                self.driver
+            );
+        }
+        Ok(None)
+    }
+
     /// Lets `profiler` record the server of every instrumented run.
     pub fn set_profiler(&mut self, profiler: Box<dyn ServerProfiler>) {
         self.profiler = Some(profiler);
@@ -447,21 +471,8 @@ impl Lab for PgLab {
     }
 
     fn run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
-        if !self.installs.contains_key(&commit.id)
-            && let Prepared::Unbuildable { reason, .. } = self.prepare(commit)?
-        {
+        if let Some(reason) = self.ready_to_run(commit)? {
             return Ok(RunOutcome::Failed { reason });
-        }
-        if matches!(self.cfg.pgbench, PgbenchChoice::Good)
-            && !self.installs.contains_key(&self.driver)
-            && let Prepared::Unbuildable { reason, .. } =
-                self.prepare(&Commit::bare(self.driver.clone()))?
-        {
-            anyhow::bail!(
-                "the pgbench of {} (the older endpoint) is needed to drive the load, but it does \
-                 not build: {reason}",
-                self.driver
-            );
         }
         self.measure(commit, spec)
     }
@@ -471,9 +482,7 @@ impl Lab for PgLab {
     }
 
     fn instrumented_run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<Instrumented> {
-        if !self.installs.contains_key(&commit.id)
-            && let Prepared::Unbuildable { reason, .. } = self.prepare(commit)?
-        {
+        if let Some(reason) = self.ready_to_run(commit)? {
             return Ok(Instrumented::Failed(reason));
         }
         self.measure_instrumented(commit, spec)
