@@ -190,6 +190,7 @@ fn hunt_config(
         first_only: first_only || profile.hunt.first_only.unwrap_or(false),
         choose_run_length: args.run_length.or(profile.benchmark.run_length)
             == Some(RunLength::Auto),
+        search: args.search.or(profile.hunt.search).unwrap_or_default(),
         ..HuntConfig::default()
     })
 }
