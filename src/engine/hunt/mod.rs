@@ -119,6 +119,9 @@ struct CommitState {
     failures: u32,
     last_failure: Option<String>,
     judgement: Option<Judgement>,
+    /// The posterior search's last sure judgement that was told, so that a
+    /// commit going unsure and back is not told again.
+    told: Option<Judgement>,
 }
 
 enum Measured {

@@ -139,12 +139,10 @@ impl Hunt<'_> {
             } else {
                 Judgement::Unsure
             };
-            if self.state[pos].judgement == Some(judgement) {
-                continue;
-            }
-            if judgement == Judgement::Unsure {
+            if judgement == Judgement::Unsure || self.state[pos].told == Some(judgement) {
                 self.state[pos].judgement = Some(judgement);
             } else {
+                self.state[pos].told = Some(judgement);
                 let commit = self.commits[pos].short().to_string();
                 self.set_judgement(pos, judgement, &commit);
             }
