@@ -756,3 +756,28 @@ fn both_searches_find_the_step_and_the_posterior_one_spends_fewer_runs() {
     }
     assert!(runs[1] < runs[0], "bisect, posterior: {runs:?}");
 }
+
+#[test]
+fn the_posterior_search_leaves_a_step_behind_unbuildable_commits_as_a_range() {
+    use crate::engine::simulate::{History, NoiseModel, SimLab};
+    let history = History {
+        len: 60,
+        steps: vec![(30, 0.85)],
+        unbuildable: [28, 29].into(),
+        base_tps: 1000.0,
+    };
+    let mut lab = SimLab::new(history.clone(), NoiseModel::Gaussian { cv: 0.01 }, 7);
+    let report = Hunt::new(
+        HuntConfig::default(),
+        history.commits(),
+        &mut lab,
+        &mut Silent,
+    )
+    .run()
+    .unwrap();
+    assert!(report.culprits.is_empty(), "{:?}", report.culprits);
+    let ids = history.commits();
+    let range = report.unresolved.first().expect("a range");
+    assert_eq!(range.last_good.id, ids[27].id, "{range:?}");
+    assert_eq!(range.first_bad.id, ids[30].id, "{range:?}");
+}
