@@ -179,6 +179,9 @@ pub struct HuntSection {
     /// Most runs per commit.
     pub max_runs: Option<usize>,
     pub first_only: Option<bool>,
+    /// `posterior` (every run is evidence about where the drop is) or
+    /// `bisect` (candidate by candidate).
+    pub search: Option<crate::core::posterior::Search>,
 }
 
 impl BenchmarkSection {

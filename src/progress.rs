@@ -454,14 +454,16 @@ mod tests {
         };
         let mut lab = SimLab::new(history.clone(), NoiseModel::Gaussian { cv: 0.01 }, 3);
         let mut bars = Bars::new(indicatif::ProgressDrawTarget::hidden());
-        let report = Hunt::new(
-            HuntConfig::default(),
-            history.commits(),
-            &mut lab,
-            &mut bars,
-        )
-        .run()
-        .unwrap();
+        // One judgement a candidate, as the candidate-by-candidate search
+        // gives them (the posterior search judges a commit when it is sure
+        // of its side, and may leave some unsure without a word).
+        let config = HuntConfig {
+            search: crate::engine::hunt::Search::Bisect,
+            ..HuntConfig::default()
+        };
+        let report = Hunt::new(config, history.commits(), &mut lab, &mut bars)
+            .run()
+            .unwrap();
         let state = bars.state().clone();
         assert_eq!(state.runs, report.totals.runs);
         let judged = report

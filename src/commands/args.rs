@@ -95,6 +95,12 @@ pub struct TargetArgs {
     /// Most runs of one commit before it is judged unsure.
     #[arg(long, value_name = "N")]
     pub max_runs: Option<usize>,
+    /// How a hunt searches a range: `posterior`, every run as evidence
+    /// about where the drop is, or `bisect`, candidate by candidate
+    /// (default: the profile's `search`, else posterior).
+    #[arg(long, value_enum, value_name = "HOW")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<crate::engine::hunt::Search>,
     /// How long each run lasts: `fixed`, the profile's duration, or
     /// `auto`, chosen from the noise at the endpoints with the profile's
     /// duration the longest (default: the profile's `run-length`, else

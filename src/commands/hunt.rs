@@ -190,6 +190,7 @@ fn hunt_config(
         first_only: first_only || profile.hunt.first_only.unwrap_or(false),
         choose_run_length: args.run_length.or(profile.benchmark.run_length)
             == Some(RunLength::Auto),
+        search: args.search.or(profile.hunt.search).unwrap_or_default(),
         ..HuntConfig::default()
     })
 }
@@ -261,7 +262,9 @@ fn run_hunt(
     let key = PlanKey::new((&plan.good, &plan.bad), &plan.config, &plan.profile, flags)?;
     let hunt = plan.work.hunt_for(&key)?;
     hunt.create()?;
-    super::resume::save(&hunt, args, &plan.repo_dir, plan.work.root())?;
+    let mut saved = args.clone();
+    saved.target.search = Some(plan.config.search);
+    super::resume::save(&hunt, &saved, &plan.repo_dir, plan.work.root())?;
     // `pgbisect judge` measures with the same profile later.
     let profile_json =
         serde_json::to_string_pretty(&plan.profile).context("cannot encode the profile")?;

@@ -9,6 +9,7 @@
 
 use super::args::HuntLocation;
 use super::hunt::RunArgs;
+use crate::core::posterior::Search;
 use crate::workspace::{COMMAND_FILE, HuntDir};
 use anyhow::Context;
 use clap::Args;
@@ -52,12 +53,18 @@ pub(super) fn load(hunt: &HuntDir) -> anyhow::Result<RunArgs> {
     let path = hunt.command();
     let text = std::fs::read_to_string(&path)
         .with_context(|| format!("cannot read {}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| {
+    let mut run: RunArgs = serde_json::from_str(&text).with_context(|| {
         format!(
             "{} is not a saved pgbisect hunt (its JSON does not match)",
             path.display()
         )
-    })
+    })?;
+    // Hunts save the search they use; one saved without it was begun
+    // before there was a choice, with the candidate-by-candidate search.
+    if run.target.search.is_none() {
+        run.target.search = Some(Search::Bisect);
+    }
+    Ok(run)
 }
 
 pub(super) fn command(args: &ResumeArgs) -> anyhow::Result<ExitCode> {
@@ -104,6 +111,15 @@ mod tests {
         let back = load(&hunt).unwrap();
         assert_eq!(back.target.good.as_deref(), Some("v1"));
         assert_eq!(back.target.clients, Some(8));
+        let posterior = RunArgs {
+            target: TargetArgs {
+                search: Some(Search::Posterior),
+                ..args.target.clone()
+            },
+            ..args.clone()
+        };
+        save(&hunt, &posterior, dir.path(), dir.path()).unwrap();
+        assert_eq!(load(&hunt).unwrap().target.search, Some(Search::Posterior));
         assert!(back.first_only);
         assert!(back.target.lab.repo.unwrap().is_absolute());
         assert!(Path::new(&back.target.lab.profile.unwrap()).is_absolute());
@@ -134,6 +150,8 @@ mod tests {
         let back = load(&hunt).unwrap();
         assert_eq!(back.target.good.as_deref(), Some("v1"));
         assert_eq!(back.target.bad.as_deref(), Some("v2"));
+        // Begun before the posterior search: it goes on as it began.
+        assert_eq!(back.target.search, Some(Search::Bisect));
         assert_eq!(back.target.clients, Some(4));
         assert_eq!(back.target.max_runs, Some(12));
         assert_eq!(

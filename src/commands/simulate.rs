@@ -2,7 +2,7 @@
 //! known culprits, beside the by-hand method.
 
 use crate::core::decide::DecisionConfig;
-use crate::engine::hunt::HuntConfig;
+use crate::engine::hunt::{HuntConfig, Search};
 use crate::engine::simulate;
 use crate::error::UsageError;
 use anyhow::Context;
@@ -69,6 +69,11 @@ pub struct SimulateArgs {
     /// Smallest drop worth hunting, in percent.
     #[arg(long, default_value_t = 5.0)]
     pub threshold: f64,
+    /// How the hunt searches a range: `posterior` or `bisect` (see
+    /// `pgbisect --help`).
+    #[arg(long, value_enum, value_name = "HOW", default_value_t = Search::default(),
+          hide_possible_values = true)]
+    pub search: Search,
     /// Write the results as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -101,6 +106,7 @@ pub(super) fn command(args: &SimulateArgs) -> anyhow::Result<ExitCode> {
             threshold: args.threshold / 100.0,
             ..DecisionConfig::default()
         },
+        search: args.search,
         ..HuntConfig::default()
     };
     let options = simulate::options::SimOptions {

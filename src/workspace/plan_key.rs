@@ -14,7 +14,7 @@
 
 use super::HuntDir;
 use crate::core::fingerprint::fingerprint;
-use crate::engine::hunt::HuntConfig;
+use crate::engine::hunt::{HuntConfig, Search};
 use crate::model::Commit;
 use crate::profile::Profile;
 use anyhow::Context;
@@ -27,6 +27,8 @@ pub struct PlanKey {
     digest: String,
     profile: Value,
     flags: Value,
+    /// Earlier releases searched candidate by candidate only.
+    earlier_search: bool,
 }
 
 /// The flags of a hunt that change its plan beyond the profile, as they
@@ -60,6 +62,7 @@ impl PlanKey {
             digest: fingerprint(&text)[..8].to_string(),
             profile,
             flags,
+            earlier_search: config.search == Search::Bisect,
         })
     }
 
@@ -68,9 +71,12 @@ impl PlanKey {
         format!("{}{}", self.prefix, self.digest)
     }
 
-    /// Whether `hunt`, made by an earlier release, hunted this plan.
+    /// Whether `hunt`, made by an earlier release, hunted this plan. Those
+    /// releases had only the candidate-by-candidate search: a plan with
+    /// another search starts a hunt of its own rather than replay a
+    /// journal made with that one.
     pub(super) fn matches_saved(&self, hunt: &HuntDir) -> bool {
-        if !hunt.name.starts_with(&self.prefix) {
+        if !self.earlier_search || !hunt.name.starts_with(&self.prefix) {
             return false;
         }
         let read = |path: std::path::PathBuf| -> Option<Value> {
@@ -149,17 +155,21 @@ mod tests {
     /// `[placement]` section, keep their folder.
     #[test]
     fn the_default_profile_keeps_the_key_of_the_previous_release() {
-        let k = key(
-            HuntConfig::default(),
-            &Profile::default(),
-            PlanFlags::default(),
-        );
+        let bisect = HuntConfig {
+            search: Search::Bisect,
+            ..HuntConfig::default()
+        };
+        let k = key(bisect, &Profile::default(), PlanFlags::default());
         assert_eq!(k.folder_name(), "aaaaaaaa-bbbbbbbb-c1-d05b4b5f");
         let parsed: Profile = toml::from_str("").unwrap();
         assert_eq!(
-            key(HuntConfig::default(), &parsed, PlanFlags::default()).folder_name(),
+            key(bisect, &parsed, PlanFlags::default()).folder_name(),
             "aaaaaaaa-bbbbbbbb-c1-d05b4b5f"
         );
+        // The posterior search, new in this release, is a plan of its own.
+        let posterior = key(HuntConfig::default(), &parsed, PlanFlags::default());
+        assert_ne!(posterior.folder_name(), k.folder_name());
+        assert!(!posterior.earlier_search && k.earlier_search);
         let written = serde_json::to_value(&parsed).unwrap();
         assert!(written.get("placement").is_none(), "{written}");
     }
@@ -183,7 +193,11 @@ mod tests {
             threshold: Some(7.0),
             ..PlanFlags::default()
         };
-        let k = key(HuntConfig::default(), &profile, flags);
+        let bisect = HuntConfig {
+            search: Search::Bisect,
+            ..HuntConfig::default()
+        };
+        let k = key(bisect, &profile, flags);
         let old = HuntDir::at(tmp.path().join("aaaaaaaa-bbbbbbbb-c1-0123abcd"));
         old.create().unwrap();
         std::fs::write(old.profile(), serde_json::to_string(&profile).unwrap()).unwrap();
@@ -193,14 +207,16 @@ mod tests {
         )
         .unwrap();
         assert!(k.matches_saved(&old));
+        // Earlier releases searched candidate by candidate only.
+        assert!(!key(HuntConfig::default(), &profile, flags).matches_saved(&old));
         let other_flags = PlanFlags {
             threshold: Some(5.0),
             ..flags
         };
-        assert!(!key(HuntConfig::default(), &profile, other_flags).matches_saved(&old));
+        assert!(!key(bisect, &profile, other_flags).matches_saved(&old));
         let other_clients = HuntConfig {
             clients: 8,
-            ..HuntConfig::default()
+            ..bisect
         };
         assert!(!key(other_clients, &profile, flags).matches_saved(&old));
     }

@@ -125,7 +125,8 @@ impl Hunt<'_> {
         }
         // Each pair is a chance to blame the wrong commit: together they
         // spend what one check would (Bonferroni).
-        self.alpha_share = 1.0 / pairs as f64;
+        let outer = self.alpha_share;
+        self.alpha_share = outer / pairs as f64;
         let mut found = None;
         for bad in (last_good + 1..=first_bad).rev() {
             let good = bad - 1;
@@ -135,7 +136,7 @@ impl Hunt<'_> {
             let check = match self.verify(good, bad, range) {
                 Ok(check) => check,
                 Err(e) => {
-                    self.alpha_share = 1.0;
+                    self.alpha_share = outer;
                     return Err(e);
                 }
             };
@@ -146,7 +147,7 @@ impl Hunt<'_> {
             }
             break;
         }
-        self.alpha_share = 1.0;
+        self.alpha_share = outer;
         Ok(found)
     }
 

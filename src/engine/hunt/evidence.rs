@@ -57,6 +57,21 @@ impl Evidence {
         (stats::trimmed_log_mean(&tps), recent.len())
     }
 
+    /// Robust location (log throughput) of the `window` runs of `pos`
+    /// made nearest in time to run `run` (the last [`DRIFT_WINDOW`] while
+    /// the machine drifts); `None` before its first run.
+    pub(super) fn level_near(&self, pos: usize, run: u64, window: usize) -> Option<f64> {
+        let window = if self.drifting() {
+            DRIFT_WINDOW
+        } else {
+            window
+        };
+        let mut near: Vec<&RunSample> = self.runs[pos].iter().collect();
+        near.sort_by_key(|r| (r.run.abs_diff(run), r.run));
+        let tps: Vec<f64> = near.iter().take(window).map(|r| r.tps).collect();
+        (!tps.is_empty()).then(|| stats::trimmed_log_mean(&tps))
+    }
+
     /// The runs of `pos` that say its level now: the last `window`, or the
     /// last [`DRIFT_WINDOW`] while the machine drifts.
     pub(super) fn recent_runs(&self, pos: usize, window: usize) -> &[RunSample] {
@@ -178,6 +193,19 @@ mod tests {
         assert_eq!(e.last_run(1), 3);
         assert_eq!(e.last_run(0), 7);
         assert_eq!(e.total_runs(), 7);
+    }
+
+    #[test]
+    fn levels_near_a_run_rest_on_the_runs_nearest_in_time() {
+        let e = evidence(
+            2,
+            &[(0, 100.0), (1, 90.0), (0, 200.0), (0, 400.0), (1, 50.0)],
+        );
+        // Nearest run 4 of position 0: run 4 itself (400), then run 3.
+        let near = e.level_near(0, 4, 2).unwrap();
+        assert!((near - (200f64.ln() + 400f64.ln()) / 2.0).abs() < 1e-12);
+        assert_eq!(e.level_near(0, 1, 1), Some(100f64.ln()));
+        assert_eq!(Evidence::new(1).level_near(0, 1, 3), None);
     }
 
     #[test]

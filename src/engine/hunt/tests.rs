@@ -1,5 +1,6 @@
 //! The driver against labs with known behaviour.
 
+use super::check::RangeState;
 use super::*;
 use crate::model::LabTotals;
 use crate::progress::Silent;
@@ -724,4 +725,59 @@ fn a_run_that_finished_while_stopping_is_kept_and_one_cut_short_is_not() {
         let expected: Vec<u64> = if cut_short { vec![1, 2] } else { vec![1, 2, 3] };
         assert_eq!(runs, expected, "cut short: {cut_short}");
     }
+}
+
+#[test]
+fn both_searches_find_the_step_and_the_posterior_one_spends_fewer_runs() {
+    use crate::engine::simulate::{History, NoiseModel, SimLab};
+    let mut runs = [0u64; 2];
+    for (i, search) in [Search::Bisect, Search::Posterior].into_iter().enumerate() {
+        for seed in 0..5u64 {
+            let step = 77 + 20 * seed as usize;
+            let history = History {
+                len: 200,
+                steps: vec![(step, 0.9)],
+                unbuildable: [5, 90].into(),
+                base_tps: 1000.0,
+            };
+            let mut lab = SimLab::new(history.clone(), NoiseModel::Gaussian { cv: 0.02 }, seed);
+            let config = HuntConfig {
+                search,
+                ..HuntConfig::default()
+            };
+            let report = Hunt::new(config, history.commits(), &mut lab, &mut Silent)
+                .run()
+                .unwrap();
+            assert_eq!(report.outcome, HuntOutcome::CulpritFound, "{search:?}");
+            let found: Vec<&str> = report.culprits.iter().map(|c| c.commit.as_str()).collect();
+            assert_eq!(found, [history.commits()[step].id.as_str()], "{search:?}");
+            runs[i] += report.totals.runs;
+        }
+    }
+    assert!(runs[1] < runs[0], "bisect, posterior: {runs:?}");
+}
+
+#[test]
+fn the_posterior_search_leaves_a_step_behind_unbuildable_commits_as_a_range() {
+    use crate::engine::simulate::{History, NoiseModel, SimLab};
+    let history = History {
+        len: 60,
+        steps: vec![(30, 0.85)],
+        unbuildable: [28, 29].into(),
+        base_tps: 1000.0,
+    };
+    let mut lab = SimLab::new(history.clone(), NoiseModel::Gaussian { cv: 0.01 }, 7);
+    let report = Hunt::new(
+        HuntConfig::default(),
+        history.commits(),
+        &mut lab,
+        &mut Silent,
+    )
+    .run()
+    .unwrap();
+    assert!(report.culprits.is_empty(), "{:?}", report.culprits);
+    let ids = history.commits();
+    let range = report.unresolved.first().expect("a range");
+    assert_eq!(range.last_good.id, ids[27].id, "{range:?}");
+    assert_eq!(range.first_bad.id, ids[30].id, "{range:?}");
 }
