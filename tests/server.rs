@@ -566,8 +566,12 @@ fn an_instrumented_run_gives_statements_percentiles_and_wait_events() {
     let p = bench::instruments::log_percentiles(&files)
         .unwrap()
         .unwrap();
+    // pgbench's log gives a latency of 0 us to a share of select-only
+    // transactions at 100K+ a second (12% of a 2-client run measured by
+    // hand here, over half in this test on a loaded 2-CPU machine): only
+    // the tail must be above 0.
     assert!(
-        p.p50_ms > 0.0 && p.p50_ms <= p.p95_ms && p.p95_ms <= p.p99_ms,
+        p.p99_ms > 0.0 && p.p50_ms <= p.p95_ms && p.p95_ms <= p.p99_ms,
         "{p:?}"
     );
     // The log holds every transaction pgbench counted.
