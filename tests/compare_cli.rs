@@ -12,19 +12,13 @@ fn compare_prints_a_row_per_client_count_and_writes_json_and_chart() {
     let (repo, _) = history(&[1000, 1000, 800], &[]);
     let work = tempfile::tempdir().unwrap();
     let (out_json, chart) = (work.path().join("c.json"), work.path().join("c.svg"));
-    let out = pgbisect_sub(
-        "compare",
+    let profile = profile(work.path());
+    let out = compare_good_bad(
         repo.path(),
         &work.path().join("w"),
+        &["--clients", "1,4", "--runs", "5"],
+        &profile,
         &[
-            "good",
-            "bad",
-            "--clients",
-            "1,4",
-            "--runs",
-            "5",
-            "--profile",
-            profile(work.path()).to_str().unwrap(),
             "--json",
             out_json.to_str().unwrap(),
             "--chart",
@@ -50,6 +44,22 @@ fn compare_prints_a_row_per_client_count_and_writes_json_and_chart() {
         .filter(|n| n.attribute("class") == Some("legend"))
         .count();
     assert_eq!(legends, 2);
+}
+
+/// `compare good bad` on `repo` with `counts` (clients, runs), the
+/// `profile` and `extra` flags.
+fn compare_good_bad(
+    repo: &Path,
+    work: &Path,
+    counts: &[&str],
+    profile: &Path,
+    extra: &[&str],
+) -> Output {
+    let mut args = vec!["good", "bad"];
+    args.extend_from_slice(counts);
+    args.extend(["--profile", profile.to_str().unwrap()]);
+    args.extend_from_slice(extra);
+    pgbisect_sub("compare", repo, work, &args)
 }
 
 /// `compare bad --patch PATCH` on `repo` with the test profile.
@@ -106,4 +116,26 @@ fn compare_with_a_patch_that_does_not_apply_names_it() {
     let out = compare_patch(repo.path(), work.path(), &patch, &[]);
     assert_code(&out, 2);
     assert!(String::from_utf8_lossy(&out.stderr).contains("stale.patch"));
+}
+
+#[test]
+fn compare_without_any_result_on_a_side_exits_4() {
+    let (repo, _) = history(&[1000, 1000], &[]);
+    let work = tempfile::tempdir().unwrap();
+    let failing = profile_with(work.path(), "failing.toml", "false");
+    let out = compare_good_bad(
+        repo.path(),
+        &work.path().join("w"),
+        &["--clients", "1", "--runs", "2"],
+        &failing,
+        &[],
+    );
+    assert_code(&out, 4);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("no data"), "{stdout}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no run gave a result for A at 1 clients, B at 1 clients"),
+        "{stderr}"
+    );
 }

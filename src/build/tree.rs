@@ -11,6 +11,7 @@
 
 use super::log::{BuildLog, failure_reason};
 use super::{BuildError, BuildSettings};
+use crate::server::settings::Major;
 use serde::{Deserialize, Serialize};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -100,6 +101,38 @@ struct TreeState {
     command: Vec<String>,
     /// Fingerprint of the build-system input files of the configured commit.
     inputs: String,
+    /// The PostgreSQL major version the tree was configured for (`10`,
+    /// `9.6`), when the source says; a state written without it reads as
+    /// unknown and so differs from any known version.
+    #[serde(default)]
+    major: Option<String>,
+}
+
+/// What to do with an existing build tree for the commit about to be built.
+#[derive(Debug, PartialEq, Eq)]
+enum Reuse {
+    /// Configured for this commit's build system already: build in it.
+    AsIs,
+    /// Same command and major version, other build-system files: configure
+    /// again in place and keep the objects.
+    Reconfigure,
+    /// Anything else: remove the tree and configure a fresh one.
+    Fresh,
+}
+
+/// Decides how the tree in `state` serves `wanted`. A tree of another
+/// major version is never reused: generated headers moved between versions
+/// (`schemapg.h` is a symlink into `src/backend/catalog` before 17, a file
+/// of `src/include/catalog` from 17 on, commit 6ab2e838), and the Makefiles
+/// of an older version do not replace what a newer one left: a 10devel
+/// backend built in a tree last used for 18 compiled against 18's
+/// `schemapg.h` and crashed in initdb's bootstrap.
+fn reuse(state: Option<&TreeState>, wanted: &TreeState) -> Reuse {
+    match state {
+        Some(s) if s == wanted => Reuse::AsIs,
+        Some(s) if s.command == wanted.command && s.major == wanted.major => Reuse::Reconfigure,
+        _ => Reuse::Fresh,
+    }
 }
 
 const STATE_FILE: &str = ".pgbisect-tree.json";
@@ -167,16 +200,17 @@ impl TreeBuild<'_> {
         let wanted = TreeState {
             command: describe(&command),
             inputs: self.inputs_fingerprint(),
+            major: self.source_major(),
         };
         let state_path = self.tree.join(STATE_FILE);
         let state: Option<TreeState> = fs::read_to_string(&state_path)
             .ok()
             .and_then(|t| serde_json::from_str(&t).ok());
-        match &state {
-            Some(s) if *s == wanted => return Ok(true),
+        match reuse(state.as_ref(), &wanted) {
+            Reuse::AsIs => return Ok(true),
             // Only the commit's build-system files changed: configure again in
             // place, keeping the objects (meson regenerates by itself).
-            Some(s) if s.command == wanted.command => match self.system {
+            Reuse::Reconfigure => match self.system {
                 System::Autoconf => {
                     log.note("the commit changes the build system: configuring again in place")?;
                 }
@@ -185,9 +219,16 @@ impl TreeBuild<'_> {
                     return self.save_state(&state_path, &wanted).map(|()| true);
                 }
             },
-            _ => {
+            Reuse::Fresh => {
+                let was = state.as_ref().and_then(|s| s.major.as_deref());
+                let why = match (was, wanted.major.as_deref()) {
+                    (Some(was), Some(now)) if was != now => {
+                        format!(" (it was configured for {was}, this commit is {now})")
+                    }
+                    _ => String::new(),
+                };
                 log.note(&format!(
-                    "configuring a fresh build tree {}",
+                    "configuring a fresh build tree {}{why}",
                     self.tree.display()
                 ))?;
                 super::cache::remove_dir_if_present(self.tree)?;
@@ -222,6 +263,17 @@ impl TreeBuild<'_> {
             ));
         }
         all
+    }
+
+    /// The major version the checked-out tree says it is.
+    fn source_major(&self) -> Option<String> {
+        ["configure.ac", "configure.in", "meson.build"]
+            .iter()
+            .find_map(|f| {
+                let bytes = fs::read(self.src.join(f)).ok()?;
+                Major::from_source(&String::from_utf8_lossy(&bytes))
+            })
+            .map(|m| m.to_string())
     }
 
     /// `SRC/configure` with the minimal options, run from the build tree.
@@ -477,6 +529,85 @@ mod tests {
         assert!(args.contains(&"-Dssl=openssl".to_string()));
         assert!(!args.contains(&"-Dssl=none".to_string()));
         assert!(args.contains(&"--auto-features=disabled".to_string()));
+    }
+
+    fn state(command: &str, inputs: &str, major: Option<&str>) -> TreeState {
+        TreeState {
+            command: vec![command.to_string()],
+            inputs: inputs.to_string(),
+            major: major.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn a_tree_of_another_major_version_is_configured_fresh() {
+        let tree = state("configure", "a", Some("18"));
+        assert_eq!(
+            reuse(Some(&tree), &state("configure", "a", Some("18"))),
+            Reuse::AsIs
+        );
+        assert_eq!(
+            reuse(Some(&tree), &state("configure", "b", Some("18"))),
+            Reuse::Reconfigure,
+            "a commit of the same version keeps the objects"
+        );
+        assert_eq!(
+            reuse(Some(&tree), &state("configure", "b", Some("10"))),
+            Reuse::Fresh
+        );
+        assert_eq!(
+            reuse(Some(&tree), &state("other", "a", Some("18"))),
+            Reuse::Fresh
+        );
+        assert_eq!(
+            reuse(None, &state("configure", "a", Some("18"))),
+            Reuse::Fresh
+        );
+        let unknown = state("configure", "a", None);
+        assert_eq!(
+            reuse(Some(&unknown), &state("configure", "b", None)),
+            Reuse::Reconfigure
+        );
+        assert_eq!(
+            reuse(Some(&unknown), &state("configure", "b", Some("10"))),
+            Reuse::Fresh
+        );
+    }
+
+    #[test]
+    fn a_state_written_before_versions_were_recorded_reads_as_unknown() {
+        let old = r#"{"command":["configure"],"inputs":"a"}"#;
+        let parsed: TreeState = serde_json::from_str(old).unwrap();
+        assert_eq!(parsed, state("configure", "a", None));
+    }
+
+    #[test]
+    fn the_major_version_is_read_from_the_checked_out_tree() {
+        let src = tempfile::tempdir().unwrap();
+        fs::write(
+            src.path().join("configure.in"),
+            "AC_INIT([PostgreSQL], [10devel], [pgsql-bugs@postgresql.org])\n",
+        )
+        .unwrap();
+        let settings = BuildSettings::default();
+        let build = TreeBuild {
+            src: src.path(),
+            tree: src.path(),
+            stage: src.path(),
+            settings: &settings,
+            compat_configure: &[],
+            jobs: 1,
+            ccache: None,
+            system: System::Autoconf,
+        };
+        assert_eq!(build.source_major().as_deref(), Some("10"));
+        fs::remove_file(src.path().join("configure.in")).unwrap();
+        fs::write(
+            src.path().join("meson.build"),
+            "project('postgresql',\n  version: '18beta1',\n)\n",
+        )
+        .unwrap();
+        assert_eq!(build.source_major().as_deref(), Some("18"));
     }
 
     #[test]

@@ -169,7 +169,20 @@ pub(super) fn command(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     if let Some(why) = &report.why {
         print!("\n{}", crate::report::why_text(why));
     }
-    Ok(ExitCode::SUCCESS)
+    let missing = report.sides_without_results();
+    if missing.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let places: Vec<String> = missing
+        .iter()
+        .map(|(clients, side)| format!("{side} at {clients} clients"))
+        .collect();
+    eprintln!(
+        "pgbisect: no run gave a result for {}: see the run failures above and the logs under {}",
+        places.join(", "),
+        out_dir.join("runs").display()
+    );
+    Ok(ExitCode::from(crate::error::EXIT_RUNTIME_ERROR))
 }
 
 /// The decision settings from the flags, which are checked first.

@@ -107,6 +107,22 @@ pub struct CompareReport {
     pub why: Option<crate::core::why::Why>,
 }
 
+impl CompareReport {
+    /// The client counts at which a side has no result at all (every run
+    /// failed), with that side's name: such a table compares nothing there.
+    pub fn sides_without_results(&self) -> Vec<(u32, &'static str)> {
+        let mut missing = Vec::new();
+        for row in &self.rows {
+            for (tps, side) in [(&row.a_tps, "A"), (&row.b_tps, "B")] {
+                if tps.is_empty() {
+                    missing.push((row.clients, side));
+                }
+            }
+        }
+        missing
+    }
+}
+
 /// Why a comparison could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum CompareError {
@@ -440,5 +456,12 @@ mod tests {
             why: None,
         };
         assert!(table(&report).contains("no data"));
+        assert_eq!(report.sides_without_results(), vec![(2, "B")]);
+        let mut both = report.clone();
+        both.rows[0].a_tps.clear();
+        assert_eq!(both.sides_without_results(), vec![(2, "A"), (2, "B")]);
+        both.rows[0].a_tps = vec![1.0];
+        both.rows[0].b_tps = vec![1.0];
+        assert!(both.sides_without_results().is_empty());
     }
 }
