@@ -8,13 +8,13 @@ use crate::engine::hunt::budget::Budget;
 use crate::engine::why::{self, WhyPlan};
 use crate::lab::Lab;
 use crate::model::{Commit, LabTotals};
-use crate::perf::{self, Folded};
+use crate::perf::{self, Folded, FunctionChange, ProfileDiff};
 use crate::progress::{Progress, ProgressEvent};
 use crate::report::findings::HuntReport;
 use crate::workspace::HuntDir;
 use clap::Args;
 use serde::{Deserialize, Serialize};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Flags of the why-runs.
 #[derive(Debug, Args, Clone, Default, Serialize, Deserialize)]
@@ -155,11 +155,11 @@ pub(super) fn compare_profiles(why: &mut Why, dir: &Path, no_profile: Option<&st
     why.cpu = Some(match sides {
         Err(reason) => CpuFinding::Unavailable(reason),
         Ok((before, after)) => match perf::write_comparison(dir, &before, &after, &title) {
-            Ok(written) => CpuFinding::compared(
+            Ok(written) => cpu_finding(
                 &written.diff,
                 perf::TABLE_ROWS,
                 why.statements_clients,
-                Some(written.svg),
+                written.svg,
             ),
             Err(e) => CpuFinding::Unavailable(format!(
                 "the profiles could not be written to {}: {e}",
@@ -167,6 +167,27 @@ pub(super) fn compare_profiles(why: &mut Why, dir: &Path, no_profile: Option<&st
             )),
         },
     });
+}
+
+/// The top `rows` risers and fallers of `diff`, profiled at `clients`.
+fn cpu_finding(diff: &ProfileDiff, rows: usize, clients: u32, flame_graph: PathBuf) -> CpuFinding {
+    let risers: Vec<FunctionChange> = diff.risers(rows).into_iter().cloned().collect();
+    let fallers: Vec<FunctionChange> = diff.fallers(rows).into_iter().cloned().collect();
+    let may_be_chance = risers
+        .iter()
+        .chain(&fallers)
+        .filter(|f| diff.may_be_chance(f))
+        .map(|f| f.name.clone())
+        .collect();
+    CpuFinding::Compared {
+        clients,
+        samples_before: diff.before_samples,
+        samples_after: diff.after_samples,
+        risers,
+        fallers,
+        may_be_chance,
+        flame_graph: Some(flame_graph),
+    }
 }
 
 /// A side's profiles (as [`PerfProfiler`](crate::lab::pg::PerfProfiler)

@@ -15,7 +15,6 @@
 //! than their mean (seed 004's question: "did it merely get noisier?").
 
 use crate::core::stats::{self, Sample};
-use crate::perf::{FunctionChange, ProfileDiff};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -208,31 +207,26 @@ pub enum CpuFinding {
     Unavailable(String),
 }
 
-impl CpuFinding {
-    /// The top `rows` risers and fallers of `diff`, at `clients`.
-    pub fn compared(
-        diff: &ProfileDiff,
-        rows: usize,
-        clients: u32,
-        flame_graph: Option<std::path::PathBuf>,
-    ) -> CpuFinding {
-        let risers: Vec<FunctionChange> = diff.risers(rows).into_iter().cloned().collect();
-        let fallers: Vec<FunctionChange> = diff.fallers(rows).into_iter().cloned().collect();
-        let may_be_chance = risers
-            .iter()
-            .chain(&fallers)
-            .filter(|f| diff.may_be_chance(f))
-            .map(|f| f.name.clone())
-            .collect();
-        CpuFinding::Compared {
-            clients,
-            samples_before: diff.before_samples,
-            samples_after: diff.after_samples,
-            risers,
-            fallers,
-            may_be_chance,
-            flame_graph,
-        }
+/// One function's share of a side's CPU samples, from 0 to 1: in the
+/// function itself (self) and with it anywhere on the stack (total).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FunctionChange {
+    pub name: String,
+    pub self_before: f64,
+    pub self_after: f64,
+    pub total_before: f64,
+    pub total_after: f64,
+}
+
+impl FunctionChange {
+    /// The change of the self share, in percentage points.
+    pub fn self_change(&self) -> f64 {
+        100.0 * (self.self_after - self.self_before)
+    }
+
+    /// The change of the total share, in percentage points.
+    pub fn total_change(&self) -> f64 {
+        100.0 * (self.total_after - self.total_before)
     }
 }
 

@@ -15,27 +15,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 
-/// One function's shares of samples in both profiles, from 0 to 1.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FunctionChange {
-    pub name: String,
-    pub self_before: f64,
-    pub self_after: f64,
-    pub total_before: f64,
-    pub total_after: f64,
-}
-
-impl FunctionChange {
-    /// The change of the self share, in percentage points.
-    pub fn self_change(&self) -> f64 {
-        100.0 * (self.self_after - self.self_before)
-    }
-
-    /// The change of the total share, in percentage points.
-    pub fn total_change(&self) -> f64 {
-        100.0 * (self.total_after - self.total_before)
-    }
-}
+/// One function's shares of samples in both profiles (the type the
+/// "why" results keep).
+pub use crate::core::why::FunctionChange;
 
 /// The difference between a profile before (the parent, say) and after.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

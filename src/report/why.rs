@@ -2,8 +2,9 @@
 //! runs against its parent found (see [`crate::core::why`]), laid out as
 //! blocks of the report's document, each table within 72 columns.
 
-use crate::core::why::{ClientPoint, CpuFinding, StatementChange, WaitFinding, Why};
-use crate::perf::FunctionChange;
+use crate::core::why::{
+    ClientPoint, CpuFinding, FunctionChange, StatementChange, WaitFinding, Why,
+};
 use crate::report::document::{Align, Block};
 
 /// Longest statement text shown; the rest is cut with `...`.
