@@ -34,8 +34,13 @@ impl Commit {
 
     /// The abbreviated SHA used in tables and subjects.
     pub fn short(&self) -> &str {
-        &self.id[..self.id.len().min(8)]
+        short_sha(&self.id)
     }
+}
+
+/// A SHA cut to the 8 characters used in tables and subjects.
+pub fn short_sha(sha: &str) -> &str {
+    &sha[..sha.len().min(8)]
 }
 
 /// What preparing (building) a commit gave.

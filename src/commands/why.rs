@@ -7,7 +7,7 @@ use crate::core::why::{CpuFinding, Why};
 use crate::engine::hunt::budget::Budget;
 use crate::engine::why::{self, WhyPlan};
 use crate::lab::Lab;
-use crate::model::{Commit, LabTotals};
+use crate::model::{Commit, LabTotals, short_sha as short};
 use crate::perf::{self, Folded, FunctionChange, ProfileDiff};
 use crate::progress::{Progress, ProgressEvent};
 use crate::report::findings::HuntReport;
@@ -80,7 +80,7 @@ pub(super) fn after_hunt(
         };
         progress.event(&ProgressEvent::Phase(format!(
             "why: {} against its parent at {} clients, {} runs a side each",
-            &culprit.commit[..culprit.commit.len().min(8)],
+            short(&culprit.commit),
             list(&plan.clients),
             plan.runs
         )));
@@ -236,10 +236,6 @@ pub(super) fn note_builds(why: &mut Why, before: &LabTotals, after: &LabTotals) 
             if builds == 1 { "" } else { "s" },
         ));
     }
-}
-
-fn short(sha: &str) -> &str {
-    &sha[..sha.len().min(8)]
 }
 
 /// `1, 2, 4`.

@@ -6,7 +6,7 @@
 //! lays that document out.
 
 use crate::core::decide::{Change, Method};
-use crate::model::Commit;
+use crate::model::{Commit, short_sha as short};
 use crate::report::findings::{
     Culprit, HuntOutcome, HuntReport, Judgement, ReleaseCheck, ReleaseFinding, TestedCommit,
     Totals, UnresolvedRange,
@@ -143,10 +143,6 @@ fn also_unpinned(report: &HuntReport) -> String {
         1 => ", and a drop in a range of commits".into(),
         n => format!(", and drops in {n} ranges of commits"),
     }
-}
-
-fn short(sha: &str) -> &str {
-    &sha[..sha.len().min(8)]
 }
 
 fn pct(value: f64) -> String {

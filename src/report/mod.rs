@@ -37,8 +37,8 @@ pub fn text(report: &HuntReport) -> String {
 pub fn why_text(why: &crate::core::why::Why) -> String {
     let heading = format!(
         "Why: {} against {}, again with instruments",
-        &why.commit[..why.commit.len().min(8)],
-        &why.parent[..why.parent.len().min(8)]
+        crate::model::short_sha(&why.commit),
+        crate::model::short_sha(&why.parent)
     );
     let text = text::render(&document::Document {
         title: String::new(),

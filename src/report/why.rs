@@ -5,6 +5,7 @@
 use crate::core::why::{
     ClientPoint, CpuFinding, FunctionChange, StatementChange, WaitFinding, Why,
 };
+use crate::model::short_sha as short;
 use crate::report::document::{Align, Block};
 
 /// Longest statement text shown; the rest is cut with `...`.
@@ -240,10 +241,6 @@ fn statement_row(s: &StatementChange) -> Vec<String> {
         format!("{:+.1}%", s.change_pct),
         cut(&s.statement, STATEMENT_CHARS),
     ]
-}
-
-fn short(sha: &str) -> &str {
-    &sha[..sha.len().min(8)]
 }
 
 fn seconds(s: f64) -> String {
