@@ -63,6 +63,14 @@ pub struct RunSpec {
     pub seconds: Option<u32>,
 }
 
+/// One run of a round ([`Lab::run_round`]) and where it was made.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostRun {
+    /// The host's name; `None` for this machine when it is the only one.
+    pub host: Option<String>,
+    pub outcome: RunOutcome,
+}
+
 /// Turns commits into measurements.
 ///
 /// `Err` is for trouble with the environment (disk full, a missing tool,
@@ -75,6 +83,22 @@ pub trait Lab {
 
     /// Run the benchmark once on a prepared commit.
     fn run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome>;
+
+    /// The hosts this lab measures on, in the order of a round's runs;
+    /// empty when it measures on this machine alone.
+    fn hosts(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// One run of a prepared commit on every host at once, in [`Lab::hosts`]
+    /// order, numbered `spec.run`, `spec.run + 1`, and so on. A lab on this
+    /// machine alone makes one run, on no named host.
+    fn run_round(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<Vec<HostRun>> {
+        Ok(vec![HostRun {
+            host: None,
+            outcome: self.run(commit, spec)?,
+        }])
+    }
 
     /// One run with instruments, for the why-runs after a culprit: kept
     /// apart from the evidence, never journaled as a run. Labs without
