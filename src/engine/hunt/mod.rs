@@ -674,9 +674,19 @@ impl<'a> Hunt<'a> {
         let first_bad = (last_good + 1..=range.hi)
             .find(|&p| matches!(judged(p), Some(Judgement::BadLike | Judgement::BadEndpoint)))
             .unwrap_or(range.hi);
-        let reason = "the time budget ran out while this range was searched; rerun the same \
-                      command to narrow it (the journal keeps every run)";
-        self.leave_unresolved((last_good, first_bad), reason.into(), None);
+        let mut reason = "the time budget ran out while this range was searched".to_string();
+        if (last_good, first_bad) != (range.lo, range.hi) {
+            // Judgements are the search's proposals; only a side-by-side
+            // check confirms one, and a run or two may still mislead them.
+            reason += &format!(
+                ": the search's runs so far put the drop here, unchecked side by side, so it \
+                 may still lie elsewhere in {}..{}",
+                self.commits[range.lo].short(),
+                self.commits[range.hi].short()
+            );
+        }
+        reason += "; rerun the same command to narrow and check it (the journal keeps every run)";
+        self.leave_unresolved((last_good, first_bad), reason, None);
     }
 
     /// Reports the drop as somewhere after `last_good` up to `first_bad`.

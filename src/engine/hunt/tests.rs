@@ -478,6 +478,12 @@ fn a_hunt_out_of_time_ends_with_the_range_it_had_narrowed_the_drop_to() {
         "narrowed: {}",
         range.suspects.len()
     );
+    // A narrowed range is the search's proposal, not a checked answer.
+    assert!(
+        range.reason.contains("unchecked side by side"),
+        "{}",
+        range.reason
+    );
     assert!(
         report.totals.measured_runs < 60,
         "{}",
