@@ -78,9 +78,12 @@ pub enum JobEnd {
     /// It ran to its end, with this exit code and output (its ends, when
     /// long).
     Exited { code: i32, output: String },
-    /// It did not run to its end, and why: stopped at its deadline, killed,
-    /// preempted, the host went away.
+    /// It did not run to its end, and why: stopped at its deadline,
+    /// cancelled, preempted.
     Lost(String),
+    /// The host could not be reached (it went away, or the job could not
+    /// be handed to it), and why: another host may make the run.
+    HostDown(String),
 }
 
 /// Who holds a host: one hunt of one coordinator.

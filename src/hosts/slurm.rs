@@ -235,7 +235,7 @@ impl Backend for Slurm {
     fn run(&self, host: &str, job: &Job) -> anyhow::Result<JobEnd> {
         match self.submit(host, job)? {
             Ok(id) => self.watch(host, &id, job),
-            Err(reason) => Ok(JobEnd::Lost(format!(
+            Err(reason) => Ok(JobEnd::HostDown(format!(
                 "cannot submit the run to {host}: {reason}"
             ))),
         }
@@ -271,7 +271,7 @@ impl Backend for Slurm {
                 "the job reading {host}'s facts failed (exit code {code}): {}",
                 crate::bench::tail_lines(&output, 5)
             )),
-            JobEnd::Lost(reason) => Err(reason),
+            JobEnd::Lost(reason) | JobEnd::HostDown(reason) => Err(reason),
         })
     }
 

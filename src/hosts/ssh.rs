@@ -229,7 +229,7 @@ impl Backend for Ssh {
         };
         let code = output.status.code();
         if code == Some(255) || code.is_none() {
-            return Ok(JobEnd::Lost(format!(
+            return Ok(JobEnd::HostDown(format!(
                 "on {host}: {} (the host may have gone away)",
                 last_words(&output.stderr, code)
             )));

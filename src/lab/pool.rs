@@ -13,16 +13,20 @@
 //! [`Lab::run_round`] runs the benchmark on every host at once (a thread
 //! each) and hands back one run per host in the hosts' order; [`Lab::run`]
 //! alone goes to the next host in turn. A host that goes away makes
-//! failed runs, each with the reason (ssh's words, Slurm's job state), and
-//! the hunt goes on with the others; when it comes back, its runs go on,
-//! the install sent first if it missed it.
+//! failed runs in rounds, each with the reason (ssh's words, Slurm's
+//! refusal), and the hunt goes on with the others; a lone run meant for it
+//! is made on the next host instead, and it is tried again every
+//! [`RETRY_DOWN_EVERY`] runs. When it comes back, its runs go on, the
+//! install sent first if it missed it. A run that was cut short (its
+//! deadline, a job cancelled or preempted, its processes killed) is a
+//! failed run with the reason, and is not made again.
 
 use crate::core::fingerprint::fingerprint;
 use crate::hosts::{Backend, Job, JobEnd};
 use crate::lab::command::{CommandLab, read_run};
 use crate::lab::{HostRun, Lab, RunSpec};
 use crate::model::{Commit, LabTotals, Prepared, RunOutcome};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -33,6 +37,8 @@ pub struct PoolLab {
     on: OnHosts,
     /// The host the next lone run goes to.
     next: usize,
+    /// Hosts found down, left out of lone runs for a while.
+    down: HashSet<String>,
     runs: u64,
     bench_seconds: f64,
 }
@@ -75,6 +81,7 @@ impl PoolLab {
             builder,
             on,
             next: 0,
+            down: HashSet::new(),
             runs: 0,
             bench_seconds: 0.0,
         }
@@ -122,20 +129,19 @@ impl OnHosts {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// One run on `host` of `commit` (installed in `local` here), and its
-    /// seconds.
+    /// One run on `host` of `commit` (installed in `local` here).
     fn run_on(
         &self,
         host: &str,
         (commit, local): (&Commit, &std::path::Path),
         spec: RunSpec,
-    ) -> anyhow::Result<(RunOutcome, f64)> {
+    ) -> anyhow::Result<Ran> {
         let started = Instant::now();
         let prefix = match self.ensure_sent(host, commit, local)? {
             Ok(path) => path,
             Err(reason) => {
                 let reason = format!("no run on {host}: {reason}");
-                return Ok((RunOutcome::Failed { reason }, 0.0));
+                return Ok(Ran::down(reason));
             }
         };
         let script = &self.benchmark;
@@ -166,10 +172,36 @@ impl OnHosts {
                 read_run(script, exit, &text, output)
             }
             JobEnd::Lost(reason) => RunOutcome::Failed { reason },
+            JobEnd::HostDown(reason) => return Ok(Ran::down(reason)),
         };
-        Ok((outcome, started.elapsed().as_secs_f64()))
+        Ok(Ran {
+            outcome,
+            seconds: started.elapsed().as_secs_f64(),
+            host_down: false,
+        })
     }
 }
+
+/// One run on one host.
+struct Ran {
+    outcome: RunOutcome,
+    seconds: f64,
+    /// The host could not be reached: another may make the run.
+    host_down: bool,
+}
+
+impl Ran {
+    fn down(reason: String) -> Ran {
+        Ran {
+            outcome: RunOutcome::Failed { reason },
+            seconds: 0.0,
+            host_down: true,
+        }
+    }
+}
+
+/// Lone runs between two tries of hosts that were down.
+const RETRY_DOWN_EVERY: u64 = 20;
 
 impl Lab for PoolLab {
     /// Builds here, then puts the install on every host at once; a host
@@ -196,14 +228,38 @@ impl Lab for PoolLab {
         Ok(prepared)
     }
 
+    /// On the next host in turn that is up; a host found down is left
+    /// out of lone runs (tried again every [`RETRY_DOWN_EVERY`] runs) and
+    /// the run goes to the next host. When every host is down, the run
+    /// fails with the last host's reason.
     fn run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
-        let hosts = self.on.backend.hosts();
-        let host = hosts[self.next % hosts.len()].clone();
-        self.next = (self.next + 1) % hosts.len();
+        let hosts = self.on.backend.hosts().to_vec();
+        if spec.run.is_multiple_of(RETRY_DOWN_EVERY) {
+            self.down.clear();
+        }
         let local = self.builder.prefix(commit);
-        let (outcome, seconds) = self.on.run_on(&host, (commit, &local), spec)?;
-        self.count(seconds);
-        Ok(outcome)
+        let start = self.next;
+        let mut order: Vec<usize> = (0..hosts.len())
+            .map(|i| (start + i) % hosts.len())
+            .collect();
+        order.sort_by_key(|i| self.down.contains(&hosts[*i]));
+        let mut last = None;
+        for i in order {
+            let ran = self.on.run_on(&hosts[i], (commit, &local), spec)?;
+            if ran.host_down {
+                self.down.insert(hosts[i].clone());
+                last = Some(ran.outcome);
+                continue;
+            }
+            self.down.remove(&hosts[i]);
+            self.next = (i + 1) % hosts.len();
+            self.count(ran.seconds);
+            return Ok(ran.outcome);
+        }
+        self.count(0.0);
+        Ok(last.unwrap_or_else(|| RunOutcome::Failed {
+            reason: "no hosts".into(),
+        }))
     }
 
     fn hosts(&self) -> Vec<String> {
@@ -213,7 +269,7 @@ impl Lab for PoolLab {
     fn run_round(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<Vec<HostRun>> {
         let (this, local) = (&self.on, self.builder.prefix(commit));
         let local = local.as_path();
-        let ended: Vec<anyhow::Result<(RunOutcome, f64)>> = std::thread::scope(|s| {
+        let ended: Vec<anyhow::Result<Ran>> = std::thread::scope(|s| {
             let handles: Vec<_> = this
                 .backend
                 .hosts()
@@ -232,11 +288,16 @@ impl Lab for PoolLab {
         let hosts = self.on.backend.hosts().to_vec();
         let mut round = Vec::with_capacity(hosts.len());
         for (host, result) in hosts.into_iter().zip(ended) {
-            let (outcome, seconds) = result?;
-            self.count(seconds);
+            let ran = result?;
+            self.count(ran.seconds);
+            if ran.host_down {
+                self.down.insert(host.clone());
+            } else {
+                self.down.remove(&host);
+            }
             round.push(HostRun {
                 host: Some(host),
-                outcome,
+                outcome: ran.outcome,
             });
         }
         Ok(round)
@@ -295,7 +356,7 @@ mod tests {
         }
         fn run(&self, host: &str, job: &Job) -> anyhow::Result<JobEnd> {
             if host == "gone" {
-                return Ok(JobEnd::Lost("on gone: ssh failed: no route".into()));
+                return Ok(JobEnd::HostDown("on gone: ssh failed: no route".into()));
             }
             let out = std::process::Command::new("sh")
                 .args(["-c", job.script])
@@ -356,7 +417,7 @@ mod tests {
 
     fn pool(tmp: &Path, hosts: &[&str]) -> (PoolLab, Arc<Folders>, Commit) {
         let repo_dir = tmp.join("repo");
-        std::fs::create_dir(&repo_dir).unwrap();
+        std::fs::create_dir_all(&repo_dir).unwrap();
         git(&repo_dir, &["init", "-q"]);
         std::fs::write(repo_dir.join("level"), "1000\n").unwrap();
         git(&repo_dir, &["add", "level"]);
@@ -443,5 +504,24 @@ mod tests {
             seen.push(text.split_whitespace().nth(4).unwrap().to_string());
         }
         assert_eq!(seen, ["a", "b", "a", "b"]);
+    }
+
+    #[test]
+    fn a_lone_run_meant_for_a_host_that_is_down_is_made_on_another() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (mut lab, _, commit) = pool(tmp.path(), &["gone", "a"]);
+        lab.prepare(&commit).unwrap();
+        for run in 1..=3 {
+            let outcome = lab.run(&commit, spec(run)).unwrap();
+            assert!(matches!(outcome, RunOutcome::Measured(_)), "{outcome:?}");
+        }
+        assert!(lab.down.contains("gone"));
+        assert_eq!(lab.totals().runs, 3);
+        let (mut lab, _, commit) = pool(tmp.path().join("x").as_path(), &["gone"]);
+        lab.prepare(&commit).unwrap();
+        let RunOutcome::Failed { reason } = lab.run(&commit, spec(1)).unwrap() else {
+            panic!()
+        };
+        assert!(reason.contains("gone is down"), "{reason}");
     }
 }
