@@ -39,7 +39,7 @@ pub enum HostError {
     #[error(
         "the host {host} is used by another hunt ({holder})\n\
          hint: wait for that hunt to end, leave {host} out of the hosts, or, if no hunt \
-         uses it any more, remove its lock: ssh {host} rm -r {lock}"
+         uses it any more, remove its lock: ssh {host} 'rm -r {lock}'"
     )]
     Locked {
         host: String,
