@@ -465,3 +465,68 @@ fn a_slurm_hunt_finds_the_culprit() {
     let failed = check_hunt(&work, &shas[5]);
     assert!(failed.is_empty(), "{failed:?}");
 }
+
+/// A round through real ssh: one run on every host at once, in the hosts'
+/// order, numbered from the round's first run.
+#[test]
+fn a_round_runs_on_every_ssh_host_at_once() {
+    use pgbisect::hosts::ssh::Ssh;
+    use pgbisect::lab::command::{CommandLab, Commands};
+    use pgbisect::lab::pool::PoolLab;
+    use pgbisect::lab::{Lab, LabDirs, RunSpec};
+    use pgbisect::model::{Commit, RunOutcome};
+    let Some((hosts, config)) = ssh_setup() else {
+        return;
+    };
+    let (repo_dir, shas) = history(&levels_with_drop_at(2, 1), &[]);
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = pgbisect::repo::Repo::open(repo_dir.path()).unwrap();
+    let worktree =
+        pgbisect::repo::WorkTree::open_or_create(&repo, &tmp.path().join("checkout")).unwrap();
+    let commands = Commands {
+        build: Some("mkdir -p \"$PGBISECT_PREFIX\" && cp level \"$PGBISECT_PREFIX/\"".into()),
+        benchmark: "sleep 2; echo \"tps = $(cat level) on $PGBISECT_HOST run $PGBISECT_RUN\""
+            .into(),
+        build_limit: Duration::from_secs(60),
+        benchmark_limit: Duration::from_secs(60),
+    };
+    let runs = tmp.path().join("runs");
+    let builder = CommandLab::new(
+        commands,
+        worktree,
+        LabDirs::under(&tmp.path().join("w")),
+        &runs,
+    )
+    .unwrap();
+    let remote = tmp.path().join("hosts").display().to_string();
+    let ssh = Ssh::new(hosts.clone(), Some(&remote), Some(config));
+    let mut lab = PoolLab::new(builder, std::sync::Arc::new(ssh), "pgbisect-round-", &runs);
+    let commit = Commit::bare(shas[1].clone());
+    lab.prepare(&commit).unwrap();
+    let started = Instant::now();
+    let spec = RunSpec {
+        clients: 1,
+        run: 10,
+        seconds: None,
+    };
+    let round = lab.run_round(&commit, spec).unwrap();
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(2 * hosts.len() as u64),
+        "{took:?}: not at once"
+    );
+    assert_eq!(round.len(), hosts.len());
+    for (i, (run, host)) in round.iter().zip(&hosts).enumerate() {
+        assert_eq!(run.host.as_deref(), Some(host.as_str()));
+        let RunOutcome::Measured(m) = &run.outcome else {
+            panic!("{run:?}")
+        };
+        assert_eq!(m.tps, 800.0);
+        let text = std::fs::read_to_string(m.output.as_ref().unwrap()).unwrap();
+        assert!(
+            text.contains(&format!("on {host} run {}", 10 + i)),
+            "{text}"
+        );
+    }
+    assert_eq!(lab.totals().runs, hosts.len() as u64);
+}
