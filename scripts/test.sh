@@ -6,6 +6,10 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$here"
 export PGBISECT_TEST_PG_SOURCE="$here/.pgbisect-test-cache/postgresql-15"
 export PGBISECT_TEST_PG_BIN="/usr/lib/postgresql/15/bin"
+# The ssh hosts and the Slurm node hosts-setup.sh made (tests/hosts_cli.rs).
+set -a
+. "$here/.pgbisect-test-cache/hosts.env"
+set +a
 # Snapshots (tests/snapshots/: reports, --help, usage errors) are compared,
 # never rewritten: a changed output fails the run until the snapshot is
 # reviewed and updated.

@@ -12,7 +12,7 @@
 //! | commands | `commands` | flags, dispatch, one file per subcommand |
 //! | workspace | `workspace` | the work dir: paths, lock, a hunt's plan key |
 //! | engine | `engine` | loops over a lab: hunt, compare, judge, simulate, a release against where it left master |
-//! | labs | `lab` (`pg`, `command`, `replay`), `build`, `server`, `bench` | turning commits into measurements |
+//! | labs | `lab` (`pg`, `command`, `replay`, `pool`), `build`, `server`, `bench`, `hosts` | turning commits into measurements, here or on other hosts |
 //! | services | `repo`, `profile`, `journal`, `report`, `notify`, `progress`, `machine`, `placement`, `perf` | git, workloads, results on disk, renderers, telling people, where the server and pgbench run, CPU profiles |
 //! | core | `core` (`stats`, `decide`, `bisect`), `model`, `error`, `time`, `files`, `proc` | pure decisions, the shared vocabulary, safe writes |
 //!
@@ -26,6 +26,7 @@ pub mod core;
 pub mod engine;
 pub mod error;
 pub mod files;
+pub mod hosts;
 pub mod journal;
 pub mod lab;
 pub mod machine;

@@ -53,6 +53,36 @@ pub struct Profile {
         skip_serializing_if = "crate::placement::PlacementSpec::is_unset"
     )]
     pub placement: crate::placement::PlacementSpec,
+    /// Other machines to measure on (custom commands only). Left out when
+    /// unset, so that a profile without `[hosts]` is hashed as before.
+    #[serde(default, skip_serializing_if = "HostsSection::is_unset")]
+    pub hosts: HostsSection,
+}
+
+/// `[hosts]`: the machines a hunt measures on, over ssh or through Slurm.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct HostsSection {
+    /// Hosts reached with ssh (names the ssh config knows), as `--hosts`.
+    pub ssh: Option<Vec<String>>,
+    /// ssh: a config file for `ssh -F` (default: the user's).
+    pub ssh_config: Option<PathBuf>,
+    /// ssh: the folder on each host for installs, pid files and the lock
+    /// (default `~/.cache/pgbisect-hosts`).
+    pub dir: Option<String>,
+    /// Slurm nodes (as `sinfo -N` names them), one run on each at a time.
+    pub nodes: Option<Vec<String>>,
+    /// Slurm partition (`sbatch --partition`).
+    pub partition: Option<String>,
+    /// Slurm node features (`sbatch --constraint`).
+    pub constraint: Option<String>,
+}
+
+impl HostsSection {
+    /// True when the profile has no `[hosts]` (or an empty one).
+    pub fn is_unset(&self) -> bool {
+        *self == HostsSection::default()
+    }
 }
 
 /// `[build]`: either a custom `command`, or PostgreSQL build settings.

@@ -32,7 +32,15 @@ const FLOORS: &[(&str, &[&str])] = &[
     ),
     (
         "labs",
-        &["server", "build", "lab::pg", "lab::command", "lab::replay"],
+        &[
+            "server",
+            "build",
+            "hosts",
+            "lab::pg",
+            "lab::command",
+            "lab::replay",
+            "lab::pool",
+        ],
     ),
     ("engine", &["engine"]),
     ("workspace", &["workspace"]),

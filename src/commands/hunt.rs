@@ -5,7 +5,8 @@
 //! the reports, and tells whoever asked how it ended, also on failure.
 
 use super::args::{ReportFormat, TargetArgs};
-use super::lab::{build_settings, load_profile, make_lab};
+use super::hosts::Held;
+use super::lab::{build_settings, load_profile, make_lab_on};
 use crate::core::decide::DecisionConfig;
 use crate::engine::hunt::budget::{self, Budget};
 use crate::engine::hunt::{Hunt, HuntConfig};
@@ -84,6 +85,9 @@ pub struct RunArgs {
     #[command(flatten)]
     #[serde(flatten)]
     pub why: super::why::WhyArgs,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub on: super::hosts::HostArgs,
 }
 
 /// What a hunt (or a judgement against one) measures, resolved from the
@@ -276,10 +280,27 @@ fn run_hunt(
     }
     let interrupt =
         crate::proc::install_signal_handlers().context("cannot install the interrupt handler")?;
+    let held = super::hosts::take(
+        &args.on,
+        &plan.profile,
+        (&plan.work, &hunt),
+        progress.as_mut(),
+    )?;
     let watch = Watch::default();
-    let (release_check, release_cost) =
-        check_release(&plan, args, &hunt, progress.as_mut(), &interrupt, &watch)?.unzip();
-    let mut real_lab = make_lab(&plan, &args.target.lab, &hunt.runs(), &watch)?;
+    let (release_check, release_cost) = check_release(
+        (&plan, args, &hunt),
+        held.as_ref(),
+        progress.as_mut(),
+        &interrupt,
+        &watch,
+    )?
+    .unzip();
+    let mut real_lab = make_lab_on(
+        &plan,
+        (&args.target.lab, &watch),
+        &hunt.runs(),
+        held.as_ref().map(|h| (h, "")),
+    )?;
     let mut lab = ReplayLab::new(real_lab.as_mut(), &past);
     if lab.replayable_runs() > 0 {
         progress.event(&ProgressEvent::Note(format!(
@@ -305,7 +326,11 @@ fn run_hunt(
         plan: key.folder_name(),
         at: crate::time::now_rfc3339(),
     })?;
-    let mut machine = Machine::collect();
+    let mut machine = match &held {
+        // The hosts measured, not this machine.
+        Some(h) => h.machine.clone(),
+        None => Machine::collect(),
+    };
     machine.placement = place_and_check(&plan, &watch, progress.as_mut());
     let mut commits = vec![plan.good.clone()];
     commits.extend(candidates);
@@ -375,9 +400,8 @@ fn run_hunt(
 /// line, measures the release against that point before the search (a lab
 /// of its own, so its runs do not mix with the hunt's).
 fn check_release(
-    plan: &Plan,
-    args: &RunArgs,
-    hunt: &HuntDir,
+    (plan, args, hunt): (&Plan, &RunArgs, &HuntDir),
+    held: Option<&Held>,
     progress: &mut dyn Progress,
     interrupt: &Arc<AtomicBool>,
     watch: &Watch,
@@ -386,7 +410,12 @@ fn check_release(
         return Ok(None);
     };
     let started = std::time::Instant::now();
-    let mut lab = make_lab(plan, &args.target.lab, &hunt.release_check_runs(), watch)?;
+    let mut lab = make_lab_on(
+        plan,
+        (&args.target.lab, watch),
+        &hunt.release_check_runs(),
+        held.map(|h| (h, "release-")),
+    )?;
     let setup = release_check::Setup {
         decision: plan.config.decision,
         clients: plan.config.clients,

@@ -3,12 +3,14 @@
 //! pgbench.
 
 use super::args::LabArgs;
+use super::hosts::Held;
 use super::hunt::Plan;
 use crate::build::{BuildSettings, BuildSystem, Fixup};
 use crate::error::UsageError;
 use crate::lab::Lab;
 use crate::lab::command::{CommandLab, Commands, DEFAULT_BENCHMARK_LIMIT, DEFAULT_BUILD_LIMIT};
 use crate::lab::pg::{PerfProfiler, PgLab, PgLabConfig, PgbenchChoice};
+use crate::lab::pool::PoolLab;
 use crate::machine::steady::Watch;
 use crate::perf::PerfSampler;
 use crate::placement::Policy;
@@ -33,6 +35,17 @@ pub(super) fn make_lab(
     runs_dir: &Path,
     watch: &Watch,
 ) -> anyhow::Result<Box<dyn Lab>> {
+    make_lab_on(plan, (args, watch), runs_dir, None)
+}
+
+/// The lab for `plan`, measuring on the hosts `on` holds (its jobs
+/// named `<hunt's job prefix><tag><run>`) or, without hosts, here.
+pub(super) fn make_lab_on(
+    plan: &Plan,
+    (args, watch): (&LabArgs, &Watch),
+    runs_dir: &Path,
+    on: Option<(&Held, &str)>,
+) -> anyhow::Result<Box<dyn Lab>> {
     let repo = open_repo(plan)?;
     check_custom_commands(&plan.profile)?;
     if let Some(benchmark) = &plan.profile.benchmark.command {
@@ -53,7 +66,13 @@ pub(super) fn make_lab(
                 .map_or(DEFAULT_BENCHMARK_LIMIT, seconds),
         };
         let lab = CommandLab::new(commands, worktree, plan.work.lab_dirs(), runs_dir)?;
-        return Ok(Box::new(lab));
+        return Ok(match on {
+            Some((held, tag)) => {
+                let prefix = format!("{}{tag}", held.owner.job_prefix());
+                Box::new(PoolLab::new(lab, held.backend.clone(), &prefix, runs_dir))
+            }
+            None => Box::new(lab),
+        });
     }
     Ok(Box::new(pg_lab(
         plan,

@@ -9,6 +9,7 @@
 mod args;
 mod compare;
 mod completions;
+mod hosts;
 mod hunt;
 mod judge;
 mod lab;
@@ -20,6 +21,7 @@ mod why;
 
 pub use args::{HuntLocation, LabArgs, TargetArgs};
 pub use compare::CompareArgs;
+pub use hosts::HostArgs;
 pub use hunt::RunArgs;
 pub use judge::JudgeArgs;
 pub use report::ReportArgs;
@@ -143,6 +145,7 @@ pub fn exit_code_for(err: &anyhow::Error) -> u8 {
             .downcast_ref::<crate::repo::RepoError>()
             .is_some_and(|e| e.is_usage())
         || err.downcast_ref::<crate::workspace::Busy>().is_some()
+        || err.downcast_ref::<crate::hosts::HostError>().is_some()
         || err
             .downcast_ref::<crate::server::settings::SettingError>()
             .is_some()

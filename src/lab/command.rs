@@ -71,7 +71,13 @@ impl CommandLab {
         })
     }
 
-    fn prefix(&self, commit: &Commit) -> PathBuf {
+    /// The profile's commands.
+    pub fn commands(&self) -> &Commands {
+        &self.commands
+    }
+
+    /// Where the build of `commit` installs (`$PGBISECT_PREFIX`).
+    pub fn prefix(&self, commit: &Commit) -> PathBuf {
         self.dirs.installs.join(&commit.id)
     }
 
@@ -169,6 +175,36 @@ impl CommandLab {
     }
 }
 
+/// What one run of the benchmark command `script` measured: `exit` is
+/// `Ok` when it succeeded, else its exit status in words; `text` is its
+/// output, kept in the file `output`.
+pub(crate) fn read_run(
+    script: &str,
+    exit: Result<(), String>,
+    text: &str,
+    output: PathBuf,
+) -> RunOutcome {
+    if let Err(status) = exit {
+        return RunOutcome::Failed {
+            reason: format!(
+                "benchmark command `{script}` failed ({status}); last lines:\n{}",
+                tail(text)
+            ),
+        };
+    }
+    match bench::parse_output(text) {
+        Ok(report) => RunOutcome::Measured(Measurement {
+            tps: report.tps,
+            latency_ms: report.latency_ms,
+            failed_transactions: report.failed_transactions,
+            output: Some(output),
+        }),
+        Err(e) => RunOutcome::Failed {
+            reason: format!("benchmark command `{script}` printed no result: {e}"),
+        },
+    }
+}
+
 /// The last lines of a command's output, for error messages.
 fn tail(output: &str) -> String {
     bench::tail_lines(output, bench::TAIL_LINES)
@@ -200,28 +236,16 @@ impl Lab for CommandLab {
         let ran = self.execute(expr, (self.commands.benchmark_limit, &path), &what)?;
         self.totals.runs += 1;
         self.totals.bench_seconds += started.elapsed().as_secs_f64();
-        let (status, text) = match ran {
-            Ok(done) => done,
-            Err(reason) => return Ok(RunOutcome::Failed { reason }),
-        };
-        if !status.success() {
-            return Ok(RunOutcome::Failed {
-                reason: format!(
-                    "benchmark command `{script}` failed ({status}); last lines:\n{}",
-                    tail(&text)
-                ),
-            });
-        }
-        Ok(match bench::parse_output(&text) {
-            Ok(report) => RunOutcome::Measured(Measurement {
-                tps: report.tps,
-                latency_ms: report.latency_ms,
-                failed_transactions: report.failed_transactions,
-                output: Some(path),
-            }),
-            Err(e) => RunOutcome::Failed {
-                reason: format!("benchmark command `{script}` printed no result: {e}"),
-            },
+        Ok(match ran {
+            Ok((status, text)) => {
+                let exit = if status.success() {
+                    Ok(())
+                } else {
+                    Err(status.to_string())
+                };
+                read_run(&script, exit, &text, path)
+            }
+            Err(reason) => RunOutcome::Failed { reason },
         })
     }
 

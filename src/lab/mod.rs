@@ -10,9 +10,11 @@
 //! | `pg`      | the real PostgreSQL lab: build, server, pgbench |
 //! | `command` | shell commands from a profile |
 //! | `replay`  | runs from a journal first, then a real lab (resume) |
+//! | `pool`    | shell commands from a profile, run on several hosts (`crate::hosts`) |
 
 pub mod command;
 pub mod pg;
+pub mod pool;
 pub mod replay;
 
 use crate::core::why::Instrumented;

@@ -40,6 +40,18 @@ pub struct Machine {
 
 const UNKNOWN: &str = "unknown";
 
+/// What a machine is read from: /proc/cpuinfo, /proc/meminfo, the kernel
+/// release, the entries of /sys/devices/system/node (one a line) and
+/// `cc --version`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Texts<'a> {
+    pub cpuinfo: &'a str,
+    pub meminfo: &'a str,
+    pub kernel: &'a str,
+    pub node_names: &'a str,
+    pub compiler: &'a str,
+}
+
 /// What `cc --version` prints (empty when it fails or takes over 30 s).
 fn compiler_version() -> String {
     let expr = duct::cmd!("cc", "--version").stdout_capture().stderr_null();
@@ -55,16 +67,27 @@ impl Machine {
     /// Reads the running machine.
     pub fn collect() -> Machine {
         let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
-        let (cpu_model, cpus) = parse_cpuinfo(&read("/proc/cpuinfo"));
         let nodes = node_dir_names(Path::new("/sys/devices/system/node"));
-        let compiler = compiler_version();
+        Machine::from_texts(&Texts {
+            cpuinfo: &read("/proc/cpuinfo"),
+            meminfo: &read("/proc/meminfo"),
+            kernel: &read("/proc/sys/kernel/osrelease"),
+            node_names: &nodes.join("\n"),
+            compiler: &compiler_version(),
+        })
+    }
+
+    /// The machine that `texts`, read from it, describe (what cannot be
+    /// read is unknown).
+    pub fn from_texts(texts: &Texts) -> Machine {
+        let (cpu_model, cpus) = parse_cpuinfo(texts.cpuinfo);
         Machine {
             cpu_model,
             cpus,
-            numa_nodes: count_numa_nodes(nodes.iter().map(String::as_str)),
-            memory_bytes: parse_meminfo(&read("/proc/meminfo")).unwrap_or(0),
-            kernel: non_empty(read("/proc/sys/kernel/osrelease").trim()),
-            compiler: non_empty(first_line(&compiler)),
+            numa_nodes: count_numa_nodes(texts.node_names.lines().map(str::trim)),
+            memory_bytes: parse_meminfo(texts.meminfo).unwrap_or(0),
+            kernel: non_empty(texts.kernel.trim()),
+            compiler: non_empty(first_line(texts.compiler)),
             placement: None,
             steadiness: Vec::new(),
         }

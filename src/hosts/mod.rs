@@ -1,0 +1,214 @@
+//! Other machines a hunt measures on, through an engine that already
+//! hands out machines: the system's `ssh`, or Slurm.
+//!
+//! A hunt bound by benchmark time on one machine goes faster on several
+//! identical ones. pgbisect does not schedule them itself: a team with a
+//! couple of boxes reaches them with `ssh` and its own ssh config, a lab
+//! or an HPC centre hands out whole nodes with Slurm. Both sit behind
+//! [`Backend`], which is all a lab needs of a host: run a script there
+//! within a deadline and get its exit status and output back, put an
+//! install there once (keyed as the build cache keys it), read the host's
+//! facts in the shape of the report's machine section, keep other hunts
+//! off the host while this one uses it, and clean up what a coordinator
+//! that was killed left running there.
+//!
+//! | module  | back end |
+//! |---------|----------|
+//! | `ssh`   | `ssh -o BatchMode=yes`, a pid file per run and a lock per host |
+//! | `slurm` | `sbatch --exclusive`, watched with `squeue`/`scontrol`, stopped with `scancel`; the work dir on a filesystem the nodes share |
+//! | `facts` | the shell text that reads a host's facts, and the check that hosts are alike |
+
+pub mod facts;
+pub mod slurm;
+pub mod ssh;
+
+use crate::machine::Machine;
+use std::path::Path;
+use std::time::Duration;
+
+/// Trouble with a host that stops a hunt before it starts: it cannot be
+/// reached, is used by another hunt, or the tool to reach it is missing.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error("cannot reach the host {host}: {reason}\nhint: {hint}")]
+    Unreachable {
+        host: String,
+        reason: String,
+        hint: String,
+    },
+    #[error(
+        "the host {host} is used by another hunt ({holder})\n\
+         hint: wait for that hunt to end, leave {host} out of the hosts, or, if no hunt \
+         uses it any more, remove its lock: ssh {host} 'rm -r {lock}'"
+    )]
+    Locked {
+        host: String,
+        holder: String,
+        lock: String,
+    },
+    #[error("{tool} is not available here: {reason}\nhint: {hint}")]
+    NoTool {
+        tool: String,
+        reason: String,
+        hint: String,
+    },
+}
+
+/// One script to run on one host.
+#[derive(Debug, Clone)]
+pub struct Job<'a> {
+    /// Names the job on the host (a Slurm job name, a pid file), unique
+    /// within the hunt: `pgbisect-<hunt>-<run>`.
+    pub name: String,
+    /// Shell text, run with `sh -c`.
+    pub script: &'a str,
+    /// Environment it gets, besides the host's own.
+    pub env: Vec<(String, String)>,
+    /// Directory it runs in on the host.
+    pub dir: String,
+    /// How long it may run before it is stopped (a failed run).
+    pub limit: Duration,
+    /// Local file its output (stdout and stderr) goes to.
+    pub output: &'a Path,
+}
+
+/// How a job ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobEnd {
+    /// It ran to its end, with this exit code and output (its ends, when
+    /// long).
+    Exited { code: i32, output: String },
+    /// It did not run to its end, and why: stopped at its deadline,
+    /// cancelled, preempted.
+    Lost(String),
+    /// The host could not be reached (it went away, or the job could not
+    /// be handed to it), and why: another host may make the run.
+    HostDown(String),
+}
+
+/// Who holds a host: one hunt of one coordinator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owner {
+    /// The hunt's folder name (the same on every start of that hunt).
+    pub hunt: String,
+    /// `<coordinator's hostname>:<work dir>`: a hunt of the same name in
+    /// another work dir is another hunt.
+    pub place: String,
+}
+
+impl Owner {
+    /// The hunt `hunt` coordinated from here with the work dir `work_dir`.
+    pub fn here(hunt: &str, work_dir: &Path) -> Owner {
+        let work = std::path::absolute(work_dir).unwrap_or_else(|_| work_dir.to_path_buf());
+        Owner {
+            hunt: hunt.to_string(),
+            place: format!("{}:{}", this_hostname(), work.display()),
+        }
+    }
+
+    /// One line naming the holder, as a lock file keeps it.
+    pub fn line(&self) -> String {
+        format!("{} {}", self.place, self.hunt)
+    }
+
+    /// The prefix of the names of this hunt's jobs.
+    pub fn job_prefix(&self) -> String {
+        job_prefix(&self.hunt)
+    }
+}
+
+/// `pgbisect-<hunt>-`: every job of the hunt `hunt` is named so.
+pub fn job_prefix(hunt: &str) -> String {
+    format!("pgbisect-{hunt}-")
+}
+
+/// This machine's hostname (`uname -n`), for naming a lock's holder.
+pub fn this_hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "localhost".to_string())
+}
+
+/// What a lab needs of the machines it measures on.
+///
+/// `Err` is for trouble that should stop the hunt (an interrupt, a local
+/// file that cannot be written); a job that does not run to its end is a
+/// [`JobEnd::Lost`], and the hunt goes on.
+pub trait Backend: Send + Sync {
+    /// `ssh` or `slurm`, for messages.
+    fn kind(&self) -> &'static str;
+
+    /// The hosts, in the order they were given.
+    fn hosts(&self) -> &[String];
+
+    /// Runs `job` on `host` and waits for its end.
+    fn run(&self, host: &str, job: &Job) -> anyhow::Result<JobEnd>;
+
+    /// Puts the directory tree `local` on `host` under `key` (named as the
+    /// build cache names installs), unless it is there already; where it
+    /// is on the host, or why it could not be put there.
+    fn send(&self, host: &str, local: &Path, key: &str) -> anyhow::Result<Result<String, String>>;
+
+    /// The host's facts, or why they could not be read.
+    fn facts(&self, host: &str) -> anyhow::Result<Result<Machine, String>>;
+
+    /// Takes `host` for `owner`: refused while another hunt holds it, taken
+    /// over from an earlier start of the same hunt.
+    fn lock(&self, host: &str, owner: &Owner) -> Result<(), HostError>;
+
+    /// Gives `host` back (best effort: a host that went away keeps a lock
+    /// the same hunt takes over when it starts again).
+    fn unlock(&self, host: &str, owner: &Owner);
+
+    /// Stops what an earlier start of `owner`'s hunt left running on
+    /// `host`; what was stopped, one line each.
+    fn clean_up(&self, host: &str, owner: &Owner) -> anyhow::Result<Vec<String>>;
+}
+
+/// Quotes a word for a POSIX shell.
+pub(crate) fn quote(word: &str) -> String {
+    crate::server::shell_quote(word)
+}
+
+/// `export NAME=value` lines for `env`.
+pub(crate) fn exports(env: &[(String, String)]) -> String {
+    env.iter()
+        .map(|(k, v)| format!("export {k}={}\n", quote(v)))
+        .collect()
+}
+
+/// A job's deadline, for messages.
+pub(crate) fn stopped_at_deadline(limit: Duration) -> String {
+    format!(
+        "the benchmark command did not finish in {} s and was stopped (set `timeout` in \
+         the profile's [benchmark] for more)",
+        limit.as_secs()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owners_name_the_place_and_the_hunt() {
+        let o = Owner::here("abc-def-c1-0123", Path::new("/var/tmp/w"));
+        assert!(o.place.ends_with(":/var/tmp/w"), "{o:?}");
+        assert_eq!(o.line(), format!("{} abc-def-c1-0123", o.place));
+        assert_eq!(o.job_prefix(), "pgbisect-abc-def-c1-0123-");
+    }
+
+    #[test]
+    fn exports_quote_their_values() {
+        let env = vec![
+            ("A".to_string(), "plain".to_string()),
+            ("B".to_string(), "it's spaced".to_string()),
+        ];
+        assert_eq!(
+            exports(&env),
+            "export A=plain\nexport B='it'\\''s spaced'\n"
+        );
+    }
+}

@@ -1,0 +1,532 @@
+//! Hunts measured on other hosts, through the real back ends: sshd on
+//! localhost under several names (`PGBISECT_TEST_SSH_HOSTS`, their ssh
+//! config in `PGBISECT_TEST_SSH_CONFIG`) and a single-node Slurm cluster
+//! (`PGBISECT_TEST_SLURM_NODE`, `PGBISECT_TEST_SLURM_PARTITION`), as
+//! `scripts/hosts-setup.sh` sets them up and `scripts/test.sh` exports
+//! them. Without them the tests say they are skipped.
+//!
+//! Each hunt must name the right culprit and count every run once, also
+//! when a job is killed mid-run, a host goes away, or the coordinator is
+//! killed (SIGKILL) and the hunt resumed.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The ssh host names and their config file, or `None` (skipped).
+fn ssh_setup() -> Option<(Vec<String>, PathBuf)> {
+    let (Ok(hosts), Ok(config)) = (
+        std::env::var("PGBISECT_TEST_SSH_HOSTS"),
+        std::env::var("PGBISECT_TEST_SSH_CONFIG"),
+    ) else {
+        eprintln!("skipped: no PGBISECT_TEST_SSH_HOSTS (scripts/hosts-setup.sh sets them up)");
+        return None;
+    };
+    Some((
+        hosts.split(',').map(str::to_string).collect(),
+        config.into(),
+    ))
+}
+
+/// The Slurm node and partition, or `None` (skipped).
+fn slurm_setup() -> Option<(String, String)> {
+    let (Ok(node), Ok(partition)) = (
+        std::env::var("PGBISECT_TEST_SLURM_NODE"),
+        std::env::var("PGBISECT_TEST_SLURM_PARTITION"),
+    ) else {
+        eprintln!("skipped: no PGBISECT_TEST_SLURM_NODE (scripts/hosts-setup.sh sets it up)");
+        return None;
+    };
+    Some((node, partition))
+}
+
+fn toml_list(names: &[String]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+    format!("[{}]", quoted.join(", "))
+}
+
+/// The test profile with `before` run ahead of each benchmark and
+/// `hosts` (a `[hosts]` section) appended.
+fn hosts_profile(dir: &Path, before: &str, hosts: &str) -> PathBuf {
+    let path = profile_with(dir, "hosts.toml", before);
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str(hosts);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// `[hosts]` for ssh `hosts`, their files under `dir/hosts`, reached with
+/// the ssh config `config`.
+fn ssh_section(hosts: &[String], dir: &Path, config: &Path) -> String {
+    format!(
+        "[hosts]\nssh = {}\ndir = \"{}\"\nssh-config = \"{}\"\n",
+        toml_list(hosts),
+        dir.join("hosts").display(),
+        config.display()
+    )
+}
+
+fn slurm_section(node: &str, partition: &str) -> String {
+    format!("[hosts]\nnodes = [\"{node}\"]\npartition = \"{partition}\"\n")
+}
+
+/// A hunt of good..bad with `profile` in `work`, waiting for its end.
+fn hunt(repo: &Path, work: &Path, profile: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["--good", "good", "--bad", "bad", "--no-why", "--profile"];
+    args.push(profile.to_str().unwrap());
+    args.extend(extra);
+    pgbisect(repo, work, &args)
+}
+
+/// The same hunt started in the background, its stderr in [`log`].
+fn start(repo: &Path, work: &Path, profile: &Path, extra: &[&str]) -> Child {
+    let stderr = std::fs::File::create(log(work)).unwrap();
+    bin()
+        .arg("--repo")
+        .arg(repo)
+        .arg("--work-dir")
+        .arg(work)
+        .args(["--good", "good", "--bad", "bad", "--no-why", "--profile"])
+        .arg(profile)
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .unwrap()
+}
+
+/// Where [`start`] keeps the stderr of a hunt in `work`.
+fn log(work: &Path) -> PathBuf {
+    work.with_extension("log")
+}
+
+/// Waits for the hunt `child` in `work` to end with `code`.
+fn ends_with(mut child: Child, work: &Path, code: i32) {
+    let status = child.wait().unwrap();
+    let said = std::fs::read_to_string(log(work)).unwrap_or_default();
+    assert_eq!(status.code(), Some(code), "{said}");
+}
+
+/// Waits (at most three minutes) until `found` gives something.
+fn wait_for<T>(what: &str, mut found: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(180);
+    loop {
+        if let Some(t) = found() {
+            return t;
+        }
+        assert!(Instant::now() < deadline, "waited in vain for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Checks the finished hunt in `work`: the culprit is `culprit`, every
+/// journaled run has its own number and is counted once in the totals;
+/// the failed runs' reasons.
+fn check_hunt(work: &Path, culprit: &str) -> Vec<String> {
+    let hunt_dir = only_hunt_dir(work);
+    let v = json(&hunt_dir.join("result.json"));
+    assert_eq!(v["culprits"][0]["commit"], culprit, "{v:#}");
+    let journal = std::fs::read_to_string(hunt_dir.join("journal.jsonl")).unwrap();
+    let runs: Vec<serde_json::Value> = journal
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["event"] == "run")
+        .collect();
+    let numbers = journaled_runs(work);
+    assert_eq!(numbers.len(), runs.len(), "a run number journaled twice");
+    let counted = v["totals"]["runs"].as_u64().unwrap() as usize;
+    assert!(
+        counted <= runs.len() && counted + 1 >= runs.len(),
+        "{counted} runs counted, {} journaled",
+        runs.len()
+    );
+    runs.iter()
+        .filter_map(|r| {
+            r["outcome"]["Failed"]["reason"]
+                .as_str()
+                .map(str::to_string)
+        })
+        .collect()
+}
+
+/// The pid files of jobs running on the ssh hosts under `dir/hosts`.
+fn pid_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(hosts) = std::fs::read_dir(dir.join("hosts")) else {
+        return Vec::new();
+    };
+    hosts
+        .filter_map(Result::ok)
+        .filter_map(|h| std::fs::read_dir(h.path().join("pids")).ok())
+        .flatten()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| std::fs::read_to_string(p).is_ok_and(|t| !t.trim().is_empty()))
+        .collect()
+}
+
+fn alive(pid: &str) -> bool {
+    Path::new(&format!("/proc/{}", pid.trim())).exists()
+}
+
+#[test]
+fn an_ssh_hunt_finds_the_culprit_on_three_hosts() {
+    let Some((hosts, config)) = ssh_setup() else {
+        return;
+    };
+    let (repo, shas) = history(&levels_with_drop_at(16, 11), &[]);
+    let tmp = tempfile::tempdir().unwrap();
+    let profile = hosts_profile(
+        tmp.path(),
+        "true",
+        &ssh_section(&hosts, tmp.path(), &config),
+    );
+    let work = tmp.path().join("w");
+    let out = hunt(repo.path(), &work, &profile, &[]);
+    assert_code(&out, 0);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("(ssh):"), "{stderr}");
+    let failed = check_hunt(&work, &shas[11]);
+    assert!(failed.is_empty(), "{failed:?}");
+    // Each tested commit was sent once to each host; the hosts were given
+    // back.
+    let hunt_dir = only_hunt_dir(&work);
+    let v = json(&hunt_dir.join("result.json"));
+    let tested = v["tested"].as_array().unwrap().len();
+    for host in &hosts {
+        let on = tmp.path().join("hosts").join(host);
+        let installs = std::fs::read_dir(on.join("installs")).unwrap().count();
+        assert!(
+            installs <= tested && installs >= 2,
+            "{host}: {installs} installs"
+        );
+        assert!(!on.join("lock").exists(), "{host} is still locked");
+    }
+    // Runs were made on every host.
+    let runs = std::fs::read_dir(hunt_dir.join("runs")).unwrap().count();
+    assert!(runs >= hosts.len(), "{runs} runs");
+}
+
+#[test]
+fn an_ssh_job_killed_mid_run_is_a_failed_run_and_a_host_that_goes_away_too() {
+    let Some((hosts, config)) = ssh_setup() else {
+        return;
+    };
+    let (repo, shas) = history(&levels_with_drop_at(16, 11), &[]);
+    let tmp = tempfile::tempdir().unwrap();
+    // A host of its own, `flaky`, whose port the test closes mid-hunt.
+    let real = std::fs::read_to_string(&config).unwrap();
+    let first = real.lines().next().unwrap().to_string();
+    let with_flaky = real.replacen(&first, &format!("{first} flaky"), 1);
+    let own_config = tmp.path().join("ssh_config");
+    std::fs::write(&own_config, &with_flaky).unwrap();
+    let chosen = vec![hosts[0].clone(), "flaky".to_string()];
+    // Run 3 hangs until it is killed; every run takes a moment and says
+    // where it ran.
+    let before =
+        r#"echo on $PGBISECT_HOST && sleep 0.3 && { test \"$PGBISECT_RUN\" != 3 || sleep 120; }"#;
+    let profile = hosts_profile(
+        tmp.path(),
+        before,
+        &ssh_section(&chosen, tmp.path(), &own_config),
+    );
+    let work = tmp.path().join("w");
+    let child = start(repo.path(), &work, &profile, &[]);
+    let pidfile = wait_for("run 3 on a host", || {
+        pid_files(tmp.path())
+            .into_iter()
+            .find(|p| p.to_string_lossy().ends_with("-3.pid"))
+    });
+    let host = pidfile
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .file_name()
+        .unwrap();
+    let pid = std::fs::read_to_string(&pidfile).unwrap();
+    let killed = Command::new("ssh")
+        .args(["-F", own_config.to_str().unwrap(), "-o", "BatchMode=yes"])
+        .arg(host)
+        .arg(format!("kill -TERM -{}", pid.trim()))
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    // Then `flaky` goes away: its port is closed from now on.
+    wait_for("more runs", || {
+        (journaled_runs(&work).len() >= 6).then_some(())
+    });
+    std::fs::write(&own_config, format!("Host flaky\n    Port 1\n{with_flaky}")).unwrap();
+    ends_with(child, &work, 0);
+    let failed = check_hunt(&work, &shas[11]);
+    assert!(
+        failed.iter().any(|r| r.contains("exit status: 143")),
+        "the killed run failed: {failed:?}"
+    );
+    // Runs went to both hosts, and after `flaky` went away to the other
+    // one only: the runs meant for it were made there.
+    let ran_on = |run: &Path| {
+        let text = std::fs::read_to_string(run).unwrap();
+        text.lines().next().unwrap_or("").to_string()
+    };
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(only_hunt_dir(&work).join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    runs.sort();
+    let hosts_seen: Vec<String> = runs.iter().map(|r| ran_on(r)).collect();
+    assert!(
+        hosts_seen.contains(&"on flaky".to_string()),
+        "{hosts_seen:?}"
+    );
+    let last = hosts_seen.iter().rev().take(4);
+    assert!(
+        last.clone().all(|h| *h == format!("on {}", hosts[0])),
+        "{hosts_seen:?}"
+    );
+}
+
+#[test]
+fn a_killed_ssh_coordinator_is_cleaned_up_after_and_holds_its_hosts() {
+    let Some((hosts, config)) = ssh_setup() else {
+        return;
+    };
+    let (repo, shas) = history(&levels_with_drop_at(16, 11), &[]);
+    let tmp = tempfile::tempdir().unwrap();
+    let section = ssh_section(&hosts[..2], tmp.path(), &config);
+    // A run that finds the flag takes it and hangs.
+    let flag = tmp.path().join("hang");
+    let before = format!(
+        "sleep 0.2 && {{ ! rm {} 2>/dev/null || sleep 300; }}",
+        flag.display()
+    );
+    let profile = hosts_profile(tmp.path(), &before, &section);
+    let work = tmp.path().join("w");
+    let mut child = start(repo.path(), &work, &profile, &[]);
+    wait_for("runs", || (journaled_runs(&work).len() >= 3).then_some(()));
+
+    // Another hunt (another work dir) is refused the hosts meanwhile.
+    let other = hunt(repo.path(), &tmp.path().join("other"), &profile, &[]);
+    assert_code(&other, 2);
+    let said = String::from_utf8_lossy(&other.stderr);
+    assert!(said.contains("is used by another hunt"), "{said}");
+
+    // SIGKILL while a job hangs on a host: the job is left there.
+    std::fs::write(&flag, "").unwrap();
+    wait_for("a run to take the flag", || (!flag.exists()).then_some(()));
+    let pidfile = wait_for("the hanging job", || pid_files(tmp.path()).pop());
+    let pid = std::fs::read_to_string(&pidfile).unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(alive(&pid), "the job went with its coordinator");
+    let before = journaled_runs(&work).len();
+
+    let out = resume(&work);
+    assert_code(&out, 0);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("stopped what an earlier start of this hunt left running")
+            && stderr.contains(&format!("(process group {})", pid.trim())),
+        "{stderr}"
+    );
+    assert!(!alive(&pid), "the left job {pid} still runs");
+    check_hunt(&work, &shas[11]);
+    assert!(journaled_runs(&work).len() > before);
+    assert!(pid_files(tmp.path()).is_empty(), "jobs left on the hosts");
+}
+
+#[test]
+fn hosts_refuse_a_pgbench_profile() {
+    let (repo, _) = history(&levels_with_drop_at(4, 2), &[]);
+    let tmp = tempfile::tempdir().unwrap();
+    let out = pgbisect(
+        repo.path(),
+        &tmp.path().join("w"),
+        &[
+            "--good",
+            "good",
+            "--bad",
+            "bad",
+            "--profile",
+            "smoke",
+            "--hosts",
+            "a,b",
+        ],
+    );
+    assert_code(&out, 2);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("only custom-command profiles"), "{said}");
+}
+
+/// The Slurm jobs of hunts in this test's work dirs still in the queue.
+fn queued(prefix: &str) -> Vec<String> {
+    let out = Command::new("squeue")
+        .args(["-h", "-o", "%i|%j|%T"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.split('|').nth(1).is_some_and(|n| n.starts_with(prefix)))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_slurm_hunt_survives_a_cancelled_job_and_a_killed_coordinator() {
+    let Some((node, partition)) = slurm_setup() else {
+        return;
+    };
+    let (repo, shas) = history(&levels_with_drop_at(16, 11), &[]);
+    let tmp = tempfile::tempdir().unwrap();
+    // A run that finds a flag takes it and hangs.
+    let (cancel, kill) = (tmp.path().join("cancel"), tmp.path().join("kill"));
+    let before = format!(
+        "{{ ! rm {} 2>/dev/null || sleep 300; }} && {{ ! rm {} 2>/dev/null || sleep 300; }}",
+        cancel.display(),
+        kill.display()
+    );
+    let profile = hosts_profile(tmp.path(), &before, &slurm_section(&node, &partition));
+    let work = tmp.path().join("w");
+    let mut child = start(repo.path(), &work, &profile, &["--slurm"]);
+    let prefix = wait_for("the hunt's folder", || {
+        let hunt = std::fs::read_dir(work.join("hunts")).ok()?.next()?.ok()?;
+        Some(format!("pgbisect-{}-", hunt.file_name().to_string_lossy()))
+    });
+    wait_for("runs", || (journaled_runs(&work).len() >= 2).then_some(()));
+    // A job cancelled mid-run.
+    std::fs::write(&cancel, "").unwrap();
+    wait_for("a run to take the flag", || {
+        (!cancel.exists()).then_some(())
+    });
+    let job = wait_for("the hanging job", || {
+        queued(&prefix)
+            .into_iter()
+            .find(|l| l.ends_with("|RUNNING"))
+    });
+    let id = job.split('|').next().unwrap().to_string();
+    assert!(Command::new("scancel").arg(&id).status().unwrap().success());
+    // Then the coordinator killed while a job of it hangs.
+    wait_for("runs after it", || {
+        (journaled_runs(&work).len() >= 5).then_some(())
+    });
+    std::fs::write(&kill, "").unwrap();
+    wait_for("a run to take the flag", || (!kill.exists()).then_some(()));
+    let left = wait_for("the hanging job", || {
+        queued(&prefix)
+            .into_iter()
+            .find(|l| l.ends_with("|RUNNING"))
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let left_id = left.split('|').next().unwrap();
+    assert_eq!(queued(&prefix).len(), 1, "the job outlives its coordinator");
+
+    let out = resume(&work);
+    assert_code(&out, 0);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("left running: Slurm job {left_id} ")),
+        "{stderr}"
+    );
+    let failed = check_hunt(&work, &shas[11]);
+    assert!(
+        failed
+            .iter()
+            .any(|r| r.contains(&format!("JOB {id} ON {node} CANCELLED"))
+                || r.contains(&format!("Slurm job {id} on {node} was cancelled"))),
+        "the cancelled job is a failed run: {failed:?}"
+    );
+    assert!(
+        queued(&prefix).is_empty(),
+        "jobs left: {:?}",
+        queued(&prefix)
+    );
+}
+
+#[test]
+fn a_slurm_hunt_finds_the_culprit() {
+    let Some((node, partition)) = slurm_setup() else {
+        return;
+    };
+    let (repo, shas) = history(&levels_with_drop_at(8, 5), &[]);
+    let tmp = tempfile::tempdir().unwrap();
+    let profile = hosts_profile(tmp.path(), "true", &slurm_section(&node, &partition));
+    let work = tmp.path().join("w");
+    let out = hunt(repo.path(), &work, &profile, &["--slurm"]);
+    assert_code(&out, 0);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("measuring on {node} (slurm)")),
+        "{stderr}"
+    );
+    let failed = check_hunt(&work, &shas[5]);
+    assert!(failed.is_empty(), "{failed:?}");
+}
+
+/// A round through real ssh: one run on every host at once, in the hosts'
+/// order, numbered from the round's first run.
+#[test]
+fn a_round_runs_on_every_ssh_host_at_once() {
+    use pgbisect::hosts::ssh::Ssh;
+    use pgbisect::lab::command::{CommandLab, Commands};
+    use pgbisect::lab::pool::PoolLab;
+    use pgbisect::lab::{Lab, LabDirs, RunSpec};
+    use pgbisect::model::{Commit, RunOutcome};
+    let Some((hosts, config)) = ssh_setup() else {
+        return;
+    };
+    let (repo_dir, shas) = history(&levels_with_drop_at(2, 1), &[]);
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = pgbisect::repo::Repo::open(repo_dir.path()).unwrap();
+    let worktree =
+        pgbisect::repo::WorkTree::open_or_create(&repo, &tmp.path().join("checkout")).unwrap();
+    let commands = Commands {
+        build: Some("mkdir -p \"$PGBISECT_PREFIX\" && cp level \"$PGBISECT_PREFIX/\"".into()),
+        benchmark: "sleep 2; echo \"tps = $(cat level) on $PGBISECT_HOST run $PGBISECT_RUN\""
+            .into(),
+        build_limit: Duration::from_secs(60),
+        benchmark_limit: Duration::from_secs(60),
+    };
+    let runs = tmp.path().join("runs");
+    let builder = CommandLab::new(
+        commands,
+        worktree,
+        LabDirs::under(&tmp.path().join("w")),
+        &runs,
+    )
+    .unwrap();
+    let remote = tmp.path().join("hosts").display().to_string();
+    let ssh = Ssh::new(hosts.clone(), Some(&remote), Some(config));
+    let mut lab = PoolLab::new(builder, std::sync::Arc::new(ssh), "pgbisect-round-", &runs);
+    let commit = Commit::bare(shas[1].clone());
+    lab.prepare(&commit).unwrap();
+    let started = Instant::now();
+    let spec = RunSpec {
+        clients: 1,
+        run: 10,
+        seconds: None,
+    };
+    let round = lab.run_round(&commit, spec).unwrap();
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(2 * hosts.len() as u64),
+        "{took:?}: not at once"
+    );
+    assert_eq!(round.len(), hosts.len());
+    for (i, (run, host)) in round.iter().zip(&hosts).enumerate() {
+        assert_eq!(run.host.as_deref(), Some(host.as_str()));
+        let RunOutcome::Measured(m) = &run.outcome else {
+            panic!("{run:?}")
+        };
+        assert_eq!(m.tps, 800.0);
+        let text = std::fs::read_to_string(m.output.as_ref().unwrap()).unwrap();
+        assert!(
+            text.contains(&format!("on {host} run {}", 10 + i)),
+            "{text}"
+        );
+    }
+    assert_eq!(lab.totals().runs, hosts.len() as u64);
+}
