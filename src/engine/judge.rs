@@ -58,6 +58,7 @@ impl HuntRuns {
                 clients,
                 seconds,
                 outcome,
+                ..
             } = event
             else {
                 continue;
@@ -180,6 +181,7 @@ mod tests {
                 failed_transactions: None,
                 output: None,
             }),
+            host: None,
         }
     }
 

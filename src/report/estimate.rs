@@ -189,7 +189,11 @@ mod tests {
             t.samples = (0..12)
                 .map(|run| {
                     tps = level + (run % 3) as f64;
-                    crate::report::findings::RunSample { run, tps }
+                    crate::report::findings::RunSample {
+                        run,
+                        tps,
+                        host: None,
+                    }
                 })
                 .collect();
         }

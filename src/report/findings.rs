@@ -87,11 +87,15 @@ pub enum Judgement {
 }
 
 /// One benchmark run of a commit.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunSample {
     /// Run number within the hunt (its position in time).
     pub run: u64,
     pub tps: f64,
+    /// The host that made it, when the hunt measured on several; absent
+    /// for this machine alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// Every commit the hunt touched, with all its samples.

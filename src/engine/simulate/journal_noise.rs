@@ -243,6 +243,7 @@ mod tests {
                 outcome: RunOutcome::Failed {
                     reason: "crash".into(),
                 },
+                host: None,
             },
         ];
         let noise = JournalNoise::from_events(&events).unwrap();
