@@ -36,6 +36,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub mod budget;
 mod check;
 mod evidence;
+#[cfg(test)]
+mod hosts_tests;
 mod posterior;
 mod rounds;
 mod run_length;

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use statrs::distribution::{Normal, StudentsT};
 use std::collections::{BTreeSet, HashMap};
 
+pub mod hosts;
 pub mod journal_noise;
 pub mod options;
 pub mod pba;
