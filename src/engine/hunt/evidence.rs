@@ -248,30 +248,12 @@ impl Evidence {
 
 /// The hosts of `runs`, in the order of their first run.
 fn hosts_in(runs: &[RunSample]) -> Vec<Option<String>> {
-    let mut hosts: Vec<Option<String>> = Vec::new();
-    for r in runs {
-        if !hosts.contains(&r.host) {
-            hosts.push(r.host.clone());
-        }
-    }
-    hosts
+    RunSample::hosts(runs)
 }
 
-/// Two sides' runs grouped by host, for
-/// [`crate::core::decide::compare_blocked`]: one block a host, in the
-/// order the hosts first appear; one host gives one block of all the runs.
+/// Two sides' runs grouped by host (see [`RunSample::blocks`]).
 pub(super) fn blocks(base: &[RunSample], new: &[RunSample]) -> Vec<Block> {
-    let both: Vec<RunSample> = base.iter().chain(new).cloned().collect();
-    let tps_on = |runs: &[RunSample], host: &Option<String>| -> Vec<f64> {
-        runs.iter()
-            .filter(|r| r.host == *host)
-            .map(|r| r.tps)
-            .collect()
-    };
-    hosts_in(&both)
-        .iter()
-        .map(|host| (tps_on(base, host), tps_on(new, host)))
-        .collect()
+    RunSample::blocks(base, new)
 }
 
 #[cfg(test)]
