@@ -37,5 +37,6 @@ pub fn run_event(n: u64, commit: &str, clients: u32, tps: f64) -> crate::journal
         clients,
         seconds: None,
         outcome: crate::model::RunOutcome::tps_only(tps),
+        host: None,
     }
 }

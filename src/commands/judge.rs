@@ -96,12 +96,14 @@ fn run(args: &JudgeArgs) -> anyhow::Result<u8> {
     };
     let work = target.lab.work_dir()?;
     let (hunt_dir, hunt) = find_hunt(&work, &want_good, &want_bad, target.clients)?;
-    let reference = hunt.reference().ok_or_else(|| {
-        UsageError(format!(
+    let references = hunt.references();
+    if references.is_empty() {
+        return Err(UsageError(format!(
             "the hunt in {} has fewer than two runs of an endpoint: let it run longer",
             hunt_dir.dir().display()
         ))
-    })?;
+        .into());
+    }
     target.good = Some(hunt.good.clone());
     target.bad = Some(hunt.bad.clone());
     target.lab.work_dir = Some(work.root().to_path_buf());
@@ -122,7 +124,7 @@ fn run(args: &JudgeArgs) -> anyhow::Result<u8> {
     let judged = judge(
         lab.as_mut(),
         &commit,
-        &reference,
+        &references,
         &cfg,
         (plan.config.clients, hunt.last_run, hunt.seconds),
     )?;

@@ -88,11 +88,23 @@ pub struct SimulateArgs {
     /// follows against runs of --run-length (first gaussian scenario).
     #[arg(long, requires = "run_length")]
     pub study_run_length: bool,
+    /// Model a hunt spread over N identical hosts: each a few percent
+    /// faster or slower, with noise of its own; every decision gathers a
+    /// run on each host at once. The wall time counts a round of runs as
+    /// one run and copies each build to every host.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub hosts: usize,
+    /// Time to copy a built install to one host (e.g. 15s); with --hosts.
+    #[arg(long, value_name = "DURATION", value_parser = crate::time::parse_duration)]
+    pub copy_time: Option<f64>,
 }
 
 pub(super) fn command(args: &SimulateArgs) -> anyhow::Result<ExitCode> {
     if args.trials == 0 {
         return Err(UsageError("--trials must be at least 1".into()).into());
+    }
+    if args.hosts == 0 {
+        return Err(UsageError("--hosts must be at least 1".into()).into());
     }
     if let Some(f) = &args.scenario
         && !simulate::standard_scenarios()
@@ -128,6 +140,8 @@ pub(super) fn command(args: &SimulateArgs) -> anyhow::Result<ExitCode> {
         budget: args.budget,
         study_pba: args.study_pba,
         study_run_length: args.study_run_length,
+        hosts: args.hosts,
+        copy: args.copy_time.unwrap_or(0.0),
     };
     let mut stdout = std::io::stdout().lock();
     let results =

@@ -24,8 +24,11 @@
 //! by side before a culprit is reported.
 
 use crate::core::stats::{self, Alternative};
+pub use blocks::{Block, classify_hosts, compare_blocked};
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
+
+mod blocks;
 
 /// Knobs of the decisions; defaults are what a hunt uses.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -87,11 +90,21 @@ pub enum Method {
     /// Wilcoxon signed-rank with the Hodges-Lehmann shift, on the log
     /// ratios of runs paired in time (the machine drifted).
     SignedRank,
+    /// The fixed-effect estimate over several hosts: per-host differences
+    /// of mean log throughput, weighted by precision, with Student's t on
+    /// the variance pooled within hosts.
+    StratifiedT,
+    /// Van Elteren's stratified rank test with the stratified
+    /// Hodges-Lehmann shift, over several hosts (outliers or odd shapes).
+    VanElteren,
 }
 
 impl Method {
     fn is_rank_based(self) -> bool {
-        matches!(self, Method::MannWhitney | Method::SignedRank)
+        matches!(
+            self,
+            Method::MannWhitney | Method::SignedRank | Method::VanElteren
+        )
     }
 }
 

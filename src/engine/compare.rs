@@ -6,10 +6,15 @@
 //! each row here also gives the spread of each side and a confidence
 //! interval with a verdict, and the runs of the two sides alternate
 //! (A, B, A, B, ...) so that drift of the machine hits both alike.
+//!
+//! A lab of several hosts makes each run on every host at once (a round),
+//! so a side's runs come N times faster and each host measures A and B
+//! in turn; the comparison then sets each host's runs against that
+//! host's only ([`decide::compare_blocked`]).
 
 use crate::core::decide::{self, Comparison, DecisionConfig, Verdict};
 use crate::core::stats::Sample;
-use crate::lab::{Lab, RunSpec};
+use crate::lab::{HostRun, Lab, RunSpec};
 use crate::model::{Commit, Prepared, RunOutcome};
 use crate::report::document::confidence_pct;
 use serde::{Deserialize, Serialize};
@@ -71,6 +76,12 @@ pub struct Row {
     /// Runs that gave no result, per side.
     pub a_failed: usize,
     pub b_failed: usize,
+    /// The host of each of `a_tps` and `b_tps`, when the lab measures on
+    /// several; empty for this machine alone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub a_hosts: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub b_hosts: Vec<String>,
     pub a: Option<Spread>,
     pub b: Option<Spread>,
     /// B against A; `None` when a side has fewer than two results.
@@ -86,7 +97,34 @@ impl Row {
             && self.b.is_some()
             && self.a_tps.len() >= 2
             && self.b_tps.len() >= 2)
-            .then(|| decide::compare(&self.a_tps, &self.b_tps, cfg, cfg.threshold));
+            .then(|| self.compare(cfg));
+    }
+
+    /// B against A, host by host when the runs were made on several.
+    fn compare(&self, cfg: &DecisionConfig) -> Comparison {
+        if self.a_hosts.len() != self.a_tps.len() || self.b_hosts.len() != self.b_tps.len() {
+            return decide::compare(&self.a_tps, &self.b_tps, cfg, cfg.threshold);
+        }
+        let mut hosts: Vec<&String> = self.a_hosts.iter().chain(&self.b_hosts).collect();
+        hosts.sort();
+        hosts.dedup();
+        let on = |tps: &[f64], of: &[String], host: &String| -> Vec<f64> {
+            tps.iter()
+                .zip(of)
+                .filter(|(_, h)| *h == host)
+                .map(|(t, _)| *t)
+                .collect()
+        };
+        let blocks: Vec<decide::Block> = hosts
+            .iter()
+            .map(|h| {
+                (
+                    on(&self.a_tps, &self.a_hosts, h),
+                    on(&self.b_tps, &self.b_hosts, h),
+                )
+            })
+            .collect();
+        decide::compare_blocked(&blocks, cfg, cfg.threshold)
     }
 }
 
@@ -162,12 +200,20 @@ pub fn measure(
             b_tps: vec![],
             a_failed: 0,
             b_failed: 0,
+            a_hosts: vec![],
+            b_hosts: vec![],
             a: None,
             b: None,
             comparison: None,
         })
         .collect();
-    for (i, slot) in schedule(clients, runs).into_iter().enumerate() {
+    // A round makes a run on every host: as many rounds as give each side
+    // `runs` runs.
+    let width = lab.hosts().len().max(1);
+    for (i, slot) in schedule(clients, runs.div_ceil(width))
+        .into_iter()
+        .enumerate()
+    {
         let (commit, label) = match slot.side {
             SideId::A => sides[0],
             SideId::B => sides[1],
@@ -179,30 +225,24 @@ pub fn measure(
         lab.prepare(commit)?;
         let spec = RunSpec {
             clients: slot.clients,
-            run: i as u64 + 1,
+            run: (i * width) as u64 + 1,
             seconds: None,
         };
-        let outcome = lab.run(commit, spec)?;
+        let round = lab.run_round(commit, spec)?;
         // A run that failed because it was stopped is not a failure of the commit.
         crate::proc::check_interrupt()?;
-        let (values, failed) = match slot.side {
-            SideId::A => (&mut row.a_tps, &mut row.a_failed),
-            SideId::B => (&mut row.b_tps, &mut row.b_failed),
-        };
-        match outcome {
-            RunOutcome::Measured(m) if m.is_usable() => {
-                note(&format!("{label} c={}: {:.1} tps", slot.clients, m.tps));
-                values.push(m.tps);
-            }
-            RunOutcome::Measured(m) => {
-                note(&format!(
-                    "{label} c={}: unusable tps {}",
-                    slot.clients, m.tps
-                ));
-                *failed += 1;
-            }
-            RunOutcome::Failed { reason } => {
-                note(&format!("{label} c={}: run failed: {reason}", slot.clients));
+        for HostRun { host, outcome } in round {
+            let (values, hosts, failed) = match slot.side {
+                SideId::A => (&mut row.a_tps, &mut row.a_hosts, &mut row.a_failed),
+                SideId::B => (&mut row.b_tps, &mut row.b_hosts, &mut row.b_failed),
+            };
+            let label = match &host {
+                Some(h) => format!("{label} on {h}"),
+                None => label.to_string(),
+            };
+            if take_run(outcome, slot.clients, &label, values, note) {
+                hosts.extend(host);
+            } else {
                 *failed += 1;
             }
         }
@@ -211,6 +251,32 @@ pub fn measure(
         row.analyse(cfg);
     }
     Ok(rows)
+}
+
+/// Adds a run's result to `values`, telling `note`; false when it gave
+/// none.
+fn take_run(
+    outcome: RunOutcome,
+    clients: u32,
+    label: &str,
+    values: &mut Vec<f64>,
+    note: &mut dyn FnMut(&str),
+) -> bool {
+    match outcome {
+        RunOutcome::Measured(m) if m.is_usable() => {
+            note(&format!("{label} c={clients}: {:.1} tps", m.tps));
+            values.push(m.tps);
+            true
+        }
+        RunOutcome::Measured(m) => {
+            note(&format!("{label} c={clients}: unusable tps {}", m.tps));
+            false
+        }
+        RunOutcome::Failed { reason } => {
+            note(&format!("{label} c={clients}: run failed: {reason}"));
+            false
+        }
+    }
 }
 
 fn verdict_word(c: &Comparison) -> &'static str {
@@ -414,6 +480,36 @@ mod tests {
     }
 
     #[test]
+    fn hosts_of_different_speeds_are_compared_host_by_host() {
+        use crate::engine::simulate::hosts::{HostModel, HostsLab};
+        use crate::engine::simulate::{History, NoiseModel};
+        let hosts =
+            [(0.75, 1.0), (1.25, 0.6)].map(|(speed, noise_scale)| HostModel { speed, noise_scale });
+        let cfg = DecisionConfig::default();
+        for (steps, regressed) in [(vec![(1, 0.9)], true), (vec![], false)] {
+            let history = History {
+                len: 1,
+                steps,
+                unbuildable: Default::default(),
+                base_tps: 1000.0,
+            };
+            let noise = NoiseModel::Gaussian { cv: 0.01 };
+            let mut lab = HostsLab::new(&history, &noise, &hosts, 4);
+            let ids = history.commits();
+            let sides = [(&ids[0], "A"), (&ids[1], "B")];
+            let rows = measure(&mut lab, sides, &[8], 6, &cfg, &mut |_| {}).unwrap();
+            let row = &rows[0];
+            assert_eq!((row.a_tps.len(), row.a_hosts.len()), (6, 6));
+            assert_eq!(lab.rounds, 6);
+            let c = row.comparison.unwrap();
+            assert_eq!(c.verdict == Verdict::Regressed, regressed, "{c:?}");
+            let expected = if regressed { -10.0 } else { 0.0 };
+            assert!((c.change.pct - expected).abs() < 2.0, "{c:?}");
+            assert!(c.change.high_pct - c.change.low_pct < 6.0, "{c:?}");
+        }
+    }
+
+    #[test]
     fn an_unbuildable_side_is_an_error_naming_it() {
         let mut lab = lab(100.0);
         lab.broken = Some("b".into());
@@ -439,6 +535,8 @@ mod tests {
             b_tps: vec![],
             a_failed: 0,
             b_failed: 3,
+            a_hosts: vec![],
+            b_hosts: vec![],
             a: None,
             b: None,
             comparison: None,

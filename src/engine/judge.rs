@@ -4,11 +4,16 @@
 //! checked-out commit. A hunt's journal already holds many runs of the good
 //! and the bad endpoint; a commit is measured until the same sequential test
 //! the hunt uses puts it near one of those levels.
+//!
+//! A hunt over several hosts journaled each run with its host: each host's
+//! endpoint runs give that host's levels, the commit is measured in rounds
+//! (a run on every host at once), and each of its runs is judged against
+//! its own host's levels ([`classify_hosts`]).
 
-use crate::core::decide::{Class, DecisionConfig, Reference, classify};
+use crate::core::decide::{Class, DecisionConfig, Reference, classify_hosts};
 use crate::core::stats;
 use crate::journal::Event;
-use crate::lab::{Lab, RunSpec};
+use crate::lab::{HostRun, Lab, RunSpec};
 use crate::model::{Commit, Prepared, RunOutcome};
 
 /// A hunt's endpoints and their runs, read from its journal.
@@ -19,6 +24,9 @@ pub struct HuntRuns {
     pub clients: Option<u32>,
     pub good_tps: Vec<f64>,
     pub bad_tps: Vec<f64>,
+    /// The host of each of `good_tps` and `bad_tps` (`None`: this machine).
+    pub good_hosts: Vec<Option<String>>,
+    pub bad_hosts: Vec<Option<String>>,
     /// Highest run number in the journal.
     pub last_run: u64,
     /// The length of the hunt's runs when it chose one (the length of its
@@ -40,6 +48,8 @@ impl HuntRuns {
             clients: None,
             good_tps: vec![],
             bad_tps: vec![],
+            good_hosts: vec![],
+            bad_hosts: vec![],
             last_run: 0,
             seconds: None,
         };
@@ -58,6 +68,7 @@ impl HuntRuns {
                 clients,
                 seconds,
                 outcome,
+                host,
             } = event
             else {
                 continue;
@@ -74,9 +85,11 @@ impl HuntRuns {
             }
             if *commit == runs.good {
                 runs.good_tps.push(m.tps);
+                runs.good_hosts.push(host.clone());
                 runs.clients.get_or_insert(*clients);
             } else if *commit == runs.bad {
                 runs.bad_tps.push(m.tps);
+                runs.bad_hosts.push(host.clone());
             }
         }
         Some(runs)
@@ -85,19 +98,51 @@ impl HuntRuns {
     /// The two levels to judge between (trimmed mean of log TPS each) and
     /// the pooled noise; `None` with fewer than two runs of an endpoint.
     pub fn reference(&self) -> Option<Reference> {
-        if self.good_tps.len() < 2 || self.bad_tps.len() < 2 {
-            return None;
-        }
-        let sigma =
-            stats::decision_sigma(stats::robust_log_sigma(&[&self.good_tps, &self.bad_tps]));
-        Some(Reference {
-            good_log_level: stats::trimmed_log_mean(&self.good_tps),
-            good_runs: self.good_tps.len(),
-            bad_log_level: stats::trimmed_log_mean(&self.bad_tps),
-            bad_runs: self.bad_tps.len(),
-            log_sigma: sigma,
-        })
+        reference_of(&self.good_tps, &self.bad_tps)
     }
+
+    /// Each host's levels, in the order of the hosts' first runs; hosts
+    /// with fewer than two runs of an endpoint are left out. A hunt on
+    /// one machine has one, [`HuntRuns::reference`].
+    pub fn references(&self) -> Vec<(Option<String>, Reference)> {
+        let mut hosts: Vec<&Option<String>> = Vec::new();
+        for h in self.good_hosts.iter().chain(&self.bad_hosts) {
+            if !hosts.contains(&h) {
+                hosts.push(h);
+            }
+        }
+        let on = |tps: &[f64], of: &[Option<String>], host: &Option<String>| -> Vec<f64> {
+            tps.iter()
+                .zip(of)
+                .filter(|(_, h)| *h == host)
+                .map(|(t, _)| *t)
+                .collect()
+        };
+        hosts
+            .into_iter()
+            .filter_map(|h| {
+                let good = on(&self.good_tps, &self.good_hosts, h);
+                let bad = on(&self.bad_tps, &self.bad_hosts, h);
+                reference_of(&good, &bad).map(|r| (h.clone(), r))
+            })
+            .collect()
+    }
+}
+
+/// The two levels (trimmed mean of log TPS each) and the pooled noise of
+/// one machine's endpoint runs; `None` with fewer than two of either.
+fn reference_of(good: &[f64], bad: &[f64]) -> Option<Reference> {
+    if good.len() < 2 || bad.len() < 2 {
+        return None;
+    }
+    let sigma = stats::decision_sigma(stats::robust_log_sigma(&[good, bad]));
+    Some(Reference {
+        good_log_level: stats::trimmed_log_mean(good),
+        good_runs: good.len(),
+        bad_log_level: stats::trimmed_log_mean(bad),
+        bad_runs: bad.len(),
+        log_sigma: sigma,
+    })
 }
 
 /// How a commit compares with a hunt's endpoints.
@@ -123,37 +168,52 @@ pub struct Judgement {
 }
 
 /// Measures `commit` in `lab`, numbering its runs after `last_run`, until
-/// it is clearly near one of `reference`'s levels or `cfg.max_runs` runs.
+/// it is clearly near one of the levels or `cfg.max_runs` runs. Each
+/// run is judged against the levels of its host in `references` (see
+/// [`HuntRuns::references`]); runs of a host without levels are not
+/// judged.
 pub fn judge(
     lab: &mut dyn Lab,
     commit: &Commit,
-    reference: &Reference,
+    references: &[(Option<String>, Reference)],
     cfg: &DecisionConfig,
     (clients, last_run, seconds): (u32, u64, Option<u32>),
 ) -> anyhow::Result<Judgement> {
     let mut tps = Vec::new();
+    let mut hosts: Vec<Option<String>> = Vec::new();
     let done = |verdict, tps| Ok(Judgement { verdict, tps });
     if let Prepared::Unbuildable { reason, .. } = lab.prepare(commit)? {
         return done(Verdict::Unbuildable(reason), tps);
     }
-    for run in (last_run + 1..).take(cfg.max_runs) {
+    let width = lab.hosts().len().max(1);
+    for round in 0..cfg.max_runs.div_ceil(width) {
         lab.prepare(commit)?;
-        let outcome = lab.run(
-            commit,
-            RunSpec {
-                clients,
-                run,
-                seconds,
-            },
-        )?;
+        let spec = RunSpec {
+            clients,
+            run: last_run + 1 + (round * width) as u64,
+            seconds,
+        };
+        let runs = lab.run_round(commit, spec)?;
         // A run that failed because it was stopped says nothing of the commit.
         crate::proc::check_interrupt()?;
-        match outcome {
-            RunOutcome::Measured(m) if m.is_usable() => tps.push(m.tps),
-            RunOutcome::Measured(_) => {}
-            RunOutcome::Failed { reason } => return done(Verdict::RunFailed(reason), tps),
+        for HostRun { host, outcome } in runs {
+            match outcome {
+                RunOutcome::Measured(m) if m.is_usable() => {
+                    tps.push(m.tps);
+                    hosts.push(host);
+                }
+                RunOutcome::Measured(_) => {}
+                RunOutcome::Failed { reason } => return done(Verdict::RunFailed(reason), tps),
+            }
         }
-        match classify(&tps, reference, cfg).class {
+        let groups: Vec<(Vec<f64>, Reference)> = references
+            .iter()
+            .map(|(host, r)| {
+                let on_host = tps.iter().zip(&hosts).filter(|(_, h)| *h == host);
+                (on_host.map(|(t, _)| *t).collect(), *r)
+            })
+            .collect();
+        match classify_hosts(&groups, cfg).class {
             Class::GoodLike => return done(Verdict::GoodLike, tps),
             Class::BadLike => return done(Verdict::BadLike, tps),
             Class::Unclear => {}
@@ -165,6 +225,7 @@ pub fn judge(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::decide::classify;
     use crate::model::Commit;
     use crate::model::Measurement;
 
@@ -180,6 +241,7 @@ mod tests {
                 failed_transactions: None,
                 output: None,
             }),
+            host: None,
         }
     }
 
@@ -196,6 +258,52 @@ mod tests {
         }
         e.push(run(9, "x", 950.0));
         e
+    }
+
+    /// Endpoint runs of two hosts, the second 25% slower.
+    fn two_host_events() -> Vec<Event> {
+        let mut e = events()[..1].to_vec();
+        for i in 0..8u64 {
+            let (host, speed) = [("host-1", 1.0), ("host-2", 0.75)][i as usize % 2];
+            let wobble = 1.0 + 0.002 * (i % 3) as f64;
+            for (n, commit, level) in [(2 * i + 1, "g", 1000.0), (2 * i + 2, "b", 880.0)] {
+                let mut ev = run(n, commit, level * speed * wobble);
+                if let Event::Run { host: h, .. } = &mut ev {
+                    *h = Some(host.into());
+                }
+                e.push(ev);
+            }
+        }
+        e
+    }
+
+    #[test]
+    fn runs_of_several_hosts_are_judged_against_their_own_hosts_levels() {
+        use crate::engine::simulate::hosts::{HostModel, HostsLab};
+        use crate::engine::simulate::{History, NoiseModel};
+        let hunt = HuntRuns::from_events(&two_host_events()).unwrap();
+        let references = hunt.references();
+        let names: Vec<Option<&str>> = references.iter().map(|(h, _)| h.as_deref()).collect();
+        assert_eq!(names, [Some("host-1"), Some("host-2")]);
+        let history = History {
+            len: 1,
+            steps: vec![(1, 0.88)],
+            unbuildable: Default::default(),
+            base_tps: 1000.0,
+        };
+        let hosts = [1.0, 0.75].map(|speed| HostModel {
+            speed,
+            noise_scale: 1.0,
+        });
+        let cfg = DecisionConfig::default();
+        for (pos, expected) in [(0, Verdict::GoodLike), (1, Verdict::BadLike)] {
+            let noise = NoiseModel::Gaussian { cv: 0.003 };
+            let mut lab = HostsLab::new(&history, &noise, &hosts, 5);
+            let commit = &history.commits()[pos];
+            let j = judge(&mut lab, commit, &references, &cfg, (8, 16, None)).unwrap();
+            assert_eq!(j.verdict, expected, "{j:?}");
+            assert_eq!(j.tps.len() as u64, 2 * lab.rounds);
+        }
     }
 
     #[test]
@@ -271,17 +379,22 @@ mod tests {
     }
 
     fn judged(tps: f64, buildable: bool) -> (Judgement, Vec<u64>) {
-        let reference = HuntRuns::from_events(&events())
-            .unwrap()
-            .reference()
-            .unwrap();
+        let references = HuntRuns::from_events(&events()).unwrap().references();
+        assert_eq!(references.len(), 1);
         let mut lab = OneLevel {
             tps,
             buildable,
             runs: vec![],
         };
         let cfg = DecisionConfig::default();
-        let j = judge(&mut lab, &Commit::bare("c"), &reference, &cfg, (8, 9, None)).unwrap();
+        let j = judge(
+            &mut lab,
+            &Commit::bare("c"),
+            &references,
+            &cfg,
+            (8, 9, None),
+        )
+        .unwrap();
         (j, lab.runs)
     }
 

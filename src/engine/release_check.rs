@@ -154,6 +154,7 @@ pub fn measure(
                     clients,
                     seconds: None,
                     outcome: outcome.clone(),
+                    host: None,
                 })?;
             }
             let value = match &outcome {

@@ -40,6 +40,10 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         seconds: Option<u32>,
         outcome: RunOutcome,
+        /// The host that made the run, when the hunt measures on several;
+        /// absent for this machine alone.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        host: Option<String>,
     },
     /// What this process of the hunt has spent so far, written after each
     /// new build and run (see [`crate::journal::spent`]).
@@ -231,6 +235,7 @@ mod tests {
                 failed_transactions: None,
                 output: None,
             }),
+            host: None,
         };
         j.append(&run).unwrap();
         drop(j);
@@ -252,6 +257,7 @@ mod tests {
             clients: 1,
             seconds: None,
             outcome: RunOutcome::tps_only(100.0 + n as f64),
+            host: None,
         }
     }
 

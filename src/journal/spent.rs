@@ -143,6 +143,7 @@ mod tests {
                 failed_transactions: None,
                 output: None,
             }),
+            host: None,
         }
     }
 

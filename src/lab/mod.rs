@@ -102,6 +102,38 @@ pub trait Lab {
         }])
     }
 
+    /// Some of a round's runs only: `runs` holds, for each, its host's
+    /// place in [`Lab::hosts`] and its run number. A hunt resumed after
+    /// it was stopped in the middle of a round asks for the runs its
+    /// journal lacks, so that no run is made or counted twice. A lab on
+    /// this machine alone makes each with [`Lab::run`]; the default for a
+    /// lab of several hosts makes a whole round and keeps the runs asked
+    /// for, and such a lab should make only those.
+    fn run_on(
+        &mut self,
+        commit: &Commit,
+        spec: RunSpec,
+        runs: &[(usize, u64)],
+    ) -> anyhow::Result<Vec<HostRun>> {
+        if self.hosts().is_empty() {
+            return runs
+                .iter()
+                .map(|&(_, run)| {
+                    let outcome = self.run(commit, RunSpec { run, ..spec })?;
+                    Ok(HostRun {
+                        host: None,
+                        outcome,
+                    })
+                })
+                .collect();
+        }
+        let round = self.run_round(commit, spec)?;
+        Ok(runs
+            .iter()
+            .filter_map(|&(i, _)| round.get(i).cloned())
+            .collect())
+    }
+
     /// One run with instruments, for the why-runs after a culprit: kept
     /// apart from the evidence, never journaled as a run. Labs without
     /// instruments say so.

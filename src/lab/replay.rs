@@ -5,16 +5,20 @@
 //! stopped, without building or running anything again. [`ReplayLab`] sits
 //! in front of the real lab: it answers from the journal while it can and
 //! hands over to the real lab for everything new.
+//!
+//! Over several hosts a round's runs are journaled one by one, so a hunt
+//! stopped in the middle of a round has journaled some of its runs: those
+//! are replayed, and only the others are made ([`Lab::run_on`]).
 
 use crate::journal::Event;
-use crate::lab::{Lab, RunSpec};
+use crate::lab::{HostRun, Lab, RunSpec};
 use crate::model::{Commit, LabTotals, Prepared, RunOutcome};
 use std::collections::{HashMap, HashSet};
 
 /// A lab that replays journaled results before measuring anew.
 pub struct ReplayLab<'a> {
     inner: &'a mut dyn Lab,
-    runs: HashMap<u64, (String, RunOutcome)>,
+    runs: HashMap<u64, (String, RunOutcome, Option<String>)>,
     prepared: HashMap<String, Prepared>,
     really_prepared: HashSet<String>,
 }
@@ -30,9 +34,10 @@ impl<'a> ReplayLab<'a> {
                     run,
                     commit,
                     outcome,
+                    host,
                     ..
                 } => {
-                    runs.insert(*run, (commit.clone(), outcome.clone()));
+                    runs.insert(*run, (commit.clone(), outcome.clone(), host.clone()));
                 }
                 Event::Prepared {
                     commit,
@@ -49,6 +54,39 @@ impl<'a> ReplayLab<'a> {
             prepared,
             really_prepared: HashSet::new(),
         }
+    }
+
+    /// The journal's run `run`, which must be of `commit`.
+    fn journaled(&self, commit: &Commit, run: u64) -> anyhow::Result<Option<HostRun>> {
+        let Some((c, outcome, host)) = self.runs.get(&run) else {
+            return Ok(None);
+        };
+        anyhow::ensure!(
+            *c == commit.id,
+            "the journal's run {run} was of {c}, but the hunt now asks for {}: the journal belongs \
+             to another plan; move it away or use another --work-dir",
+            commit.id
+        );
+        Ok(Some(HostRun {
+            host: host.clone(),
+            outcome: outcome.clone(),
+        }))
+    }
+
+    /// Prepares `commit` in the real lab once before its first new run;
+    /// the failed outcome its runs have when it no longer builds.
+    fn prepare_really(&mut self, commit: &Commit) -> anyhow::Result<Option<RunOutcome>> {
+        if self.really_prepared.contains(&commit.id) {
+            return Ok(None);
+        }
+        let p = self.inner.prepare(commit)?;
+        self.really_prepared.insert(commit.id.clone());
+        Ok(match p {
+            Prepared::Unbuildable { reason, .. } => Some(RunOutcome::Failed {
+                reason: format!("it no longer builds: {reason}"),
+            }),
+            Prepared::Ready { .. } => None,
+        })
     }
 
     /// Runs answered from the journal so far.
@@ -68,27 +106,55 @@ impl Lab for ReplayLab<'_> {
     }
 
     fn run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
-        if let Some((c, outcome)) = self.runs.get(&spec.run) {
-            anyhow::ensure!(
-                *c == commit.id,
-                "the journal's run {} was of {}, but the hunt now asks for {}: the journal belongs \
-                 to another plan; move it away or use another --work-dir",
-                spec.run,
-                c,
-                commit.id
-            );
-            return Ok(outcome.clone());
+        if let Some(run) = self.journaled(commit, spec.run)? {
+            return Ok(run.outcome);
         }
-        if !self.really_prepared.contains(&commit.id) {
-            let p = self.inner.prepare(commit)?;
-            self.really_prepared.insert(commit.id.clone());
-            if let Prepared::Unbuildable { reason, .. } = p {
-                return Ok(RunOutcome::Failed {
-                    reason: format!("it no longer builds: {reason}"),
-                });
-            }
+        if let Some(failed) = self.prepare_really(commit)? {
+            return Ok(failed);
         }
         self.inner.run(commit, spec)
+    }
+
+    fn hosts(&self) -> Vec<String> {
+        self.inner.hosts()
+    }
+
+    /// The journaled runs of the round, and the others made anew: all of
+    /// them when none is journaled, those missing on their hosts when a
+    /// stop cut the round short.
+    fn run_round(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<Vec<HostRun>> {
+        let width = self.inner.hosts().len().max(1);
+        let mut round = Vec::with_capacity(width);
+        for run in (spec.run..).take(width) {
+            round.push(self.journaled(commit, run)?);
+        }
+        let missing: Vec<(usize, u64)> = (spec.run..)
+            .zip(&round)
+            .enumerate()
+            .filter(|(_, (_, r))| r.is_none())
+            .map(|(i, (run, _))| (i, run))
+            .collect();
+        if missing.is_empty() {
+            return Ok(round.into_iter().flatten().collect());
+        }
+        let made = match self.prepare_really(commit)? {
+            Some(failed) => {
+                let hosts = self.inner.hosts();
+                missing
+                    .iter()
+                    .map(|&(i, _)| HostRun {
+                        host: hosts.get(i).cloned(),
+                        outcome: failed.clone(),
+                    })
+                    .collect()
+            }
+            None if missing.len() == width => self.inner.run_round(commit, spec)?,
+            None => self.inner.run_on(commit, spec, &missing)?,
+        };
+        for ((i, _), run) in missing.iter().zip(made) {
+            round[*i] = Some(run);
+        }
+        Ok(round.into_iter().flatten().collect())
     }
 
     /// Never replayed: why-runs are not in the journal.
@@ -97,14 +163,8 @@ impl Lab for ReplayLab<'_> {
         commit: &Commit,
         spec: RunSpec,
     ) -> anyhow::Result<crate::core::why::Instrumented> {
-        if !self.really_prepared.contains(&commit.id) {
-            let p = self.inner.prepare(commit)?;
-            self.really_prepared.insert(commit.id.clone());
-            if let Prepared::Unbuildable { reason, .. } = p {
-                return Ok(crate::core::why::Instrumented::Failed(format!(
-                    "it no longer builds: {reason}"
-                )));
-            }
+        if let Some(RunOutcome::Failed { reason }) = self.prepare_really(commit)? {
+            return Ok(crate::core::why::Instrumented::Failed(reason));
         }
         self.inner.instrumented_run(commit, spec)
     }

@@ -368,6 +368,7 @@ mod tests {
                 .map(|(i, t)| RunSample {
                     run: i as u64,
                     tps: *t,
+                    host: None,
                 })
                 .collect(),
             summary: None,

@@ -186,6 +186,8 @@ fn method(m: Method) -> &'static str {
         Method::MannWhitney => "Mann-Whitney U",
         Method::PairedT => "paired t-test",
         Method::SignedRank => "Wilcoxon signed-rank",
+        Method::StratifiedT => "stratified t-test over hosts",
+        Method::VanElteren => "Van Elteren's test over hosts",
     }
 }
 

@@ -28,7 +28,7 @@
 //!    is the verdict itself, and the report says so.
 
 use crate::core::decide::{self, Change};
-use crate::report::findings::{HuntOutcome, HuntReport, Judgement};
+use crate::report::findings::{HuntOutcome, HuntReport, Judgement, RunSample};
 use statrs::distribution::{ContinuousCDF, Normal};
 
 /// The drop a report leads with, and what it was computed from.
@@ -103,12 +103,12 @@ pub fn combined(changes: impl Iterator<Item = Change>) -> Option<Change> {
 
 /// Every run of the good endpoint against every run of the bad one.
 fn all_endpoint_runs(report: &HuntReport) -> Option<Estimate> {
-    let runs = |j: Judgement| -> Vec<f64> {
+    let runs = |j: Judgement| -> Vec<RunSample> {
         report
             .tested
             .iter()
             .filter(|t| t.judgement == j)
-            .flat_map(|t| t.samples.iter().map(|s| s.tps))
+            .flat_map(|t| t.samples.iter().cloned())
             .collect()
     };
     let (good, bad) = (runs(Judgement::GoodEndpoint), runs(Judgement::BadEndpoint));
@@ -117,7 +117,14 @@ fn all_endpoint_runs(report: &HuntReport) -> Option<Estimate> {
         return None;
     }
     let alpha = (1.0 - report.endpoints.change.confidence) / 2.0;
-    let (change, _, _) = decide::estimate_change(&good, &bad, alpha.clamp(0.001, 0.25));
+    // Runs of several hosts are set against their own host's only; on one
+    // machine this is the plain estimate.
+    let cfg = decide::DecisionConfig {
+        alpha: alpha.clamp(0.001, 0.25),
+        ..decide::DecisionConfig::default()
+    };
+    let blocks = RunSample::blocks(&good, &bad);
+    let change = decide::compare_blocked(&blocks, &cfg, cfg.threshold).change;
     Some(Estimate {
         change,
         basis: format!("all {} + {} runs of the endpoints", good.len(), bad.len()),
@@ -189,7 +196,11 @@ mod tests {
             t.samples = (0..12)
                 .map(|run| {
                     tps = level + (run % 3) as f64;
-                    crate::report::findings::RunSample { run, tps }
+                    crate::report::findings::RunSample {
+                        run,
+                        tps,
+                        host: None,
+                    }
                 })
                 .collect();
         }

@@ -87,11 +87,46 @@ pub enum Judgement {
 }
 
 /// One benchmark run of a commit.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunSample {
     /// Run number within the hunt (its position in time).
     pub run: u64,
     pub tps: f64,
+    /// The host that made it, when the hunt measured on several; absent
+    /// for this machine alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+}
+
+impl RunSample {
+    /// The hosts of `runs`, in the order of their first run.
+    pub fn hosts(runs: &[RunSample]) -> Vec<Option<String>> {
+        let mut hosts: Vec<Option<String>> = Vec::new();
+        for r in runs {
+            if !hosts.contains(&r.host) {
+                hosts.push(r.host.clone());
+            }
+        }
+        hosts
+    }
+
+    /// Two sides' runs grouped by host, for
+    /// [`crate::core::decide::compare_blocked`]: one block a host, in the
+    /// order the hosts first appear; one host gives one block of all the
+    /// runs, in their order.
+    pub fn blocks(base: &[RunSample], new: &[RunSample]) -> Vec<crate::core::decide::Block> {
+        let both: Vec<RunSample> = base.iter().chain(new).cloned().collect();
+        let tps_on = |runs: &[RunSample], host: &Option<String>| -> Vec<f64> {
+            runs.iter()
+                .filter(|r| r.host == *host)
+                .map(|r| r.tps)
+                .collect()
+        };
+        RunSample::hosts(&both)
+            .iter()
+            .map(|host| (tps_on(base, host), tps_on(new, host)))
+            .collect()
+    }
 }
 
 /// Every commit the hunt touched, with all its samples.

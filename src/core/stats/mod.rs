@@ -7,8 +7,10 @@
 //! the confidence actually achieved, never more), and robust spreads.
 
 mod paired;
+mod strata;
 
 pub use paired::{pair_in_time, paired_shift, wilcoxon_signed_rank};
+pub use strata::{Stratum, stratified_shift, van_elteren};
 
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
@@ -324,8 +326,6 @@ pub fn relative_shift(base: &[f64], new: &[f64], confidence: f64) -> Result<Shif
         .flat_map(|b| new.iter().map(move |n| n.ln() - b.ln()))
         .collect();
     diffs.sort_by(f64::total_cmp);
-    let total = diffs.len();
-    let alpha_half = (1.0 - confidence) / 2.0;
     let (m, n) = (base.len(), new.len());
     // Largest k with P(U <= k - 1) <= alpha/2; at least 1 (min..max).
     let exact = (m <= EXACT_LIMIT && n <= EXACT_LIMIT).then(|| UDistribution::new(m, n));
@@ -335,19 +335,28 @@ pub fn relative_shift(base: &[f64], new: &[f64], confidence: f64) -> Result<Shif
             None => normal_tail(k, m, n),
         }
     };
+    Ok(shift_of_sorted(&diffs, confidence, tail))
+}
+
+/// The Hodges-Lehmann shift of `sorted` log differences (their median)
+/// and its distribution-free interval: from the k-th smallest to the k-th
+/// largest, k the largest (at least 1) whose null tail `tail(k)`, the
+/// chance of a count below k, stays within half of `1 - confidence`.
+fn shift_of_sorted(sorted: &[f64], confidence: f64, tail: impl Fn(usize) -> f64) -> Shift {
+    let total = sorted.len();
+    let alpha_half = (1.0 - confidence) / 2.0;
     let mut k = 1;
     while k < total.div_ceil(2) && tail(k + 1) <= alpha_half {
         k += 1;
     }
-    let achieved = 1.0 - 2.0 * tail(k);
     let pct = |d: f64| (d.exp() - 1.0) * 100.0;
-    Ok(Shift {
-        estimate_pct: pct(median(&diffs)),
-        low_pct: pct(diffs[k - 1]),
-        high_pct: pct(diffs[total - k]),
+    Shift {
+        estimate_pct: pct(median(sorted)),
+        low_pct: pct(sorted[k - 1]),
+        high_pct: pct(sorted[total - k]),
         confidence,
-        achieved_confidence: achieved,
-    })
+        achieved_confidence: 1.0 - 2.0 * tail(k),
+    }
 }
 
 fn normal_tail(k: usize, m: usize, n: usize) -> f64 {

@@ -9,7 +9,7 @@
 //! distribution-free interval, the paired counterparts of the rank tools
 //! in the parent module.
 
-use super::{Alternative, EXACT_LIMIT, Shift, StatsError, average_ranks, median};
+use super::{Alternative, EXACT_LIMIT, Shift, StatsError, average_ranks, shift_of_sorted};
 use statrs::distribution::{ContinuousCDF, Normal};
 
 /// Pairs the runs of two commits made close in time. Both lists hold
@@ -153,9 +153,7 @@ pub fn paired_shift(pairs: &[(f64, f64)], confidence: f64) -> Result<Shift, Stat
         })
         .collect();
     walsh.sort_by(f64::total_cmp);
-    let total = walsh.len();
     let n = logs.len();
-    let alpha_half = (1.0 - confidence) / 2.0;
     let exact = (n <= EXACT_LIMIT).then(|| SignedRankDistribution::new(n));
     // P(W+ < k) under the null.
     let tail = |k: usize| -> f64 {
@@ -164,18 +162,7 @@ pub fn paired_shift(pairs: &[(f64, f64)], confidence: f64) -> Result<Shift, Stat
             None => normal_tails(k as f64 - 1.0, n, 0.0).0,
         }
     };
-    let mut k = 1;
-    while k < total.div_ceil(2) && tail(k + 1) <= alpha_half {
-        k += 1;
-    }
-    let pct = |d: f64| (d.exp() - 1.0) * 100.0;
-    Ok(Shift {
-        estimate_pct: pct(median(&walsh)),
-        low_pct: pct(walsh[k - 1]),
-        high_pct: pct(walsh[total - k]),
-        confidence,
-        achieved_confidence: 1.0 - 2.0 * tail(k),
-    })
+    Ok(shift_of_sorted(&walsh, confidence, tail))
 }
 
 #[cfg(test)]

@@ -7,13 +7,13 @@
 //! explains the whole drop or another step waits on either side, and a
 //! failed check tells which of the two commits was misjudged.
 
-use super::evidence::PAIR_GAP;
+use super::evidence::blocks;
 use super::{Hunt, HuntError, Measured, Range};
 use crate::core::bisect::Outcome;
 use crate::core::decide::{self, Comparison, Verdict};
 use crate::core::stats;
 use crate::model::Prepared;
-use crate::report::findings::{Culprit, Judgement, UnresolvedRange};
+use crate::report::findings::{Culprit, Judgement, RunSample, UnresolvedRange};
 
 /// The most commits a range may hold for [`Hunt::narrow`] to check them
 /// pair by pair; a longer one is reported as a range.
@@ -52,18 +52,12 @@ impl Hunt<'_> {
         range: Range,
         since: u64,
     ) -> Vec<(usize, Option<Outcome>)> {
-        let mut both = self.evidence.runs_since(last_good, since);
-        both.extend(self.evidence.runs_since(first_bad, since));
-        let end_runs = |pos: usize| -> Vec<f64> {
-            self.evidence
-                .recent_runs(pos, self.cfg.reference_window)
-                .iter()
-                .map(|r| r.tps)
-                .collect()
-        };
+        let mut both = self.evidence.samples_since(last_good, since);
+        both.extend(self.evidence.samples_since(first_bad, since));
+        let end_runs = |pos: usize| self.evidence.recent_runs(pos, self.cfg.reference_window);
         let d = self.per_look();
-        let at_good = decide::compare(&end_runs(range.lo), &both, &d, d.threshold);
-        let at_bad = decide::compare(&both, &end_runs(range.hi), &d, d.threshold);
+        let at_good = decide::compare_blocked(&blocks(&end_runs(range.lo), &both), &d, d.threshold);
+        let at_bad = decide::compare_blocked(&blocks(&both, &end_runs(range.hi)), &d, d.threshold);
         // The pair belongs with the end it is not clearly apart from, when
         // it is clearly apart from the other one.
         use Verdict::{Regressed, Unchanged, Unclear};
@@ -175,21 +169,17 @@ impl Hunt<'_> {
         } else {
             0
         };
-        let runs = |pos: usize| -> Vec<(u64, f64)> {
-            self.evidence
-                .last_runs(pos, window)
-                .iter()
-                .filter(|r| r.run >= since)
-                .map(|r| (r.run, r.tps))
-                .collect()
+        let runs = |pos: usize| -> Vec<RunSample> {
+            let mut runs = self.evidence.last_runs(pos, window);
+            runs.retain(|r| r.run >= since);
+            runs
         };
         let (lo, hi) = (runs(range.lo), runs(range.hi));
         let (d, threshold) = (&self.cfg.decision, self.cfg.decision.threshold);
         let cmp = if drifting {
-            decide::compare_paired(&stats::pair_in_time(&lo, &hi, PAIR_GAP), d, threshold)
+            decide::compare_paired(&self.evidence.pairs(&lo, &hi), d, threshold)
         } else {
-            let tps = |runs: &[(u64, f64)]| -> Vec<f64> { runs.iter().map(|r| r.1).collect() };
-            decide::compare(&tps(&lo), &tps(&hi), d, threshold)
+            decide::compare_blocked(&blocks(&lo, &hi), d, threshold)
         };
         let small = cmp.change.drop_smaller_than(threshold / 2.0);
         let settled = cmp.n_base.min(cmp.n_new) >= window / if drifting { 2 } else { 1 };
@@ -598,18 +588,13 @@ impl Hunt<'_> {
                 return decide::compare_paired(&pairs, &d, d.threshold);
             }
         }
-        let end_runs: Vec<f64> = self
-            .evidence
-            .recent_runs(end, self.cfg.reference_window)
-            .iter()
-            .map(|r| r.tps)
-            .collect();
-        let inner_runs = self.evidence.runs_since(inner, since);
+        let end_runs = self.evidence.recent_runs(end, self.cfg.reference_window);
+        let inner_runs = self.evidence.samples_since(inner, since);
         let (base, new) = if end_first {
             (end_runs, inner_runs)
         } else {
             (inner_runs, end_runs)
         };
-        decide::compare(&base, &new, &d, self.cfg.decision.threshold)
+        decide::compare_blocked(&blocks(&base, &new), &d, self.cfg.decision.threshold)
     }
 }

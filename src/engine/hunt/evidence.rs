@@ -5,28 +5,53 @@
 //! the current time, the run-to-run noise, whether the machine's speed
 //! wanders, the runs of two commits made side by side. They depend on the
 //! runs alone, so they are tested here with literal runs, without a lab.
+//!
+//! A hunt over several hosts makes a round of runs at once, one on every
+//! host. Hosts differ in speed and noise, so every query that mixes runs
+//! asks it of each host's runs alone: a level is a host's level, noise
+//! and drift are measured within a host, runs are paired side by side
+//! only on one host, and comparisons get the runs grouped by host (see
+//! [`crate::core::decide::compare_blocked`]). With one host every query
+//! is what it was before there were hosts.
 
+use crate::core::decide::Block;
 use crate::core::stats;
 use crate::report::findings::RunSample;
 
 /// How many runs a commit's level rests on while the machine drifts.
 pub(super) const DRIFT_WINDOW: usize = 3;
 
-/// Runs more than this many runs apart are not paired side by side.
+/// Rounds more than this many apart are not paired side by side.
 pub(super) const PAIR_GAP: u64 = 3;
 
 /// The runs of every position of the history, in time order.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub(super) struct Evidence {
     runs: Vec<Vec<RunSample>>,
+    /// Runs a round makes: one a host.
+    width: u64,
 }
 
 impl Evidence {
-    /// No runs yet, for `positions` commits.
+    /// No runs yet, for `positions` commits, measured one host at a time.
     pub(super) fn new(positions: usize) -> Evidence {
         Evidence {
             runs: vec![Vec::new(); positions],
+            width: 1,
         }
+    }
+
+    /// Rounds of `hosts` runs (at least one).
+    pub(super) fn with_hosts(self, hosts: usize) -> Evidence {
+        Evidence {
+            width: hosts.max(1) as u64,
+            ..self
+        }
+    }
+
+    /// How many runs a round makes.
+    pub(super) fn width(&self) -> u64 {
+        self.width
     }
 
     pub(super) fn record(&mut self, pos: usize, sample: RunSample) {
@@ -36,6 +61,11 @@ impl Evidence {
     /// Every run of `pos`, oldest first.
     pub(super) fn runs(&self, pos: usize) -> &[RunSample] {
         &self.runs[pos]
+    }
+
+    /// The hosts that made runs of `pos`, in the order of their first.
+    pub(super) fn hosts_of(&self, pos: usize) -> Vec<Option<String>> {
+        hosts_in(&self.runs[pos])
     }
 
     /// How many runs every position has had, in all.
@@ -48,71 +78,111 @@ impl Evidence {
         self.runs[pos].last().map_or(0, |r| r.run)
     }
 
-    /// Robust location of the most recent runs of `pos` (log throughput),
-    /// and how many runs it rests on: the last `window`, or the last
-    /// [`DRIFT_WINDOW`] while the machine drifts.
-    pub(super) fn recent_level(&self, pos: usize, window: usize) -> (f64, usize) {
-        let recent = self.recent_runs(pos, window);
-        let tps: Vec<f64> = recent.iter().map(|r| r.tps).collect();
-        (stats::trimmed_log_mean(&tps), recent.len())
+    /// Robust location of the most recent runs of `pos` on `host` (log
+    /// throughput), and how many runs it rests on: the last `window`, or
+    /// the last [`DRIFT_WINDOW`] while the machine drifts.
+    pub(super) fn recent_level(
+        &self,
+        pos: usize,
+        window: usize,
+        host: &Option<String>,
+    ) -> (f64, usize) {
+        let window = self.window(window);
+        let on_host: Vec<&RunSample> = self.runs[pos].iter().filter(|r| r.host == *host).collect();
+        let tps: Vec<f64> = on_host[on_host.len().saturating_sub(window)..]
+            .iter()
+            .map(|r| r.tps)
+            .collect();
+        (stats::trimmed_log_mean(&tps), tps.len())
     }
 
     /// Robust location (log throughput) of the `window` runs of `pos`
-    /// made nearest in time to run `run` (the last [`DRIFT_WINDOW`] while
-    /// the machine drifts); `None` before its first run.
-    pub(super) fn level_near(&self, pos: usize, run: u64, window: usize) -> Option<f64> {
-        let window = if self.drifting() {
-            DRIFT_WINDOW
-        } else {
-            window
-        };
-        let mut near: Vec<&RunSample> = self.runs[pos].iter().collect();
-        near.sort_by_key(|r| (r.run.abs_diff(run), r.run));
-        let tps: Vec<f64> = near.iter().take(window).map(|r| r.tps).collect();
+    /// made on `near`'s host nearest in time to it (the last
+    /// [`DRIFT_WINDOW`] while the machine drifts); `None` before its first
+    /// run there.
+    pub(super) fn level_near(&self, pos: usize, near: &RunSample, window: usize) -> Option<f64> {
+        let window = self.window(window);
+        let mut close: Vec<&RunSample> = self.runs[pos]
+            .iter()
+            .filter(|r| r.host == near.host)
+            .collect();
+        close.sort_by_key(|r| (r.run.abs_diff(near.run), r.run));
+        let tps: Vec<f64> = close.iter().take(window).map(|r| r.tps).collect();
         (!tps.is_empty()).then(|| stats::trimmed_log_mean(&tps))
     }
 
-    /// The runs of `pos` that say its level now: the last `window`, or the
-    /// last [`DRIFT_WINDOW`] while the machine drifts.
-    pub(super) fn recent_runs(&self, pos: usize, window: usize) -> &[RunSample] {
-        let window = if self.drifting() {
+    /// The runs of `pos` that say its level now: the last `window` of
+    /// each host, or the last [`DRIFT_WINDOW`] while the machine drifts.
+    pub(super) fn recent_runs(&self, pos: usize, window: usize) -> Vec<RunSample> {
+        self.last_runs(pos, self.window(window))
+    }
+
+    fn window(&self, window: usize) -> usize {
+        if self.drifting() {
             DRIFT_WINDOW
         } else {
             window
-        };
-        self.last_runs(pos, window)
+        }
     }
 
-    /// The last `n` runs of `pos`.
-    pub(super) fn last_runs(&self, pos: usize, n: usize) -> &[RunSample] {
+    /// The last `n` runs of `pos` on each host, in time order.
+    pub(super) fn last_runs(&self, pos: usize, n: usize) -> Vec<RunSample> {
         let runs = &self.runs[pos];
-        &runs[runs.len().saturating_sub(n)..]
+        let mut left: Vec<(Option<String>, usize)> = Vec::new();
+        let mut kept: Vec<RunSample> = Vec::new();
+        for r in runs.iter().rev() {
+            let i = match left.iter().position(|(h, _)| *h == r.host) {
+                Some(i) => i,
+                None => {
+                    left.push((r.host.clone(), n));
+                    left.len() - 1
+                }
+            };
+            if left[i].1 > 0 {
+                left[i].1 -= 1;
+                kept.push(r.clone());
+            }
+        }
+        kept.reverse();
+        kept
+    }
+
+    /// Each host's runs of each commit, in time order: the series noise
+    /// and drift are measured on.
+    fn series(&self, fewest: usize) -> Vec<Vec<f64>> {
+        self.runs
+            .iter()
+            .flat_map(|runs| {
+                hosts_in(runs).into_iter().map(move |host| {
+                    runs.iter()
+                        .filter(|r| r.host == host)
+                        .map(|r| r.tps)
+                        .collect::<Vec<f64>>()
+                })
+            })
+            .filter(|s| s.len() >= fewest)
+            .collect()
     }
 
     /// Whether the machine's speed wanders between runs, which a fixed
     /// reference level cannot follow: the runs of each commit measured
-    /// often (the range ends above all), in time order, move together
-    /// (pooled von Neumann ratio, 0.1% level). Independent noise of any
-    /// shape (outliers, two modes) does not trip it.
+    /// often (the range ends above all) on one host, in time order, move
+    /// together (pooled von Neumann ratio, 0.1% level). Independent noise
+    /// of any shape (outliers, two modes) does not trip it.
     pub(super) fn drifting(&self) -> bool {
         let series: Vec<Vec<f64>> = self
-            .runs
-            .iter()
-            .filter(|r| r.len() >= 6)
-            .map(|r| r.iter().map(|r| r.tps.ln()).collect())
+            .series(6)
+            .into_iter()
+            .map(|s| s.iter().map(|v| v.ln()).collect())
             .collect();
         let refs: Vec<&[f64]> = series.iter().map(Vec::as_slice).collect();
         stats::wanders(&refs, 3.09) == Some(true)
     }
 
-    /// Run-to-run spread of log throughput, pooled over every commit.
+    /// Run-to-run spread of log throughput, pooled over every commit and
+    /// host, each host's runs differenced among themselves.
     pub(super) fn noise(&self) -> Option<stats::NoiseEstimate> {
-        let groups: Vec<Vec<f64>> = self
-            .runs
-            .iter()
-            .filter(|r| r.len() >= 2)
-            .map(|r| r.iter().map(|r| r.tps).collect())
-            .collect();
+        let groups = self.series(2);
         let refs: Vec<&[f64]> = groups.iter().map(Vec::as_slice).collect();
         stats::robust_log_sigma(&refs)
     }
@@ -123,31 +193,67 @@ impl Evidence {
     }
 
     /// The runs of `base` and `new` made since `since`, paired with each
-    /// other's neighbours in time.
+    /// other's neighbours in time on the same host.
     pub(super) fn pairs_since(&self, base: usize, new: usize, since: u64) -> Vec<(f64, f64)> {
-        let timed = |pos: usize| -> Vec<(u64, f64)> {
+        let since_of = |pos: usize| -> Vec<RunSample> {
             self.runs[pos]
                 .iter()
                 .filter(|r| r.run >= since)
-                .map(|r| (r.run, r.tps))
+                .cloned()
                 .collect()
         };
-        stats::pair_in_time(&timed(base), &timed(new), PAIR_GAP)
+        self.pairs(&since_of(base), &since_of(new))
     }
 
-    /// Throughput of the runs of `pos` made since run `since`.
-    pub(super) fn runs_since(&self, pos: usize, since: u64) -> Vec<f64> {
+    /// Runs of two commits paired with each other's neighbours in time,
+    /// host by host: at most [`PAIR_GAP`] rounds apart.
+    pub(super) fn pairs(&self, base: &[RunSample], new: &[RunSample]) -> Vec<(f64, f64)> {
+        let both: Vec<RunSample> = base.iter().chain(new).cloned().collect();
+        hosts_in(&both)
+            .into_iter()
+            .flat_map(|host| {
+                let timed = |runs: &[RunSample]| -> Vec<(u64, f64)> {
+                    runs.iter()
+                        .filter(|r| r.host == host)
+                        .map(|r| (r.run, r.tps))
+                        .collect()
+                };
+                stats::pair_in_time(&timed(base), &timed(new), PAIR_GAP * self.width)
+            })
+            .collect()
+    }
+
+    /// The runs of `pos` made since run `since`.
+    pub(super) fn samples_since(&self, pos: usize, since: u64) -> Vec<RunSample> {
         self.runs[pos]
             .iter()
             .filter(|r| r.run >= since)
+            .cloned()
+            .collect()
+    }
+
+    /// Throughput of the runs of `pos` made since run `since`, all hosts.
+    pub(super) fn runs_since(&self, pos: usize, since: u64) -> Vec<f64> {
+        self.samples_since(pos, since)
+            .iter()
             .map(|r| r.tps)
             .collect()
     }
 
-    /// Throughput of every run of `pos`.
+    /// Throughput of every run of `pos`, all hosts.
     pub(super) fn tps(&self, pos: usize) -> Vec<f64> {
         self.runs_since(pos, 0)
     }
+}
+
+/// The hosts of `runs`, in the order of their first run.
+fn hosts_in(runs: &[RunSample]) -> Vec<Option<String>> {
+    RunSample::hosts(runs)
+}
+
+/// Two sides' runs grouped by host (see [`RunSample::blocks`]).
+pub(super) fn blocks(base: &[RunSample], new: &[RunSample]) -> Vec<Block> {
+    RunSample::blocks(base, new)
 }
 
 #[cfg(test)]
@@ -163,6 +269,7 @@ mod tests {
                 RunSample {
                     run: i as u64 + 1,
                     tps,
+                    host: None,
                 },
             );
         }
@@ -183,16 +290,24 @@ mod tests {
                 (0, 1.0),
             ],
         );
-        let (level, runs) = e.recent_level(0, 5);
+        let (level, runs) = e.recent_level(0, 5, &None);
         assert_eq!(runs, 5);
         // Of 1000, 990, 5000, 1010, 1: the largest and smallest are set aside.
         let expected = (1000f64.ln() + 990f64.ln() + 1010f64.ln()) / 3.0;
         assert!((level - expected).abs() < 1e-12, "{level} vs {expected}");
-        let (one, n) = e.recent_level(1, 5);
+        let (one, n) = e.recent_level(1, 5, &None);
         assert_eq!((one, n), (800f64.ln(), 1));
         assert_eq!(e.last_run(1), 3);
         assert_eq!(e.last_run(0), 7);
         assert_eq!(e.total_runs(), 7);
+    }
+
+    fn sample(run: u64) -> RunSample {
+        RunSample {
+            run,
+            tps: 0.0,
+            host: None,
+        }
     }
 
     #[test]
@@ -202,10 +317,10 @@ mod tests {
             &[(0, 100.0), (1, 90.0), (0, 200.0), (0, 400.0), (1, 50.0)],
         );
         // Nearest run 4 of position 0: run 4 itself (400), then run 3.
-        let near = e.level_near(0, 4, 2).unwrap();
+        let near = e.level_near(0, &sample(4), 2).unwrap();
         assert!((near - (200f64.ln() + 400f64.ln()) / 2.0).abs() < 1e-12);
-        assert_eq!(e.level_near(0, 1, 1), Some(100f64.ln()));
-        assert_eq!(Evidence::new(1).level_near(0, 1, 3), None);
+        assert_eq!(e.level_near(0, &sample(1), 1), Some(100f64.ln()));
+        assert_eq!(Evidence::new(1).level_near(0, &sample(1), 3), None);
     }
 
     #[test]
@@ -235,8 +350,8 @@ mod tests {
         let e = evidence(1, &steady);
         assert!(!e.drifting());
         // While it drifts, a level rests on the last few runs only.
-        assert_eq!(evidence(1, &wave).recent_level(0, 8).1, DRIFT_WINDOW);
-        assert_eq!(e.recent_level(0, 8).1, 8);
+        assert_eq!(evidence(1, &wave).recent_level(0, 8, &None).1, DRIFT_WINDOW);
+        assert_eq!(e.recent_level(0, 8, &None).1, 8);
     }
 
     #[test]

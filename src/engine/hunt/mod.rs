@@ -23,21 +23,23 @@ pub use crate::core::posterior::Search;
 use crate::core::stats;
 use crate::journal::spent::{Spent, own_cpu_seconds};
 use crate::journal::{Event, Journal};
-use crate::lab::{Lab, RunSpec};
-use crate::model::{Commit, Prepared, RunOutcome};
+use crate::lab::Lab;
+use crate::model::{Commit, Prepared};
 use crate::progress::{Progress, ProgressEvent, Timing};
 use crate::report::findings::{
-    Culprit, HuntOutcome, HuntReport, Judgement, RunSample, TestedCommit, Totals, UnresolvedRange,
+    Culprit, HuntOutcome, HuntReport, Judgement, TestedCommit, Totals, UnresolvedRange,
 };
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
 
 pub mod budget;
 mod check;
 mod evidence;
+#[cfg(test)]
+mod hosts_tests;
 mod posterior;
+mod rounds;
 mod run_length;
 mod search;
 #[cfg(test)]
@@ -180,13 +182,14 @@ impl<'a> Hunt<'a> {
         progress: &'a mut dyn Progress,
     ) -> Self {
         let state = commits.iter().map(|_| CommitState::default()).collect();
+        let hosts = lab.hosts().len();
         Hunt {
             cfg,
             lab,
             journal: None,
             progress,
             interrupt: None,
-            evidence: Evidence::new(commits.len()),
+            evidence: Evidence::new(commits.len()).with_hosts(hosts),
             commits,
             state,
             seq: 0,
@@ -364,8 +367,7 @@ impl<'a> Hunt<'a> {
     fn judge(&mut self, pos: usize, range: Range) -> anyhow::Result<Outcome> {
         let commit = self.commits[pos].short().to_string();
         loop {
-            let reference = self.reference(range);
-            let verdict = decide::classify(&self.evidence.tps(pos), &reference, &self.cfg.decision);
+            let verdict = decide::classify_hosts(&self.host_runs(pos, range), &self.cfg.decision);
             let (outcome, judgement) = match verdict.class {
                 Class::GoodLike => (Some(Outcome::Good), Judgement::GoodLike),
                 Class::BadLike => (Some(Outcome::Bad), Judgement::BadLike),
@@ -429,14 +431,25 @@ impl<'a> Hunt<'a> {
         Ok(())
     }
 
-    /// The levels of the range's two ends near the current time.
-    fn reference(&self, range: Range) -> Reference {
-        let (good_log_level, good_runs) = self
-            .evidence
-            .recent_level(range.lo, self.cfg.reference_window);
-        let (bad_log_level, bad_runs) = self
-            .evidence
-            .recent_level(range.hi, self.cfg.reference_window);
+    /// The runs of `pos` on each host, with that host's levels of the
+    /// range's ends.
+    fn host_runs(&self, pos: usize, range: Range) -> Vec<(Vec<f64>, Reference)> {
+        self.evidence
+            .hosts_of(pos)
+            .into_iter()
+            .map(|host| {
+                let runs = self.evidence.runs(pos).iter();
+                let tps = runs.filter(|r| r.host == host).map(|r| r.tps).collect();
+                (tps, self.reference(range, &host))
+            })
+            .collect()
+    }
+
+    /// The levels of the range's two ends near the current time on `host`.
+    fn reference(&self, range: Range, host: &Option<String>) -> Reference {
+        let window = self.cfg.reference_window;
+        let (good_log_level, good_runs) = self.evidence.recent_level(range.lo, window, host);
+        let (bad_log_level, bad_runs) = self.evidence.recent_level(range.hi, window, host);
         Reference {
             good_log_level,
             good_runs,
@@ -446,22 +459,24 @@ impl<'a> Hunt<'a> {
         }
     }
 
-    /// How many runs apart reference runs are: every other run while the
-    /// machine drifts, so that a candidate is set against levels measured
-    /// beside it in time.
+    /// How many runs apart reference rounds are: every other round while
+    /// the machine drifts, so that a candidate is set against levels
+    /// measured beside it in time (a round is one run a host).
     fn reference_every(&self) -> u64 {
-        if self.evidence.drifting() {
+        let rounds = if self.evidence.drifting() {
             2
         } else {
             self.cfg.reference_every
-        }
+        };
+        rounds * self.evidence.width()
     }
 
     /// Compares the runs of two commits made since `since`. A check looks
     /// at its data after every round, so each look uses half of the
     /// error rate (a Pocock-like spending) to keep the whole check honest.
     /// While the machine drifts, only runs made side by side are set
-    /// against each other, pair by pair.
+    /// against each other, pair by pair. Runs of different hosts are
+    /// never set against each other.
     fn compare_positions(&self, base: usize, new: usize, since: u64, threshold: f64) -> Comparison {
         let cfg = self.per_look();
         if self.evidence.drifting() {
@@ -471,9 +486,11 @@ impl<'a> Hunt<'a> {
                 threshold,
             );
         }
-        decide::compare(
-            &self.evidence.runs_since(base, since),
-            &self.evidence.runs_since(new, since),
+        decide::compare_blocked(
+            &evidence::blocks(
+                &self.evidence.samples_since(base, since),
+                &self.evidence.samples_since(new, since),
+            ),
             &cfg,
             threshold,
         )
@@ -518,126 +535,6 @@ impl<'a> Hunt<'a> {
             Search::Bisect => 0.05,
             Search::Posterior => 0.2,
         }
-    }
-
-    /// Prepares (once) and runs `pos` once at the hunt's run length,
-    /// journaling both; the run is evidence.
-    fn measure(&mut self, pos: usize) -> anyhow::Result<Measured> {
-        Ok(self.measure_at(pos, self.run_seconds, true)?.0)
-    }
-
-    /// Prepares (once) and runs `pos` once for `seconds` (`None`: the
-    /// profile's length), journaling both; the run is evidence when
-    /// `evidence` is set. Returns its throughput when it measured one.
-    fn measure_at(
-        &mut self,
-        pos: usize,
-        seconds: Option<u32>,
-        evidence: bool,
-    ) -> anyhow::Result<(Measured, Option<f64>)> {
-        if self
-            .interrupt
-            .as_ref()
-            .is_some_and(|f| f.load(Ordering::SeqCst))
-        {
-            return Err(HuntError::Interrupted.into());
-        }
-        let commit = self.commits[pos].clone();
-        if self.state[pos].prepared.is_none() {
-            self.check_budget(self.costs.per_build() + self.costs.per_run())?;
-            self.progress.event(&ProgressEvent::Preparing {
-                commit: commit.short().to_string(),
-            });
-            let started = Instant::now();
-            let prepared = match self.lab.prepare(&commit) {
-                Err(_) if self.interrupted() => return Err(HuntError::Interrupted.into()),
-                other => other?,
-            };
-            if self.interrupted() && !matches!(prepared, Prepared::Ready { .. }) {
-                // A build cut short by the interrupt is not a result; one
-                // that finished is journaled below and kept.
-                return Err(HuntError::Interrupted.into());
-            }
-            if !matches!(prepared, Prepared::Ready { cached: true }) {
-                self.costs.builds += 1;
-                self.costs.build_seconds += started.elapsed().as_secs_f64();
-            }
-            self.journal_new(&Event::Prepared {
-                commit: commit.id.clone(),
-                prepared: prepared.clone(),
-            })?;
-            self.state[pos].prepared = Some(prepared);
-            if self.interrupted() {
-                return Err(HuntError::Interrupted.into());
-            }
-        }
-        if let Some(Prepared::Unbuildable { reason, .. }) = &self.state[pos].prepared {
-            return Ok((Measured::Unmeasurable(reason.clone()), None));
-        }
-        if self.state[pos].failures >= self.cfg.max_run_failures {
-            let reason = self.state[pos].last_failure.clone().unwrap_or_default();
-            return Ok((Measured::Unmeasurable(reason), None));
-        }
-        self.check_budget(self.costs.per_run())?;
-        self.seq += 1;
-        let spec = RunSpec {
-            clients: self.cfg.clients,
-            run: self.seq,
-            seconds,
-        };
-        let started = Instant::now();
-        let outcome = match self.lab.run(&commit, spec) {
-            Err(_) if self.interrupted() => return Err(HuntError::Interrupted.into()),
-            other => other?,
-        };
-        self.costs.runs += 1;
-        self.costs.run_seconds += started.elapsed().as_secs_f64();
-        if self.interrupted() && !matches!(outcome, RunOutcome::Measured(_)) {
-            // A run that failed while pgbisect was stopping may have been cut
-            // short: not a result. One that gave a number finished, and is
-            // journaled and kept rather than measured again.
-            return Err(HuntError::Interrupted.into());
-        }
-        self.journal_new(&Event::Run {
-            run: self.seq,
-            commit: commit.id.clone(),
-            clients: self.cfg.clients,
-            seconds,
-            outcome: outcome.clone(),
-        })?;
-        let (result, tps) = match outcome {
-            RunOutcome::Measured(m) if m.is_usable() && !evidence => (Measured::Ok, Some(m.tps)),
-            RunOutcome::Measured(m) if m.is_usable() => {
-                self.evidence.record(
-                    pos,
-                    RunSample {
-                        run: self.seq,
-                        tps: m.tps,
-                    },
-                );
-                (Measured::Ok, Some(m.tps))
-            }
-            RunOutcome::Measured(m) => self.run_failed(pos, format!("it measured {} tps", m.tps)),
-            RunOutcome::Failed { reason } => self.run_failed(pos, reason),
-        };
-        self.progress.event(&ProgressEvent::Run {
-            run: self.seq,
-            commit: commit.short().to_string(),
-            tps,
-        });
-        if self.interrupted() {
-            return Err(HuntError::Interrupted.into());
-        }
-        Ok((result, tps))
-    }
-
-    /// Counts a run of `pos` that gave no usable result.
-    fn run_failed(&mut self, pos: usize, reason: String) -> (Measured, Option<f64>) {
-        self.state[pos].failures += 1;
-        let short = self.commits[pos].short().to_string();
-        self.note(format!("run {} of {short} failed: {reason}", self.seq));
-        self.state[pos].last_failure = Some(reason);
-        (Measured::Failed, None)
     }
 
     /// What `steps_left` steps are expected to cost from the builds and

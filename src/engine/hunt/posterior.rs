@@ -104,8 +104,8 @@ impl Hunt<'_> {
             }
             for r in self.evidence.runs(pos) {
                 let (Some(good_level), Some(bad_level)) = (
-                    self.evidence.level_near(range.lo, r.run, window),
-                    self.evidence.level_near(range.hi, r.run, window),
+                    self.evidence.level_near(range.lo, r, window),
+                    self.evidence.level_near(range.hi, r, window),
                 ) else {
                     continue;
                 };

@@ -11,7 +11,6 @@
 
 use super::Hunt;
 use crate::core::run_length::{self, PilotRun};
-use crate::report::findings::RunSample;
 use std::time::Instant;
 
 /// Rounds of pilot runs; each runs both endpoints at both lengths.
@@ -51,38 +50,36 @@ impl Hunt<'_> {
             for seconds in [short, profile] {
                 for (pos, bad_end) in [(0, false), (bad, true)] {
                     let started = Instant::now();
-                    let (measured, tps) = self.measure_at(pos, Some(seconds), false)?;
+                    let (measured, samples) = self.measure_at(pos, Some(seconds), false)?;
                     walls.push((seconds, started.elapsed().as_secs_f64()));
                     if matches!(measured, super::Measured::Unmeasurable(_)) {
                         break 'rounds;
                     }
-                    if let Some(tps) = tps {
-                        pilot.push((
-                            self.seq,
-                            pos,
-                            PilotRun {
-                                bad_end,
-                                seconds,
-                                tps,
-                            },
-                        ));
+                    for sample in samples {
+                        let run = PilotRun {
+                            bad_end,
+                            seconds,
+                            tps: sample.tps,
+                        };
+                        pilot.push((sample, pos, run));
                     }
                 }
             }
         }
-        let runs: Vec<PilotRun> = pilot.iter().map(|(_, _, r)| *r).collect();
+        // Hosts differ in speed: the noise is read from one host's runs
+        // (the hosts are alike, so any one of them tells it).
+        let first_host = pilot.first().and_then(|(s, _, _)| s.host.clone());
+        let runs: Vec<PilotRun> = pilot
+            .iter()
+            .filter(|(s, _, _)| s.host == first_host)
+            .map(|(_, _, r)| *r)
+            .collect();
         let overhead = overhead(&walls);
         let decision = (self.cfg.decision.threshold, self.cfg.decision.min_runs);
         let choice = run_length::choose(&runs, &candidates, overhead, decision);
-        for (run, pos, r) in &pilot {
+        for (sample, pos, r) in pilot {
             if r.seconds == choice.seconds {
-                self.evidence.record(
-                    *pos,
-                    RunSample {
-                        run: *run,
-                        tps: r.tps,
-                    },
-                );
+                self.evidence.record(pos, sample);
             }
         }
         self.run_seconds = (choice.seconds != profile).then_some(choice.seconds);

@@ -2,8 +2,10 @@
 
 use super::check::RangeState;
 use super::*;
-use crate::model::LabTotals;
+use crate::lab::RunSpec;
+use crate::model::{LabTotals, RunOutcome};
 use crate::progress::Silent;
+use crate::report::findings::RunSample;
 
 /// A fixed pseudo-random number in [-0.5, 0.5) for each `seed`.
 fn jitter(seed: u64) -> f64 {
@@ -289,7 +291,14 @@ fn hunt_in_doubt<'a>(
         hunt.seq += 1;
         let run = hunt.seq;
         let tps = tps * (1.0 + 0.2 * jitter(run));
-        hunt.evidence.record(64, RunSample { run, tps });
+        hunt.evidence.record(
+            64,
+            RunSample {
+                run,
+                tps,
+                host: None,
+            },
+        );
     }
     let state = hunt.range_holds(Range { lo: 0, hi: 64 }, unsure);
     assert!(matches!(state, RangeState::InDoubt(_)), "{state:?}");

@@ -71,21 +71,24 @@ impl JournalNoise {
     }
 
     /// Estimates the noise from a journal's events: runs are grouped by
-    /// commit and client count, in the order they were made.
+    /// commit, client count and host (hosts differ in speed), in the order
+    /// they were made.
     pub fn from_events(events: &[Event]) -> Result<JournalNoise, JournalNoiseError> {
-        let mut groups: BTreeMap<(&str, u32), Vec<f64>> = BTreeMap::new();
+        let mut groups: BTreeMap<(&str, u32, Option<&str>), Vec<f64>> = BTreeMap::new();
         let mut runs = 0;
         for event in events {
             if let Event::Run {
                 commit,
                 clients,
                 outcome: RunOutcome::Measured(m),
+                host,
                 ..
             } = event
                 && m.tps.is_finite()
                 && m.tps > 0.0
             {
-                groups.entry((commit, *clients)).or_default().push(m.tps);
+                let key = (commit.as_str(), *clients, host.as_deref());
+                groups.entry(key).or_default().push(m.tps);
                 runs += 1;
             }
         }
@@ -243,6 +246,7 @@ mod tests {
                 outcome: RunOutcome::Failed {
                     reason: "crash".into(),
                 },
+                host: None,
             },
         ];
         let noise = JournalNoise::from_events(&events).unwrap();

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use statrs::distribution::{Normal, StudentsT};
 use std::collections::{BTreeSet, HashMap};
 
+pub mod hosts;
 pub mod journal_noise;
 pub mod options;
 pub mod pba;
@@ -343,6 +344,15 @@ pub struct ScenarioResult {
     /// What each trial spent, for the wall-time model.
     #[serde(skip)]
     pub spent: Vec<TrialSpent>,
+    /// Hosts each hunt measured on (one: this machine alone).
+    #[serde(skip)]
+    pub hosts: usize,
+    /// Rounds of runs a hunt made on average: its runs on one host.
+    #[serde(skip)]
+    pub mean_rounds: f64,
+    /// Seconds to copy a build to one host, when there are several.
+    #[serde(skip)]
+    pub copy_seconds: f64,
 }
 
 /// Builds and measured runs of one trial, by both methods.
@@ -350,6 +360,9 @@ pub struct ScenarioResult {
 pub struct TrialSpent {
     pub builds: u64,
     pub runs: u64,
+    /// Rounds of runs, one run a host each, made at once: the runs
+    /// themselves on one host.
+    pub rounds: u64,
     pub naive_builds: u64,
     pub naive_runs: u64,
 }
@@ -408,6 +421,47 @@ pub fn evaluate(
     seed: u64,
     config: &HuntConfig,
 ) -> anyhow::Result<ScenarioResult> {
+    evaluate_on_hosts(scenario, trials, seed, config, 1)
+}
+
+/// Hosts' speeds are spread over this much either side of the history's
+/// levels in `simulate --hosts`.
+pub const HOST_SPEED_SPREAD: f64 = 0.03;
+
+/// Hosts' noise is spread over this share either side of the scenario's.
+pub const HOST_NOISE_SPREAD: f64 = 0.2;
+
+/// One hunt of `history` on `hosts` simulated hosts (see
+/// [`hosts::HostModel::spread`]); with one, on a [`SimLab`]. Returns the
+/// report and the rounds of runs it made.
+fn hunt_on_hosts(
+    history: &History,
+    noise: &NoiseModel,
+    config: &HuntConfig,
+    hosts: usize,
+    seed: u64,
+) -> anyhow::Result<(crate::report::findings::HuntReport, u64)> {
+    let mut silent = Silent;
+    if hosts <= 1 {
+        let mut lab = SimLab::new(history.clone(), noise.clone(), seed);
+        let report = Hunt::new(*config, history.commits(), &mut lab, &mut silent).run()?;
+        let rounds = report.totals.runs;
+        return Ok((report, rounds));
+    }
+    let models = hosts::HostModel::spread(hosts, HOST_SPEED_SPREAD, HOST_NOISE_SPREAD);
+    let mut lab = hosts::HostsLab::new(history, noise, &models, seed);
+    let report = Hunt::new(*config, history.commits(), &mut lab, &mut silent).run()?;
+    Ok((report, lab.rounds))
+}
+
+/// [`evaluate`] with every hunt measuring on `hosts` simulated hosts.
+pub fn evaluate_on_hosts(
+    scenario: &Scenario,
+    trials: usize,
+    seed: u64,
+    config: &HuntConfig,
+    hosts: usize,
+) -> anyhow::Result<ScenarioResult> {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut result = ScenarioResult {
         scenario: scenario.clone(),
@@ -420,13 +474,14 @@ pub fn evaluate(
         naive_correct: 0,
         naive_mean_runs: 0.0,
         spent: Vec::with_capacity(trials),
+        hosts: hosts.max(1),
+        mean_rounds: 0.0,
+        copy_seconds: 0.0,
     };
     for trial in 0..trials {
         let history = draw_history(scenario, &mut rng);
         let trial_seed = seed.wrapping_mul(1_000_003).wrapping_add(trial as u64);
-        let mut lab = SimLab::new(history.clone(), scenario.noise.clone(), trial_seed);
-        let mut silent = Silent;
-        let report = Hunt::new(*config, history.commits(), &mut lab, &mut silent).run()?;
+        let (report, rounds) = hunt_on_hosts(&history, &scenario.noise, config, hosts, trial_seed)?;
         let culprits: Vec<usize> = report
             .culprits
             .iter()
@@ -439,6 +494,7 @@ pub fn evaluate(
         }
         result.mean_runs += report.totals.runs as f64;
         result.mean_builds += report.totals.builds as f64;
+        result.mean_rounds += rounds as f64;
 
         let mut naive_lab =
             SimLab::new(history.clone(), scenario.noise.clone(), trial_seed ^ 0x5eed);
@@ -451,6 +507,7 @@ pub fn evaluate(
         result.spent.push(TrialSpent {
             builds: report.totals.builds,
             runs: report.totals.runs,
+            rounds,
             naive_builds: naive.builds as u64,
             naive_runs: naive.runs as u64,
         });
@@ -459,6 +516,7 @@ pub fn evaluate(
     result.mean_runs /= n;
     result.mean_builds /= n;
     result.naive_mean_runs /= n;
+    result.mean_rounds /= n;
     Ok(result)
 }
 

@@ -10,7 +10,7 @@
 
 use super::journal_noise::JournalNoise;
 use super::wall::{Costs, WallSummary, format_duration};
-use super::{NoiseModel, Scenario, ScenarioResult, evaluate, pba, standard_scenarios};
+use super::{NoiseModel, Scenario, ScenarioResult, evaluate_on_hosts, pba, standard_scenarios};
 use super::{table_header, table_row};
 use crate::engine::hunt::HuntConfig;
 use anyhow::Context;
@@ -46,6 +46,10 @@ pub struct SimOptions {
     pub study_pba: bool,
     /// Also study the run-length choice (needs the wall-time model).
     pub study_run_length: bool,
+    /// Hosts each hunt measures on (0 or 1: one machine).
+    pub hosts: usize,
+    /// Seconds to copy a built install to one host, with several hosts.
+    pub copy: f64,
 }
 
 impl SimOptions {
@@ -115,13 +119,26 @@ pub fn run_and_print(
     writeln!(out, "{}", table_header())?;
     let mut results = Vec::new();
     for scenario in scenarios {
-        let result = evaluate(&scenario, trials, seed, config)?;
+        let mut result = evaluate_on_hosts(&scenario, trials, seed, config, options.hosts)?;
+        result.copy_seconds = options.copy;
         writeln!(out, "{}", table_row(&result))?;
         out.flush()?;
         results.push(result);
     }
+    if options.hosts > 1 {
+        write_hosts_note(&results, options.hosts, out)?;
+    }
     if let Some(costs) = options.costs {
         writeln!(out)?;
+        if options.hosts > 1 {
+            writeln!(
+                out,
+                "{} hosts: a round of runs, one a host in parallel, costs one run (its slowest); \
+                 each build is copied to every host, one after another ({} a copy)",
+                options.hosts,
+                format_duration(options.copy)
+            )?;
+        }
         write_wall_table(&results, &costs, options.budget, out)?;
     }
     if let (true, Some(costs)) = (options.study_run_length, options.costs) {
@@ -145,6 +162,43 @@ pub fn run_and_print(
         }
     }
     Ok(results)
+}
+
+/// Over several hosts a build costs its compile and a copy of the
+/// install to every host, one after another.
+fn with_copies(costs: &Costs, hosts: usize, copy: f64) -> Costs {
+    if hosts <= 1 {
+        return *costs;
+    }
+    Costs {
+        build: costs.build + hosts as f64 * copy,
+        ..*costs
+    }
+}
+
+/// What the hunts over several hosts made: rounds beside all hosts' runs.
+fn write_hosts_note(
+    results: &[ScenarioResult],
+    hosts: usize,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{hosts} hosts, speeds {:.2}-{:.2} and noise x{:.1}-{:.1} of the scenario's; \
+         runs/hunt above counts every host's runs",
+        1.0 - super::HOST_SPEED_SPREAD,
+        1.0 + super::HOST_SPEED_SPREAD,
+        1.0 - super::HOST_NOISE_SPREAD,
+        1.0 + super::HOST_NOISE_SPREAD
+    )?;
+    for r in results {
+        writeln!(
+            out,
+            "{:<20} rounds/hunt {:.1} (runs/hunt {:.1} over {hosts} hosts)",
+            r.scenario.name, r.mean_rounds, r.mean_runs
+        )?;
+    }
+    Ok(())
 }
 
 /// The wall time of a hunt per scenario, by pgbisect and by hand (mean
@@ -171,16 +225,19 @@ pub fn write_wall_table(
     Ok(())
 }
 
-fn wall_row(r: &ScenarioResult, costs: &Costs, budget: Option<f64>) -> String {
+fn wall_row(r: &ScenarioResult, hand_costs: &Costs, budget: Option<f64>) -> String {
+    // By hand is one bisection on one machine; pgbisect's builds are
+    // copied to its hosts.
+    let costs = &with_copies(hand_costs, r.hosts, r.copy_seconds);
     let ours: Vec<f64> = r
         .spent
         .iter()
-        .map(|t| costs.hunt_seconds(t.builds, t.runs))
+        .map(|t| costs.hunt_seconds(t.builds, t.rounds))
         .collect();
     let hand: Vec<f64> = r
         .spent
         .iter()
-        .map(|t| costs.hunt_seconds(t.naive_builds, t.naive_runs))
+        .map(|t| hand_costs.hunt_seconds(t.naive_builds, t.naive_runs))
         .collect();
     let (Some(ours_s), Some(hand_s)) = (WallSummary::of(&ours), WallSummary::of(&hand)) else {
         return format!("{:<20} (no trials)", r.scenario.name);
@@ -209,7 +266,7 @@ fn wall_row(r: &ScenarioResult, costs: &Costs, budget: Option<f64>) -> String {
         let p90_trial = percentile_trial(&r.spent, costs);
         row += &format!(
             "  {} / {}",
-            fit(r.mean_builds, r.mean_runs),
+            fit(r.mean_builds, r.mean_rounds),
             fit(p90_trial.0, p90_trial.1)
         );
     }
@@ -222,8 +279,8 @@ fn percentile_trial(spent: &[super::TrialSpent], costs: &Costs) -> (f64, f64) {
     let mut trials: Vec<(f64, f64, f64)> = spent
         .iter()
         .map(|t| {
-            let (b, n) = (t.builds as f64, t.runs as f64);
-            (costs.hunt_seconds(t.builds, t.runs), b, n)
+            let (b, n) = (t.builds as f64, t.rounds as f64);
+            (costs.hunt_seconds(t.builds, t.rounds), b, n)
         })
         .collect();
     trials.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -397,6 +454,38 @@ mod tests {
         // The runs and builds behind the wall time are the table's.
         let runs = r.spent.iter().map(|t| t.runs as f64).sum::<f64>() / 5.0;
         assert!((runs - r.mean_runs).abs() < 1e-9);
+    }
+
+    #[test]
+    fn hosts_run_rounds_in_parallel_and_copy_each_build() {
+        let options = SimOptions {
+            hosts: 4,
+            copy: 15.0,
+            ..options_for(&["-16"], "gaussian:2")
+        };
+        let mut out = Vec::new();
+        let results = run_and_print(&options, 4, 3, &HuntConfig::default(), &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let r = &results[0];
+        assert_eq!(r.correct, 4, "{text}");
+        assert!(
+            r.spent.iter().all(|t| t.runs == 4 * t.rounds),
+            "{:?}",
+            r.spent
+        );
+        assert!(text.contains("rounds/hunt"), "{text}");
+        let costs = options.costs.unwrap();
+        let walls: Vec<f64> = r
+            .spent
+            .iter()
+            .map(|t| {
+                let per_build = costs.build + 4.0 * 15.0;
+                t.builds as f64 * per_build + t.rounds as f64 * costs.per_run()
+            })
+            .collect();
+        let mean = WallSummary::of(&walls).unwrap().mean;
+        let row = text.lines().last().unwrap();
+        assert!(row.contains(&format_duration(mean)), "{row} vs {mean}");
     }
 
     #[test]

@@ -1,0 +1,224 @@
+//! The driver against several hosts of different speeds and noise.
+
+use super::*;
+use crate::engine::simulate::hosts::{HostModel, HostsLab};
+use crate::engine::simulate::{History, NoiseModel};
+use crate::lab::replay::ReplayLab;
+use crate::lab::{HostRun, RunSpec};
+use crate::model::{LabTotals, RunOutcome};
+use crate::progress::Silent;
+use crate::report::findings::RunSample;
+use std::collections::BTreeSet;
+
+/// Three hosts 22% slower and 27% faster than the first, with half as
+/// much noise again and a third less.
+fn three_hosts() -> Vec<HostModel> {
+    [(1.0, 1.0), (0.78, 1.5), (1.27, 0.7)]
+        .map(|(speed, noise_scale)| HostModel { speed, noise_scale })
+        .to_vec()
+}
+
+fn history(len: usize, steps: Vec<(usize, f64)>) -> History {
+    History {
+        len,
+        steps,
+        unbuildable: [5].into(),
+        base_tps: 1000.0,
+    }
+}
+
+fn hunt(history: &History, lab: &mut dyn Lab) -> HuntReport {
+    Hunt::new(HuntConfig::default(), history.commits(), lab, &mut Silent)
+        .run()
+        .unwrap()
+}
+
+fn found(report: &HuntReport, history: &History) -> Vec<String> {
+    let ids = history.commits();
+    report
+        .culprits
+        .iter()
+        .map(|c| {
+            let pos = ids.iter().position(|x| x.id == c.commit);
+            pos.map_or(c.commit.clone(), |p| p.to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn hosts_of_different_speeds_find_the_right_culprits_and_no_wrong_ones() {
+    for search in [Search::Bisect, Search::Posterior] {
+        for seed in 0..4u64 {
+            let (a, b) = (40 + 13 * seed as usize, 120 + 7 * seed as usize);
+            let history = history(160, vec![(a, 0.88), (b, 0.9)]);
+            let noise = NoiseModel::Gaussian { cv: 0.02 };
+            let mut lab = HostsLab::new(&history, &noise, &three_hosts(), seed);
+            let config = HuntConfig {
+                search,
+                ..HuntConfig::default()
+            };
+            let report = Hunt::new(config, history.commits(), &mut lab, &mut Silent)
+                .run()
+                .unwrap();
+            let expected = [a.to_string(), b.to_string()];
+            assert_eq!(found(&report, &history), expected, "{search:?} seed {seed}");
+            // Every run is its own, on its host, in rounds of three.
+            let samples: Vec<&RunSample> = report.tested.iter().flat_map(|t| &t.samples).collect();
+            let hosts: BTreeSet<&str> = samples.iter().filter_map(|s| s.host.as_deref()).collect();
+            assert_eq!(hosts.len(), 3);
+            assert!(samples.iter().all(|s| s.host.is_some()));
+            let numbers: BTreeSet<u64> = samples.iter().map(|s| s.run).collect();
+            assert_eq!(numbers.len(), samples.len());
+            assert_eq!(lab.totals().runs, 3 * lab.rounds);
+        }
+    }
+}
+
+#[test]
+fn hosts_of_different_speeds_blame_nobody_without_a_drop() {
+    for seed in 0..3u64 {
+        // The bad end is as fast as the good one on every host.
+        let history = history(120, vec![(60, 0.99)]);
+        let noise = NoiseModel::Gaussian { cv: 0.02 };
+        let mut lab = HostsLab::new(&history, &noise, &three_hosts(), seed);
+        let report = hunt(&history, &mut lab);
+        assert!(
+            report.culprits.is_empty(),
+            "seed {seed}: {:?}",
+            report.culprits
+        );
+        assert_eq!(report.outcome, HuntOutcome::NoRegression, "seed {seed}");
+    }
+}
+
+#[test]
+fn a_host_whose_runs_fail_makes_failed_runs_and_the_hunt_goes_on() {
+    let history = history(100, vec![(70, 0.88)]);
+    let noise = NoiseModel::Gaussian { cv: 0.02 };
+    let mut lab = HostsLab::new(&history, &noise, &three_hosts()[..2], 3);
+    lab.failing = Some((1, 7));
+    let report = hunt(&history, &mut lab);
+    assert_eq!(found(&report, &history), ["70"]);
+    assert!(report.notes.iter().any(|n| n.contains("on host-2 failed")));
+}
+
+/// Hosts of a lab that stops the hunt in the middle of round `stop_at`:
+/// the second host's run is cut short, the others finish.
+struct StoppingLab {
+    inner: HostsLab,
+    flag: Arc<AtomicBool>,
+    stop_at: u64,
+}
+
+impl Lab for StoppingLab {
+    fn prepare(&mut self, commit: &Commit) -> anyhow::Result<Prepared> {
+        self.inner.prepare(commit)
+    }
+
+    fn run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
+        self.inner.run(commit, spec)
+    }
+
+    fn hosts(&self) -> Vec<String> {
+        self.inner.hosts()
+    }
+
+    fn run_round(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<Vec<HostRun>> {
+        let mut round = self.inner.run_round(commit, spec)?;
+        if self.inner.rounds == self.stop_at {
+            self.flag.store(true, Ordering::SeqCst);
+            round[1].outcome = RunOutcome::Failed {
+                reason: "interrupted while running the benchmark".into(),
+            };
+        }
+        Ok(round)
+    }
+
+    fn totals(&self) -> LabTotals {
+        self.inner.totals()
+    }
+
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+}
+
+fn journaled_runs(path: &std::path::Path) -> Vec<(u64, Option<String>)> {
+    crate::journal::Journal::load(path)
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::Run { run, host, .. } => Some((run, host)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_hunt_stopped_in_the_middle_of_a_round_resumes_with_each_run_made_once() {
+    let history = history(80, vec![(33, 0.88)]);
+    let noise = NoiseModel::Gaussian { cv: 0.02 };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.jsonl");
+    let flag = Arc::new(AtomicBool::new(false));
+    let mut stopping = StoppingLab {
+        inner: HostsLab::new(&history, &noise, &three_hosts(), 9),
+        flag: flag.clone(),
+        stop_at: 11,
+    };
+    let mut journal = crate::journal::Journal::open(&path).unwrap();
+    let err = Hunt::new(
+        HuntConfig::default(),
+        history.commits(),
+        &mut stopping,
+        &mut Silent,
+    )
+    .with_journal(&mut journal)
+    .with_interrupt(flag)
+    .run()
+    .unwrap_err();
+    assert!(matches!(
+        err.downcast_ref::<HuntError>(),
+        Some(HuntError::Interrupted)
+    ));
+    drop(journal);
+    let before = journaled_runs(&path);
+    // Round 11 is runs 31-33: the second host's run 32 was cut short.
+    assert_eq!(before.len(), 32, "{before:?}");
+    assert!(!before.iter().any(|(run, _)| *run == 32));
+    assert_eq!(before.last(), Some(&(33, Some("host-3".to_string()))));
+
+    let events = crate::journal::Journal::load(&path).unwrap();
+    let mut journal = crate::journal::Journal::open(&path).unwrap();
+    let mut fresh = HostsLab::new(&history, &noise, &three_hosts(), 10);
+    let mut replay = ReplayLab::new(&mut fresh, &events);
+    let report = Hunt::new(
+        HuntConfig::default(),
+        history.commits(),
+        &mut replay,
+        &mut Silent,
+    )
+    .with_journal(&mut journal)
+    .run()
+    .unwrap();
+    drop(journal);
+    assert_eq!(found(&report, &history), ["33"]);
+    let after = journaled_runs(&path);
+    let numbers: Vec<u64> = after.iter().map(|(run, _)| *run).collect();
+    let expected: Vec<u64> = (1..=after.len() as u64).collect();
+    assert_eq!(
+        numbers.iter().copied().collect::<BTreeSet<_>>().len(),
+        after.len()
+    );
+    let mut sorted = numbers.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, expected, "each run once, none missing");
+    // Only what the journal lacked was made again: run 32 on host-2 first.
+    assert_eq!(after[32], (32, Some("host-2".to_string())));
+    assert_eq!(fresh.totals().runs as usize, after.len() - before.len());
+    // Hosts come in their order in every round.
+    for (run, host) in &after {
+        let place = (run - 1) % 3 + 1;
+        assert_eq!(host.as_deref(), Some(format!("host-{place}").as_str()));
+    }
+}
