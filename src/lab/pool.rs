@@ -267,40 +267,52 @@ impl Lab for PoolLab {
     }
 
     fn run_round(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<Vec<HostRun>> {
+        let all: Vec<(usize, u64)> = (0..self.on.backend.hosts().len())
+            .map(|i| (i, spec.run + i as u64))
+            .collect();
+        self.run_on(commit, spec, &all)
+    }
+
+    /// The runs asked for, each on its own host, all at once: a whole
+    /// round, or the part of one that a stopped hunt did not journal.
+    fn run_on(
+        &mut self,
+        commit: &Commit,
+        spec: RunSpec,
+        runs: &[(usize, u64)],
+    ) -> anyhow::Result<Vec<HostRun>> {
+        let hosts = self.on.backend.hosts().to_vec();
         let (this, local) = (&self.on, self.builder.prefix(commit));
         let local = local.as_path();
+        let mut asked = Vec::with_capacity(runs.len());
+        for &(i, run) in runs {
+            let host = hosts.get(i).ok_or_else(|| {
+                anyhow::anyhow!("no host number {i}: the hunt has {}", hosts.len())
+            })?;
+            asked.push((host.as_str(), RunSpec { run, ..spec }));
+        }
         let ended: Vec<anyhow::Result<Ran>> = std::thread::scope(|s| {
-            let handles: Vec<_> = this
-                .backend
-                .hosts()
+            let handles: Vec<_> = asked
                 .iter()
-                .enumerate()
-                .map(|(i, host)| {
-                    let spec = RunSpec {
-                        run: spec.run + i as u64,
-                        ..spec
-                    };
-                    s.spawn(move || this.run_on(host, (commit, local), spec))
-                })
+                .map(|&(host, spec)| s.spawn(move || this.run_on(host, (commit, local), spec)))
                 .collect();
             handles.into_iter().map(join).collect()
         });
-        let hosts = self.on.backend.hosts().to_vec();
-        let mut round = Vec::with_capacity(hosts.len());
-        for (host, result) in hosts.into_iter().zip(ended) {
+        let mut made = Vec::with_capacity(asked.len());
+        for ((host, _), result) in asked.iter().zip(ended) {
             let ran = result?;
             self.count(ran.seconds);
             if ran.host_down {
-                self.down.insert(host.clone());
+                self.down.insert(host.to_string());
             } else {
-                self.down.remove(&host);
+                self.down.remove(*host);
             }
-            round.push(HostRun {
-                host: Some(host),
+            made.push(HostRun {
+                host: Some(host.to_string()),
                 outcome: ran.outcome,
             });
         }
-        Ok(round)
+        Ok(made)
     }
 
     fn totals(&self) -> LabTotals {
@@ -523,5 +535,25 @@ mod tests {
             panic!()
         };
         assert!(reason.contains("gone is down"), "{reason}");
+    }
+
+    #[test]
+    fn the_rest_of_a_round_cut_short_runs_only_on_the_hosts_asked_for() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (mut lab, _, commit) = pool(tmp.path(), &["a", "b", "c"]);
+        lab.prepare(&commit).unwrap();
+        let made = lab.run_on(&commit, spec(10), &[(1, 11), (2, 12)]).unwrap();
+        let hosts: Vec<_> = made.iter().map(|r| r.host.clone().unwrap()).collect();
+        assert_eq!(hosts, ["b", "c"]);
+        for (r, (host, run)) in made.iter().zip([("b", 11), ("c", 12)]) {
+            let RunOutcome::Measured(m) = &r.outcome else {
+                panic!("{r:?}")
+            };
+            let text = std::fs::read_to_string(m.output.as_ref().unwrap()).unwrap();
+            assert!(text.contains(&format!("on {host} run {run}")), "{text}");
+        }
+        assert_eq!(lab.totals().runs, 2);
+        let err = lab.run_on(&commit, spec(13), &[(3, 13)]).unwrap_err();
+        assert!(err.to_string().contains("no host number 3"), "{err}");
     }
 }
