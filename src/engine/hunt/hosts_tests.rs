@@ -102,6 +102,24 @@ fn a_host_whose_runs_fail_makes_failed_runs_and_the_hunt_goes_on() {
     assert!(report.notes.iter().any(|n| n.contains("on host-2 failed")));
 }
 
+#[test]
+fn a_host_gone_for_good_leaves_the_hunt_to_the_others_and_skips_no_commit() {
+    let history = history(100, vec![(70, 0.88)]);
+    let noise = NoiseModel::Gaussian { cv: 0.02 };
+    let mut lab = HostsLab::new(&history, &noise, &three_hosts()[..2], 5);
+    // Every run of the second host fails, from the first.
+    lab.failing = Some((1, 1));
+    let report = hunt(&history, &mut lab);
+    assert_eq!(found(&report, &history), ["70"], "{report:#?}");
+    assert!(
+        report
+            .tested
+            .iter()
+            .all(|t| t.judgement != Judgement::RunsFailed),
+        "a commit skipped for another host's failures"
+    );
+}
+
 /// Hosts of a lab that stops the hunt in the middle of round `stop_at`:
 /// the second host's run is cut short, the others finish.
 struct StoppingLab {

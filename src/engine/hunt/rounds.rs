@@ -6,7 +6,9 @@
 //! journal line, its place in the evidence. So with N hosts each decision
 //! gathers its runs N times faster, and because the hunt alternates the
 //! commits it compares, each host measures both sides in turn. A host
-//! whose run failed has made a failed run, counted as any other.
+//! whose run failed has made a failed run, journaled and noted; it counts
+//! against the commit (which is skipped after a few) only when no host
+//! of its round measured it, as a commit that cannot run fails on all.
 
 use super::{Hunt, HuntError, Measured};
 use crate::journal::Event;
@@ -73,7 +75,11 @@ impl Hunt<'_> {
         if stopping || self.interrupted() {
             return Err(HuntError::Interrupted.into());
         }
+        // A commit that cannot run fails on every host; a round in which
+        // some host measured it is the other hosts' trouble, noted with
+        // each run, not the commit's.
         let result = if samples.is_empty() {
+            self.state[pos].failures += 1;
             Measured::Failed
         } else {
             Measured::Ok
@@ -168,9 +174,9 @@ impl Hunt<'_> {
         Ok(sample)
     }
 
-    /// Counts a run of `pos` that gave no usable result.
+    /// Notes a run of `pos` that gave no usable result; the round counts
+    /// it against `pos` when no run of the round gave one.
     fn run_failed(&mut self, pos: usize, host: &Option<String>, reason: String) {
-        self.state[pos].failures += 1;
         let short = self.commits[pos].short().to_string();
         let on = host
             .as_ref()
