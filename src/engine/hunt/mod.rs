@@ -121,8 +121,9 @@ struct CommitState {
     failures: u32,
     last_failure: Option<String>,
     judgement: Option<Judgement>,
-    /// The posterior search's last sure judgement that was told, so that a
-    /// commit going unsure and back is not told again.
+    /// The last sure judgement told (by a search or a check), so that a
+    /// commit going unsure and back, or judged again the same way by the
+    /// posterior after a check, is not told again.
     told: Option<Judgement>,
 }
 
@@ -399,6 +400,8 @@ impl<'a> Hunt<'a> {
 
     fn set_judgement(&mut self, pos: usize, judgement: Judgement, commit: &str) {
         self.state[pos].judgement = Some(judgement);
+        // Said once: the posterior search does not say it again.
+        self.state[pos].told = Some(judgement);
         let text = serde_json::to_value(judgement)
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))

@@ -142,7 +142,6 @@ impl Hunt<'_> {
             if judgement == Judgement::Unsure || self.state[pos].told == Some(judgement) {
                 self.state[pos].judgement = Some(judgement);
             } else {
-                self.state[pos].told = Some(judgement);
                 let commit = self.commits[pos].short().to_string();
                 self.set_judgement(pos, judgement, &commit);
             }
