@@ -62,7 +62,4 @@ if ! python3 -c 'import aiosmtpd' 2>/dev/null; then
   fi
   python3 -c 'import aiosmtpd' || { echo "setup.sh: cannot install Python's aiosmtpd" >&2; exit 1; }
 fi
-# sshd on localhost under three names and a single-node Slurm cluster,
-# for the tests that hunt through the hosts' back ends.
-"$here/scripts/hosts-setup.sh"
 echo "setup.sh: ready (PostgreSQL 15 source in $src_cache/postgresql-15)"

@@ -3,6 +3,10 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 "$here/scripts/setup.sh"
+# sshd on localhost under three names and a single-node Slurm cluster, for
+# the tests that hunt through the hosts' back ends (tests only: a hunt on
+# this machine needs neither).
+"$here/scripts/hosts-setup.sh"
 cd "$here"
 export PGBISECT_TEST_PG_SOURCE="$here/.pgbisect-test-cache/postgresql-15"
 export PGBISECT_TEST_PG_BIN="/usr/lib/postgresql/15/bin"
