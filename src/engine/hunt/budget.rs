@@ -32,8 +32,12 @@ pub struct Budget {
 pub struct Costs {
     pub builds: u32,
     pub build_seconds: f64,
+    /// Rounds made: one run on every host at once (one run on this
+    /// machine alone).
     pub runs: u32,
     pub run_seconds: f64,
+    /// Runs a round makes: the lab's hosts (0 or 1: this machine alone).
+    pub hosts: u32,
 }
 
 impl Costs {
@@ -48,11 +52,17 @@ impl Costs {
     }
 
     /// The expected cost of one step of the search: a build and
-    /// [`RUNS_PER_STEP`] runs.
+    /// [`RUNS_PER_STEP`] runs, in rounds over the hosts.
     pub fn per_step(&self) -> f64 {
-        self.per_build() + RUNS_PER_STEP * self.per_run()
+        self.per_build() + self.rounds_for(RUNS_PER_STEP) * self.per_run()
     }
 
+    /// Rounds that make `runs` runs.
+    pub fn rounds_for(&self, runs: f64) -> f64 {
+        (runs / f64::from(self.hosts.max(1))).ceil()
+    }
+
+    /// The expected cost of one more round.
     pub fn per_run(&self) -> f64 {
         if self.runs == 0 {
             0.0
@@ -94,11 +104,19 @@ impl Budget {
     pub fn plan(&self, now: SystemTime, candidates: usize, costs: &Costs) -> String {
         let step = costs.per_step();
         let steps = steps_to_one(candidates);
-        let expected = f64::from(steps) * step + RUNS_OUTSIDE_STEPS * costs.per_run();
+        let outside = costs.rounds_for(RUNS_OUTSIDE_STEPS) * costs.per_run();
+        let expected = f64::from(steps) * step + outside;
         let left = self.left(now);
+        let rounds = match costs.hosts {
+            0 | 1 => String::new(),
+            n => format!(
+                " in {} rounds on {n} hosts",
+                costs.rounds_for(RUNS_PER_STEP)
+            ),
+        };
         let head = format!(
-            "time budget: {} left; one step of the search costs about {} (a build and {} runs); \
-             {} steps to one commit: about {}",
+            "time budget: {} left; one step of the search costs about {} (a build and {} \
+             runs{rounds}); {} steps to one commit: about {}",
             human(left),
             human(step),
             RUNS_PER_STEP,
@@ -108,9 +126,7 @@ impl Budget {
         if expected <= left {
             return format!("{head}, which fits");
         }
-        let affordable = ((left - RUNS_OUTSIDE_STEPS * costs.per_run()) / step.max(1.0))
-            .floor()
-            .max(0.0) as u32;
+        let affordable = ((left - outside) / step.max(1.0)).floor().max(0.0) as u32;
         let width = range_after(candidates, affordable);
         format!(
             "{head}, more than is left: expect a range of about {width} commits by the \
@@ -191,15 +207,22 @@ mod tests {
         assert_eq!(range_after(2200, 20), 1);
     }
 
-    #[test]
-    fn the_plan_says_whether_the_search_fits_and_what_it_buys_if_not() {
+    /// A moment, and costs of 180 s a build and 60 s a round on `hosts`.
+    fn measured(hosts: u32) -> (SystemTime, Costs) {
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
         let costs = Costs {
             builds: 2,
             build_seconds: 360.0,
             runs: 10,
             run_seconds: 600.0,
+            hosts,
         };
+        (now, costs)
+    }
+
+    #[test]
+    fn the_plan_says_whether_the_search_fits_and_what_it_buys_if_not() {
+        let (now, costs) = measured(1);
         // A step: 180 s + 4 x 60 s = 420 s; 12 steps for 2,200 commits.
         let roomy = Budget::until(now + Duration::from_secs(8 * 3600));
         let plan = roomy.plan(now, 2200, &costs);
@@ -214,6 +237,22 @@ mod tests {
     }
 
     #[test]
+    fn with_hosts_a_step_takes_fewer_rounds() {
+        let (now, costs) = measured(3);
+        // A step: 180 s + 2 rounds x 60 s = 300 s; outside the steps 7
+        // rounds.
+        assert_eq!(costs.per_step(), 300.0);
+        let tight = Budget::until(now + Duration::from_secs(3600));
+        // (3600 - 7 x 60) / 300 = 10 steps: 2200 -> 3 commits.
+        let plan = tight.plan(now, 2200, &costs);
+        assert!(
+            plan.contains("(a build and 4 runs in 2 rounds on 3 hosts)"),
+            "{plan}"
+        );
+        assert!(plan.contains("a range of about 3 commits"), "{plan}");
+    }
+
+    #[test]
     fn costs_are_averages_and_nothing_measured_costs_nothing() {
         let c = Costs::default();
         assert_eq!((c.per_build(), c.per_run()), (0.0, 0.0));
@@ -222,6 +261,7 @@ mod tests {
             build_seconds: 100.0,
             runs: 5,
             run_seconds: 50.0,
+            hosts: 0,
         };
         assert_eq!((c.per_build(), c.per_run()), (25.0, 10.0));
         assert_eq!(human(45.0), "45 s");

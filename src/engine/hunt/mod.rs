@@ -202,7 +202,10 @@ impl<'a> Hunt<'a> {
             started: std::time::Instant::now(),
             earlier: (Spent::default(), 0),
             budget: None,
-            costs: Costs::default(),
+            costs: Costs {
+                hosts: u32::try_from(hosts).unwrap_or(u32::MAX),
+                ..Costs::default()
+            },
             run_seconds: None,
         }
     }
