@@ -93,45 +93,37 @@ pub trait Lab {
     }
 
     /// One run of a prepared commit on every host at once, in [`Lab::hosts`]
-    /// order, numbered `spec.run`, `spec.run + 1`, and so on. A lab on this
-    /// machine alone makes one run, on no named host.
+    /// order, numbered `spec.run`, `spec.run + 1`, and so on: [`Lab::run_on`]
+    /// with every host. A lab on this machine alone makes one run, on no
+    /// named host.
     fn run_round(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<Vec<HostRun>> {
-        Ok(vec![HostRun {
-            host: None,
-            outcome: self.run(commit, spec)?,
-        }])
+        let all: Vec<(usize, u64)> = (0..self.hosts().len().max(1))
+            .map(|i| (i, spec.run + i as u64))
+            .collect();
+        self.run_on(commit, spec, &all)
     }
 
-    /// Some of a round's runs only: `runs` holds, for each, its host's
-    /// place in [`Lab::hosts`] and its run number. A hunt resumed after
-    /// it was stopped in the middle of a round asks for the runs its
-    /// journal lacks, so that no run is made or counted twice. A lab on
-    /// this machine alone makes each with [`Lab::run`]; the default for a
-    /// lab of several hosts makes a whole round and keeps the runs asked
-    /// for, and such a lab should make only those.
+    /// Some of a round's runs, all at once: `runs` holds, for each, its
+    /// host's place in [`Lab::hosts`] and its run number. A hunt resumed
+    /// after it was stopped in the middle of a round asks for the runs its
+    /// journal lacks, so that no run is made or counted twice. This default
+    /// is a lab on this machine alone, which makes each with [`Lab::run`];
+    /// a lab of several hosts provides its own.
     fn run_on(
         &mut self,
         commit: &Commit,
         spec: RunSpec,
         runs: &[(usize, u64)],
     ) -> anyhow::Result<Vec<HostRun>> {
-        if self.hosts().is_empty() {
-            return runs
-                .iter()
-                .map(|&(_, run)| {
-                    let outcome = self.run(commit, RunSpec { run, ..spec })?;
-                    Ok(HostRun {
-                        host: None,
-                        outcome,
-                    })
+        runs.iter()
+            .map(|&(_, run)| {
+                let outcome = self.run(commit, RunSpec { run, ..spec })?;
+                Ok(HostRun {
+                    host: None,
+                    outcome,
                 })
-                .collect();
-        }
-        let round = self.run_round(commit, spec)?;
-        Ok(runs
-            .iter()
-            .filter_map(|&(i, _)| round.get(i).cloned())
-            .collect())
+            })
+            .collect()
     }
 
     /// One run with instruments, for the why-runs after a culprit: kept

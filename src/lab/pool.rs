@@ -266,13 +266,6 @@ impl Lab for PoolLab {
         self.on.backend.hosts().to_vec()
     }
 
-    fn run_round(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<Vec<HostRun>> {
-        let all: Vec<(usize, u64)> = (0..self.on.backend.hosts().len())
-            .map(|i| (i, spec.run + i as u64))
-            .collect();
-        self.run_on(commit, spec, &all)
-    }
-
     /// The runs asked for, each on its own host, all at once: a whole
     /// round, or the part of one that a stopped hunt did not journal.
     fn run_on(

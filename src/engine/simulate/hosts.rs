@@ -140,13 +140,6 @@ impl Lab for HostsLab {
         self.names.clone()
     }
 
-    fn run_round(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<Vec<HostRun>> {
-        self.rounds += 1;
-        (0..self.labs.len())
-            .map(|i| self.run_on_host(i, commit, spec))
-            .collect()
-    }
-
     fn run_on(
         &mut self,
         commit: &Commit,
