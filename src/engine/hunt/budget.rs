@@ -34,8 +34,8 @@ pub struct Costs {
     pub build_seconds: f64,
     /// Rounds made: one run on every host at once (one run on this
     /// machine alone).
-    pub runs: u32,
-    pub run_seconds: f64,
+    pub rounds: u32,
+    pub round_seconds: f64,
     /// Runs a round makes: the lab's hosts (0 or 1: this machine alone).
     pub hosts: u32,
 }
@@ -54,7 +54,7 @@ impl Costs {
     /// The expected cost of one step of the search: a build and
     /// [`RUNS_PER_STEP`] runs, in rounds over the hosts.
     pub fn per_step(&self) -> f64 {
-        self.per_build() + self.rounds_for(RUNS_PER_STEP) * self.per_run()
+        self.per_build() + self.rounds_for(RUNS_PER_STEP) * self.per_round()
     }
 
     /// Rounds that make `runs` runs.
@@ -63,11 +63,11 @@ impl Costs {
     }
 
     /// The expected cost of one more round.
-    pub fn per_run(&self) -> f64 {
-        if self.runs == 0 {
+    pub fn per_round(&self) -> f64 {
+        if self.rounds == 0 {
             0.0
         } else {
-            self.run_seconds / f64::from(self.runs)
+            self.round_seconds / f64::from(self.rounds)
         }
     }
 }
@@ -104,7 +104,7 @@ impl Budget {
     pub fn plan(&self, now: SystemTime, candidates: usize, costs: &Costs) -> String {
         let step = costs.per_step();
         let steps = steps_to_one(candidates);
-        let outside = costs.rounds_for(RUNS_OUTSIDE_STEPS) * costs.per_run();
+        let outside = costs.rounds_for(RUNS_OUTSIDE_STEPS) * costs.per_round();
         let expected = f64::from(steps) * step + outside;
         let left = self.left(now);
         let rounds = match costs.hosts {
@@ -213,8 +213,8 @@ mod tests {
         let costs = Costs {
             builds: 2,
             build_seconds: 360.0,
-            runs: 10,
-            run_seconds: 600.0,
+            rounds: 10,
+            round_seconds: 600.0,
             hosts,
         };
         (now, costs)
@@ -255,15 +255,15 @@ mod tests {
     #[test]
     fn costs_are_averages_and_nothing_measured_costs_nothing() {
         let c = Costs::default();
-        assert_eq!((c.per_build(), c.per_run()), (0.0, 0.0));
+        assert_eq!((c.per_build(), c.per_round()), (0.0, 0.0));
         let c = Costs {
             builds: 4,
             build_seconds: 100.0,
-            runs: 5,
-            run_seconds: 50.0,
+            rounds: 5,
+            round_seconds: 50.0,
             hosts: 0,
         };
-        assert_eq!((c.per_build(), c.per_run()), (25.0, 10.0));
+        assert_eq!((c.per_build(), c.per_round()), (25.0, 10.0));
         assert_eq!(human(45.0), "45 s");
         assert_eq!(human(720.0), "12 min");
         assert_eq!(human(3.5 * 3600.0), "3.5 h");

@@ -547,7 +547,8 @@ impl<'a> Hunt<'a> {
     /// runs so far, and the time left before the budget's deadline.
     fn search_timing(&self, steps_left: u32) -> Timing {
         Timing {
-            expected: (self.costs.runs > 0).then(|| self.costs.per_step() * f64::from(steps_left)),
+            expected: (self.costs.rounds > 0)
+                .then(|| self.costs.per_step() * f64::from(steps_left)),
             deadline_left: self.budget.map(|b| b.left(b.now())),
         }
     }

@@ -40,7 +40,7 @@ impl Hunt<'_> {
         if let Some(unmeasurable) = self.prepare(pos)? {
             return Ok((unmeasurable, Vec::new()));
         }
-        self.check_budget(self.costs.per_run())?;
+        self.check_budget(self.costs.per_round())?;
         let commit = self.commits[pos].clone();
         let spec = RunSpec {
             clients: self.cfg.clients,
@@ -57,8 +57,8 @@ impl Hunt<'_> {
             "the lab made no run of {}",
             commit.short()
         );
-        self.costs.runs += 1;
-        self.costs.run_seconds += started.elapsed().as_secs_f64();
+        self.costs.rounds += 1;
+        self.costs.round_seconds += started.elapsed().as_secs_f64();
         let stopping = self.interrupted();
         let mut samples = Vec::new();
         for (run, host_run) in (spec.run..).zip(round) {
@@ -92,7 +92,7 @@ impl Hunt<'_> {
     fn prepare(&mut self, pos: usize) -> anyhow::Result<Option<Measured>> {
         let commit = self.commits[pos].clone();
         if self.state[pos].prepared.is_none() {
-            self.check_budget(self.costs.per_build() + self.costs.per_run())?;
+            self.check_budget(self.costs.per_build() + self.costs.per_round())?;
             self.progress.event(&ProgressEvent::Preparing {
                 commit: commit.short().to_string(),
             });
