@@ -88,6 +88,11 @@ pub struct SimulateArgs {
     /// follows against runs of --run-length (first gaussian scenario).
     #[arg(long, requires = "run_length")]
     pub study_run_length: bool,
+    /// Also study how a search should use several hosts: every host on
+    /// one candidate a round, or k candidates a round (a k-ary search), on
+    /// the one-step scenarios, for --hosts N (or 2, 4 and 8 hosts).
+    #[arg(long)]
+    pub study_kary: bool,
     /// Model a hunt spread over N identical hosts: each a few percent
     /// faster or slower, with noise of its own; every decision gathers a
     /// run on each host at once. The wall time counts a round of runs as
@@ -140,6 +145,7 @@ pub(super) fn command(args: &SimulateArgs) -> anyhow::Result<ExitCode> {
         budget: args.budget,
         study_pba: args.study_pba,
         study_run_length: args.study_run_length,
+        study_kary: args.study_kary,
         hosts: args.hosts,
         copy: args.copy_time.unwrap_or(0.0),
     };

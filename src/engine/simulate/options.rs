@@ -46,6 +46,8 @@ pub struct SimOptions {
     pub study_pba: bool,
     /// Also study the run-length choice (needs the wall-time model).
     pub study_run_length: bool,
+    /// Also study one candidate a round against k (several hosts).
+    pub study_kary: bool,
     /// Hosts each hunt measures on (0 or 1: one machine).
     pub hosts: usize,
     /// Seconds to copy a built install to one host, with several hosts.
@@ -160,6 +162,14 @@ pub fn run_and_print(
                 writeln!(out, "{row}")?;
             }
         }
+    }
+    if options.study_kary {
+        let cfg = pba::PbaConfig {
+            threshold: config.decision.threshold,
+            ..pba::PbaConfig::default()
+        };
+        let wall = options.costs.as_ref().map(|c| (c, options.copy));
+        super::kary::write(&results, (trials, seed), &cfg, options.hosts, wall, out)?;
     }
     Ok(results)
 }

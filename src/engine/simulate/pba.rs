@@ -60,6 +60,8 @@ pub struct PbaOutcome {
     pub runs: usize,
     /// Distinct commits measured.
     pub builds: usize,
+    /// Rounds of runs, one run on every host at once (runs, on one host).
+    pub rounds: usize,
 }
 
 /// One run: when, which position, log throughput.
@@ -70,44 +72,67 @@ struct Obs {
     y: f64,
 }
 
-/// Runs the probabilistic bisection on one history.
+/// Runs the probabilistic bisection on one history, one run at a time.
 pub fn pba_bisect(history: &History, lab: &mut SimLab, cfg: &PbaConfig) -> PbaOutcome {
-    let n = history.len;
-    let mut obs: Vec<Obs> = Vec::new();
-    let measure = |pos: usize, obs: &mut Vec<Obs>, lab: &mut SimLab| {
-        let y = lab.draw(history.level(pos)).ln();
-        obs.push(Obs {
-            at: obs.len(),
-            pos,
-            y,
-        });
+    pba_rounds(history, lab, cfg, Rounds::ONE_HOST)
+}
+
+/// How the runs of a search are made over several hosts: a round is one
+/// run on every host at once, and the candidates of a round share its
+/// hosts (one candidate: every host measures it; several: the range is
+/// split at as many quantiles of the posterior, a k-ary search).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rounds {
+    pub hosts: usize,
+    /// Distinct candidates a round measures (at most `hosts`).
+    pub candidates: usize,
+}
+
+impl Rounds {
+    /// One machine, one run at a time.
+    pub const ONE_HOST: Rounds = Rounds {
+        hosts: 1,
+        candidates: 1,
     };
-    for _ in 0..3 {
-        measure(0, &mut obs, lab);
-        measure(n, &mut obs, lab);
-    }
+}
+
+/// Runs the probabilistic bisection on one history in rounds of
+/// `rounds.hosts` runs; [`PbaOutcome::rounds`] counts them.
+pub fn pba_rounds(
+    history: &History,
+    lab: &mut SimLab,
+    cfg: &PbaConfig,
+    rounds: Rounds,
+) -> PbaOutcome {
+    let n = history.len;
+    let hosts = rounds.hosts.max(1);
+    let mut search = Search {
+        obs: Vec::new(),
+        rounds: 0,
+        hosts,
+    };
+    search.batch(&[0, n, 0, n, 0, n], history, lab);
     // The drop must be clear before the search (a Welch-like z on the log
     // means of the two ends, at most 10 runs a side); a drop ruled out
     // above half the threshold is no regression.
     loop {
-        let (d, se) = endpoint_drop(&obs, n);
+        let (d, se) = endpoint_drop(&search.obs, n);
         if d > 3.5 * se {
             break;
         }
         if d + 3.5 * se < -(1.0 - cfg.threshold / 2.0).ln() {
-            return finish(Some(None), &obs);
+            return search.finish(Some(None));
         }
-        if obs.len() >= 20 {
-            return finish(None, &obs);
+        if search.obs.len() >= 20 {
+            return search.finish(None);
         }
-        measure(0, &mut obs, lab);
-        measure(n, &mut obs, lab);
+        let pairs: Vec<usize> = (0..hosts.div_ceil(2)).flat_map(|_| [0, n]).collect();
+        search.batch(&pairs, history, lab);
     }
     let mut next_end = 0;
-    let runs_at = |obs: &[Obs], pos: usize| obs.iter().filter(|o| o.pos == pos).count();
-    while obs.len() < cfg.max_runs {
-        let posterior = posterior(&obs, n, cfg);
-        let mut pos = next_position(&posterior, &obs);
+    while search.obs.len() < cfg.max_runs {
+        let posterior = posterior(&search.obs, n, cfg);
+        let mut planned = round_positions(&posterior, &search.obs, rounds);
         if let Some((k, p)) = posterior
             .iter()
             .enumerate()
@@ -116,19 +141,96 @@ pub fn pba_bisect(history: &History, lab: &mut SimLab, cfg: &PbaConfig) -> PbaOu
             .map(|(k, p)| (k, *p))
             && p >= 1.0 - cfg.epsilon
         {
-            let (answer, parent) = (runs_at(&obs, k), runs_at(&obs, k - 1));
+            let (answer, parent) = (runs_at(&search.obs, k), runs_at(&search.obs, k - 1));
             if answer >= cfg.min_runs && parent >= cfg.min_runs {
-                return finish(Some(Some(k)), &obs);
+                return search.finish(Some(Some(k)));
             }
-            pos = if answer <= parent { k } else { k - 1 };
+            let first = if answer <= parent { k } else { k - 1 };
+            let other = if first == k { k - 1 } else { k };
+            planned = (0..hosts)
+                .map(|i| if i % 2 == 0 { first } else { other })
+                .collect();
         }
-        if obs.len().is_multiple_of(cfg.reference_every) {
-            next_end = if next_end == 0 { n } else { 0 };
-            pos = next_end;
+        for (i, pos) in planned.iter_mut().enumerate() {
+            if (search.obs.len() + i).is_multiple_of(cfg.reference_every) {
+                next_end = if next_end == 0 { n } else { 0 };
+                *pos = next_end;
+            }
         }
-        measure(pos, &mut obs, lab);
+        search.batch(&planned, history, lab);
     }
-    finish(None, &obs)
+    search.finish(None)
+}
+
+/// Runs made so far and the rounds they took.
+struct Search {
+    obs: Vec<Obs>,
+    rounds: usize,
+    hosts: usize,
+}
+
+impl Search {
+    /// Measures `positions`, in as many rounds as the hosts need.
+    fn batch(&mut self, positions: &[usize], history: &History, lab: &mut SimLab) {
+        for &pos in positions {
+            let y = lab.draw(history.level(pos)).ln();
+            let at = self.obs.len();
+            self.obs.push(Obs { at, pos, y });
+        }
+        self.rounds += positions.len().div_ceil(self.hosts);
+    }
+
+    fn finish(&self, answer: Option<Option<usize>>) -> PbaOutcome {
+        let mut positions: Vec<usize> = self.obs.iter().map(|o| o.pos).collect();
+        positions.sort_unstable();
+        positions.dedup();
+        PbaOutcome {
+            answer,
+            runs: self.obs.len(),
+            builds: positions.len(),
+            rounds: self.rounds,
+        }
+    }
+}
+
+fn runs_at(obs: &[Obs], pos: usize) -> usize {
+    obs.iter().filter(|o| o.pos == pos).count()
+}
+
+/// The candidates of one round, a host each: with one candidate, the
+/// posterior's median ([`next_position`]) on every host; with `k`, the
+/// positions whose "bad from here on" mass is nearest the quantiles
+/// 1/(k+1) .. k/(k+1) of the posterior, the hosts shared among them in
+/// turn. (Nearest, not the first to reach it: a run of a commit at or
+/// after all the mass says nothing.)
+fn round_positions(posterior: &[f64], obs: &[Obs], rounds: Rounds) -> Vec<usize> {
+    let k = rounds.candidates.clamp(1, rounds.hosts.max(1));
+    let targets: Vec<usize> = if k == 1 {
+        vec![next_position(posterior, obs)]
+    } else {
+        let n = posterior.len() - 1;
+        let mut cumulative = Vec::with_capacity(n);
+        let mut sum = 0.0;
+        for p in &posterior[1..n.max(1)] {
+            sum += p;
+            cumulative.push(sum);
+        }
+        (1..=k)
+            .map(|j| {
+                let q = j as f64 / (k + 1) as f64;
+                (1..n.max(2))
+                    .min_by(|a, b| {
+                        (cumulative[a - 1] - q)
+                            .abs()
+                            .total_cmp(&(cumulative[b - 1] - q).abs())
+                    })
+                    .unwrap_or(1)
+            })
+            .collect()
+    };
+    (0..rounds.hosts.max(1))
+        .map(|i| targets[i % targets.len()])
+        .collect()
 }
 
 /// The drop from good to bad in log throughput, and its standard error.
@@ -142,17 +244,6 @@ fn endpoint_drop(obs: &[Obs], n: usize) -> (f64, f64) {
     };
     let ((g, vg), (b, vb)) = (side(0), side(n));
     (g - b, (vg + vb).sqrt())
-}
-
-fn finish(answer: Option<Option<usize>>, obs: &[Obs]) -> PbaOutcome {
-    let mut positions: Vec<usize> = obs.iter().map(|o| o.pos).collect();
-    positions.sort_unstable();
-    positions.dedup();
-    PbaOutcome {
-        answer,
-        runs: obs.len(),
-        builds: positions.len(),
-    }
 }
 
 /// The commit to measure next: of the posterior's median position `m` and
@@ -249,6 +340,31 @@ fn log_density(z: f64) -> f64 {
     (0.95 * normal + 0.05 / 20.0).ln()
 }
 
+/// Runs `search` on the histories `evaluate` draws for this scenario and
+/// seed, each with its own noise; each outcome with the history's first
+/// step. `None` for a scenario the study cannot model (other than one
+/// step, or with unbuildable commits).
+pub fn on_histories(
+    scenario: &Scenario,
+    trials: usize,
+    seed: u64,
+    mut search: impl FnMut(&History, &mut SimLab) -> PbaOutcome,
+) -> Option<Vec<(PbaOutcome, Option<usize>)>> {
+    if scenario.steps.len() != 1 || scenario.unbuildable > 0.0 {
+        return None;
+    }
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut outcomes = Vec::with_capacity(trials);
+    for trial in 0..trials {
+        let history = draw_history(scenario, &mut rng);
+        let trial_seed = seed.wrapping_mul(1_000_003).wrapping_add(trial as u64);
+        let mut lab = SimLab::new(history.clone(), scenario.noise.clone(), trial_seed ^ 0xba);
+        let out = search(&history, &mut lab);
+        outcomes.push((out, history.steps.first().map(|s| s.0)));
+    }
+    Some(outcomes)
+}
+
 /// Runs the study search on the same histories `evaluate` draws for this
 /// scenario and seed, and prints a row beside the by-hand method's runs.
 /// `None` for a scenario it cannot model (other than one step, or with
@@ -260,18 +376,11 @@ pub fn study_row(
     cfg: &PbaConfig,
     naive: &ScenarioResult,
 ) -> Option<String> {
-    if scenario.steps.len() != 1 || scenario.unbuildable > 0.0 {
-        return None;
-    }
-    let mut rng = StdRng::seed_from_u64(seed);
+    let outcomes = on_histories(scenario, trials, seed, |h, lab| pba_bisect(h, lab, cfg))?;
     let (mut correct, mut wrong, mut runs, mut builds) = (0, 0, 0, 0);
-    for trial in 0..trials {
-        let history = draw_history(scenario, &mut rng);
-        let trial_seed = seed.wrapping_mul(1_000_003).wrapping_add(trial as u64);
-        let mut lab = SimLab::new(history.clone(), scenario.noise.clone(), trial_seed ^ 0xba);
-        let out = pba_bisect(&history, &mut lab, cfg);
+    for (out, first_step) in &outcomes {
         match out.answer {
-            Some(Some(k)) if history.steps.first().map(|s| s.0) == Some(k) => correct += 1,
+            Some(Some(k)) if *first_step == Some(k) => correct += 1,
             Some(_) => wrong += 1,
             None => {}
         }
