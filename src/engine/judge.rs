@@ -111,22 +111,31 @@ impl HuntRuns {
                 hosts.push(h);
             }
         }
-        let on = |tps: &[f64], of: &[Option<String>], host: &Option<String>| -> Vec<f64> {
-            tps.iter()
-                .zip(of)
-                .filter(|(_, h)| *h == host)
-                .map(|(t, _)| *t)
-                .collect()
-        };
         hosts
             .into_iter()
             .filter_map(|h| {
-                let good = on(&self.good_tps, &self.good_hosts, h);
-                let bad = on(&self.bad_tps, &self.bad_hosts, h);
+                let (good, bad) = self.on_host(h);
                 reference_of(&good, &bad).map(|r| (h.clone(), r))
             })
             .collect()
     }
+
+    /// The good and the bad endpoint's runs on `host`.
+    pub fn on_host(&self, host: &Option<String>) -> (Vec<f64>, Vec<f64>) {
+        (
+            on_host(&self.good_tps, &self.good_hosts, host),
+            on_host(&self.bad_tps, &self.bad_hosts, host),
+        )
+    }
+}
+
+/// The values of `tps` made on `host`, `of` naming each one's host.
+pub fn on_host(tps: &[f64], of: &[Option<String>], host: &Option<String>) -> Vec<f64> {
+    tps.iter()
+        .zip(of)
+        .filter(|(_, h)| *h == host)
+        .map(|(t, _)| *t)
+        .collect()
 }
 
 /// The two levels (trimmed mean of log TPS each) and the pooled noise of
@@ -165,6 +174,8 @@ pub enum Verdict {
 pub struct Judgement {
     pub verdict: Verdict,
     pub tps: Vec<f64>,
+    /// The host of each of `tps` (`None`: this machine).
+    pub hosts: Vec<Option<String>>,
 }
 
 /// Measures `commit` in `lab`, numbering its runs after `last_run`, until
@@ -181,9 +192,15 @@ pub fn judge(
 ) -> anyhow::Result<Judgement> {
     let mut tps = Vec::new();
     let mut hosts: Vec<Option<String>> = Vec::new();
-    let done = |verdict, tps| Ok(Judgement { verdict, tps });
+    let done = |verdict, tps, hosts| {
+        Ok(Judgement {
+            verdict,
+            tps,
+            hosts,
+        })
+    };
     if let Prepared::Unbuildable { reason, .. } = lab.prepare(commit)? {
-        return done(Verdict::Unbuildable(reason), tps);
+        return done(Verdict::Unbuildable(reason), tps, hosts);
     }
     let width = lab.hosts().len().max(1);
     for round in 0..cfg.max_runs.div_ceil(width) {
@@ -203,23 +220,22 @@ pub fn judge(
                     hosts.push(host);
                 }
                 RunOutcome::Measured(_) => {}
-                RunOutcome::Failed { reason } => return done(Verdict::RunFailed(reason), tps),
+                RunOutcome::Failed { reason } => {
+                    return done(Verdict::RunFailed(reason), tps, hosts);
+                }
             }
         }
         let groups: Vec<(Vec<f64>, Reference)> = references
             .iter()
-            .map(|(host, r)| {
-                let on_host = tps.iter().zip(&hosts).filter(|(_, h)| *h == host);
-                (on_host.map(|(t, _)| *t).collect(), *r)
-            })
+            .map(|(host, r)| (on_host(&tps, &hosts, host), *r))
             .collect();
         match classify_hosts(&groups, cfg).class {
-            Class::GoodLike => return done(Verdict::GoodLike, tps),
-            Class::BadLike => return done(Verdict::BadLike, tps),
+            Class::GoodLike => return done(Verdict::GoodLike, tps, hosts),
+            Class::BadLike => return done(Verdict::BadLike, tps, hosts),
             Class::Unclear => {}
         }
     }
-    done(Verdict::Unsure, tps)
+    done(Verdict::Unsure, tps, hosts)
 }
 
 #[cfg(test)]

@@ -96,13 +96,21 @@ impl HostFigures {
             .collect()
     }
 
+    /// The change of the medians on this host, in percent; `None`
+    /// without both sides.
+    pub fn change_pct(&self) -> Option<f64> {
+        match (self.before_tps, self.after_tps) {
+            (Some(b), Some(a)) if b > 0.0 => Some((a / b - 1.0) * 100.0),
+            _ => None,
+        }
+    }
+
     /// `1000.0 -> 800.0 (-20.0%), 3 + 3 runs`.
     pub fn describe(&self) -> String {
         let tps = |m: Option<f64>| m.map_or_else(|| "-".to_string(), |m| format!("{m:.1}"));
-        let change = match (self.before_tps, self.after_tps) {
-            (Some(b), Some(a)) if b > 0.0 => format!(" ({:+.1}%)", (a / b - 1.0) * 100.0),
-            _ => String::new(),
-        };
+        let change = self
+            .change_pct()
+            .map_or_else(String::new, |pct| format!(" ({pct:+.1}%)"));
         format!(
             "{} -> {}{change}, {} + {} runs",
             tps(self.before_tps),
