@@ -8,7 +8,9 @@
 //! A hunt over several hosts journaled each run with its host: each host's
 //! endpoint runs give that host's levels, the commit is measured in rounds
 //! (a run on every host at once), and each of its runs is judged against
-//! its own host's levels ([`classify_hosts`]).
+//! its own host's levels ([`classify_hosts`]). A host whose run fails
+//! leaves the round to the others: only a round in which no host measured
+//! the commit makes it a failed run.
 
 use crate::core::decide::{Class, DecisionConfig, Reference, classify_hosts};
 use crate::core::stats;
@@ -213,17 +215,22 @@ pub fn judge(
         let runs = lab.run_round(commit, spec)?;
         // A run that failed because it was stopped says nothing of the commit.
         crate::proc::check_interrupt()?;
+        let (mut measured, mut failed) = (false, None);
         for HostRun { host, outcome } in runs {
             match outcome {
                 RunOutcome::Measured(m) if m.is_usable() => {
                     tps.push(m.tps);
                     hosts.push(host);
+                    measured = true;
                 }
                 RunOutcome::Measured(_) => {}
-                RunOutcome::Failed { reason } => {
-                    return done(Verdict::RunFailed(reason), tps, hosts);
-                }
+                RunOutcome::Failed { reason } => failed = failed.or(Some(reason)),
             }
+        }
+        // A failed run counts against the commit only when no host of the
+        // round measured it (a host that went away is the host's fault).
+        if let (false, Some(reason)) = (measured, failed) {
+            return done(Verdict::RunFailed(reason), tps, hosts);
         }
         let groups: Vec<(Vec<f64>, Reference)> = references
             .iter()
@@ -320,6 +327,39 @@ mod tests {
             assert_eq!(j.verdict, expected, "{j:?}");
             assert_eq!(j.tps.len() as u64, 2 * lab.rounds);
         }
+    }
+
+    #[test]
+    fn a_host_whose_runs_fail_does_not_sink_the_verdict() {
+        use crate::engine::simulate::hosts::{HostModel, HostsLab};
+        use crate::engine::simulate::{History, NoiseModel};
+        let references = HuntRuns::from_events(&two_host_events())
+            .unwrap()
+            .references();
+        let history = History {
+            len: 1,
+            steps: vec![(1, 0.88)],
+            unbuildable: Default::default(),
+            base_tps: 1000.0,
+        };
+        let hosts = [1.0, 0.75].map(|speed| HostModel {
+            speed,
+            noise_scale: 1.0,
+        });
+        let noise = NoiseModel::Gaussian { cv: 0.003 };
+        let mut lab = HostsLab::new(&history, &noise, &hosts, 5);
+        // Every run of the second host fails.
+        lab.failing = Some((1, 1));
+        let bad = &history.commits()[1];
+        let cfg = DecisionConfig::default();
+        let j = judge(&mut lab, bad, &references, &cfg, (8, 16, None)).unwrap();
+        assert_eq!(j.verdict, Verdict::BadLike, "{j:?}");
+        assert!(j.hosts.iter().all(|h| h.as_deref() == Some("host-1")));
+        // With every host failing, the run failed.
+        let mut gone = HostsLab::new(&history, &noise, &hosts[..1], 5);
+        gone.failing = Some((0, 1));
+        let j = judge(&mut gone, bad, &references, &cfg, (8, 16, None)).unwrap();
+        assert!(matches!(j.verdict, Verdict::RunFailed(_)), "{j:?}");
     }
 
     #[test]
