@@ -300,24 +300,34 @@ mod tests {
         e
     }
 
-    #[test]
-    fn runs_of_several_hosts_are_judged_against_their_own_hosts_levels() {
-        use crate::engine::simulate::hosts::{HostModel, HostsLab};
-        use crate::engine::simulate::{History, NoiseModel};
-        let hunt = HuntRuns::from_events(&two_host_events()).unwrap();
-        let references = hunt.references();
-        let names: Vec<Option<&str>> = references.iter().map(|(h, _)| h.as_deref()).collect();
-        assert_eq!(names, [Some("host-1"), Some("host-2")]);
-        let history = History {
+    /// One commit after the good end, 12% slower, on two hosts, the
+    /// second 25% slower than the first (as [`two_host_events`]).
+    fn two_hosts_history() -> (
+        crate::engine::simulate::History,
+        [crate::engine::simulate::hosts::HostModel; 2],
+    ) {
+        let history = crate::engine::simulate::History {
             len: 1,
             steps: vec![(1, 0.88)],
             unbuildable: Default::default(),
             base_tps: 1000.0,
         };
-        let hosts = [1.0, 0.75].map(|speed| HostModel {
+        let hosts = [1.0, 0.75].map(|speed| crate::engine::simulate::hosts::HostModel {
             speed,
             noise_scale: 1.0,
         });
+        (history, hosts)
+    }
+
+    #[test]
+    fn runs_of_several_hosts_are_judged_against_their_own_hosts_levels() {
+        use crate::engine::simulate::NoiseModel;
+        use crate::engine::simulate::hosts::HostsLab;
+        let hunt = HuntRuns::from_events(&two_host_events()).unwrap();
+        let references = hunt.references();
+        let names: Vec<Option<&str>> = references.iter().map(|(h, _)| h.as_deref()).collect();
+        assert_eq!(names, [Some("host-1"), Some("host-2")]);
+        let (history, hosts) = two_hosts_history();
         let cfg = DecisionConfig::default();
         for (pos, expected) in [(0, Verdict::GoodLike), (1, Verdict::BadLike)] {
             let noise = NoiseModel::Gaussian { cv: 0.003 };
@@ -331,21 +341,12 @@ mod tests {
 
     #[test]
     fn a_host_whose_runs_fail_does_not_sink_the_verdict() {
-        use crate::engine::simulate::hosts::{HostModel, HostsLab};
-        use crate::engine::simulate::{History, NoiseModel};
+        use crate::engine::simulate::NoiseModel;
+        use crate::engine::simulate::hosts::HostsLab;
         let references = HuntRuns::from_events(&two_host_events())
             .unwrap()
             .references();
-        let history = History {
-            len: 1,
-            steps: vec![(1, 0.88)],
-            unbuildable: Default::default(),
-            base_tps: 1000.0,
-        };
-        let hosts = [1.0, 0.75].map(|speed| HostModel {
-            speed,
-            noise_scale: 1.0,
-        });
+        let (history, hosts) = two_hosts_history();
         let noise = NoiseModel::Gaussian { cv: 0.003 };
         let mut lab = HostsLab::new(&history, &noise, &hosts, 5);
         // Every run of the second host fails.
