@@ -275,6 +275,12 @@ struct Said<'a> {
     measured_on: Option<&'a str>,
 }
 
+/// `median 995.2 tps over 3 runs (good 1001.0, bad 805.6)`.
+fn levels(median: f64, runs: usize, (good, bad): (f64, f64)) -> String {
+    let s = if runs == 1 { "" } else { "s" };
+    format!("median {median:.1} tps over {runs} run{s} (good {good:.1}, bad {bad:.1})")
+}
+
 /// Prints the verdict, with each host's medians when several measured,
 /// and writes it as JSON when asked.
 fn report(said: &Said, hunt: &HuntRuns, json: Option<&Path>) -> anyhow::Result<()> {
@@ -282,10 +288,10 @@ fn report(said: &Said, hunt: &HuntRuns, json: Option<&Path>) -> anyhow::Result<(
     let tps = &said.judged.tps;
     let (own, good, bad) = (median(tps), median(&hunt.good_tps), median(&hunt.bad_tps));
     println!(
-        "{} {}: median {own:.1} tps over {} runs (good {good:.1}, bad {bad:.1})",
+        "{} {}: {}",
         said.commit,
         said.word,
-        tps.len()
+        levels(own, tps.len(), (good, bad))
     );
     let mut hosts: Vec<Option<String>> = Vec::new();
     for h in &said.judged.hosts {
@@ -300,10 +306,7 @@ fn report(said: &Said, hunt: &HuntRuns, json: Option<&Path>) -> anyhow::Result<(
             let runs = on_host(tps, &said.judged.hosts, h);
             let (good, bad) = hunt.on_host(h);
             let (own, good, bad) = (median(&runs), median(&good), median(&bad));
-            println!(
-                "  on {name}: median {own:.1} tps over {} runs (good {good:.1}, bad {bad:.1})",
-                runs.len()
-            );
+            println!("  on {name}: {}", levels(own, runs.len(), (good, bad)));
             serde_json::json!({
                 "host": name, "median_tps": own, "runs": runs.len(),
                 "good_median_tps": good, "bad_median_tps": bad,
