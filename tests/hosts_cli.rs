@@ -171,6 +171,19 @@ fn alive(pid: &str) -> bool {
     Path::new(&format!("/proc/{}", pid.trim())).exists()
 }
 
+/// `out`, a second start after its coordinator was killed, ended well and
+/// stopped the job `pid` the first start left on a host, saying so.
+fn left_job_was_stopped(out: &std::process::Output, pid: &str) {
+    assert_code(out, 0);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("stopped what an earlier start of this hunt left running")
+            && stderr.contains(&format!("(process group {})", pid.trim())),
+        "{stderr}"
+    );
+    assert!(!alive(pid), "the left job {pid} still runs");
+}
+
 #[test]
 fn an_ssh_hunt_finds_the_culprit_on_three_hosts() {
     let Some((hosts, config)) = ssh_setup() else {
@@ -325,14 +338,7 @@ fn a_killed_ssh_coordinator_is_cleaned_up_after_and_holds_its_hosts() {
     let before = journaled_runs(&work).len();
 
     let out = resume(&work);
-    assert_code(&out, 0);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("stopped what an earlier start of this hunt left running")
-            && stderr.contains(&format!("(process group {})", pid.trim())),
-        "{stderr}"
-    );
-    assert!(!alive(&pid), "the left job {pid} still runs");
+    left_job_was_stopped(&out, &pid);
     check_hunt(&work, &shas[11]);
     assert!(journaled_runs(&work).len() > before);
     assert!(pid_files(tmp.path()).is_empty(), "jobs left on the hosts");
@@ -548,6 +554,54 @@ fn compare(repo: &Path, work: &Path, profile: &Path, extra: &[&str]) -> std::pro
     args.push(profile.to_str().unwrap());
     args.extend(extra);
     pgbisect_sub("compare", repo, work, &args)
+}
+
+#[test]
+fn a_killed_compare_is_cleaned_up_after_when_run_again() {
+    let Some((hosts, config)) = ssh_setup() else {
+        return;
+    };
+    let (repo, _) = history(&levels_with_drop_at(4, 2), &[]);
+    let tmp = tempfile::tempdir().unwrap();
+    // A run that finds the flag takes it and hangs.
+    let flag = tmp.path().join("hang");
+    std::fs::write(&flag, "").unwrap();
+    let before = format!("{{ ! rm {} 2>/dev/null || sleep 300; }}", flag.display());
+    let section = ssh_section(&hosts[..2], tmp.path(), &config);
+    let profile = hosts_profile(tmp.path(), &before, &section);
+    let work = tmp.path().join("w");
+    let mut child = bin()
+        .arg("compare")
+        .args(["good", "bad", "--clients", "1", "--runs", "4", "--profile"])
+        .arg(&profile)
+        .arg("--repo")
+        .arg(repo.path())
+        .arg("--work-dir")
+        .arg(&work)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pidfile = wait_for("the hanging job", || {
+        (!flag.exists())
+            .then(|| pid_files(tmp.path()).pop())
+            .flatten()
+    });
+    let pid = wait_for("its pid", || {
+        std::fs::read_to_string(&pidfile)
+            .ok()
+            .filter(|p| !p.trim().is_empty())
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(alive(&pid), "the job went with its coordinator");
+
+    let out = compare(repo.path(), &work, &profile, &["--runs", "4"]);
+    left_job_was_stopped(&out, &pid);
+    assert!(pid_files(tmp.path()).is_empty(), "jobs left on the hosts");
+    let v = comparison(&work);
+    assert_eq!(v["rows"][0]["per_host"].as_array().unwrap().len(), 2);
 }
 
 /// The result of the only comparison in `work`.
