@@ -171,6 +171,19 @@ fn alive(pid: &str) -> bool {
     Path::new(&format!("/proc/{}", pid.trim())).exists()
 }
 
+/// `out`, a second start after its coordinator was killed, ended well and
+/// stopped the job `pid` the first start left on a host, saying so.
+fn left_job_was_stopped(out: &std::process::Output, pid: &str) {
+    assert_code(out, 0);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("stopped what an earlier start of this hunt left running")
+            && stderr.contains(&format!("(process group {})", pid.trim())),
+        "{stderr}"
+    );
+    assert!(!alive(pid), "the left job {pid} still runs");
+}
+
 #[test]
 fn an_ssh_hunt_finds_the_culprit_on_three_hosts() {
     let Some((hosts, config)) = ssh_setup() else {
@@ -325,14 +338,7 @@ fn a_killed_ssh_coordinator_is_cleaned_up_after_and_holds_its_hosts() {
     let before = journaled_runs(&work).len();
 
     let out = resume(&work);
-    assert_code(&out, 0);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("stopped what an earlier start of this hunt left running")
-            && stderr.contains(&format!("(process group {})", pid.trim())),
-        "{stderr}"
-    );
-    assert!(!alive(&pid), "the left job {pid} still runs");
+    left_job_was_stopped(&out, &pid);
     check_hunt(&work, &shas[11]);
     assert!(journaled_runs(&work).len() > before);
     assert!(pid_files(tmp.path()).is_empty(), "jobs left on the hosts");
@@ -529,4 +535,258 @@ fn a_round_runs_on_every_ssh_host_at_once() {
         );
     }
     assert_eq!(lab.totals().runs, hosts.len() as u64);
+}
+
+/// The test profile on the ssh hosts `hosts`, their files under
+/// `dir/hosts`.
+fn ssh_profile(dir: &Path, hosts: &[String], config: &Path) -> PathBuf {
+    hosts_profile(dir, "true", &ssh_section(hosts, dir, config))
+}
+
+/// Where the ssh host `host` of a test in `dir` keeps its lock.
+fn lock_of(dir: &Path, host: &str) -> PathBuf {
+    dir.join("hosts").join(host).join("lock")
+}
+
+/// `compare good bad` with `profile` at one client (`--runs` in `extra`).
+fn compare(repo: &Path, work: &Path, profile: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["good", "bad", "--clients", "1", "--profile"];
+    args.push(profile.to_str().unwrap());
+    args.extend(extra);
+    pgbisect_sub("compare", repo, work, &args)
+}
+
+#[test]
+fn a_killed_compare_is_cleaned_up_after_when_run_again() {
+    let Some((hosts, config)) = ssh_setup() else {
+        return;
+    };
+    let (repo, _) = history(&levels_with_drop_at(4, 2), &[]);
+    let tmp = tempfile::tempdir().unwrap();
+    // A run that finds the flag takes it and hangs.
+    let flag = tmp.path().join("hang");
+    std::fs::write(&flag, "").unwrap();
+    let before = format!("{{ ! rm {} 2>/dev/null || sleep 300; }}", flag.display());
+    let section = ssh_section(&hosts[..2], tmp.path(), &config);
+    let profile = hosts_profile(tmp.path(), &before, &section);
+    let work = tmp.path().join("w");
+    let mut child = bin()
+        .arg("compare")
+        .args(["good", "bad", "--clients", "1", "--runs", "4", "--profile"])
+        .arg(&profile)
+        .arg("--repo")
+        .arg(repo.path())
+        .arg("--work-dir")
+        .arg(&work)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pidfile = wait_for("the hanging job", || {
+        (!flag.exists())
+            .then(|| pid_files(tmp.path()).pop())
+            .flatten()
+    });
+    let pid = wait_for("its pid", || {
+        std::fs::read_to_string(&pidfile)
+            .ok()
+            .filter(|p| !p.trim().is_empty())
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(alive(&pid), "the job went with its coordinator");
+
+    let out = compare(repo.path(), &work, &profile, &["--runs", "4"]);
+    left_job_was_stopped(&out, &pid);
+    assert!(pid_files(tmp.path()).is_empty(), "jobs left on the hosts");
+    let v = comparison(&work);
+    assert_eq!(v["rows"][0]["per_host"].as_array().unwrap().len(), 2);
+}
+
+/// The result of the only comparison in `work`.
+fn comparison(work: &Path) -> serde_json::Value {
+    let dir = std::fs::read_dir(work.join("compare"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    json(&dir.join("result.json"))
+}
+
+#[test]
+fn compare_through_ssh_measures_both_sides_on_every_host_and_shows_each() {
+    let Some((hosts, config)) = ssh_setup() else {
+        return;
+    };
+    let (repo, _) = history(&levels_with_drop_at(4, 2), &[]);
+    let tmp = tempfile::tempdir().unwrap();
+    // The profile says where the hosts' files go and how to reach them;
+    // --hosts names them.
+    let section = format!(
+        "[hosts]\ndir = \"{}\"\nssh-config = \"{}\"\n",
+        tmp.path().join("hosts").display(),
+        config.display()
+    );
+    let profile = hosts_profile(tmp.path(), "echo on $PGBISECT_HOST", &section);
+    let work = tmp.path().join("w");
+    let hosts_flag = hosts.join(",");
+    let out = compare(
+        repo.path(),
+        &work,
+        &profile,
+        &["--runs", "6", "--hosts", &hosts_flag],
+    );
+    assert_code(&out, 0);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("measuring on pgbisect-a"), "{stderr}");
+    assert!(
+        stdout.contains(&format!("measured on: {} (ssh)", hosts.join(", "))),
+        "{stdout}"
+    );
+    assert!(stdout.contains("SLOWER"), "{stdout}");
+    assert!(stdout.contains("per host:"), "{stdout}");
+    let v = comparison(&work);
+    let row = &v["rows"][0];
+    // Two rounds a side: each host measured A and B, in turn, and saw
+    // the drop at its own level.
+    let per_host = row["per_host"].as_array().unwrap();
+    assert_eq!(per_host.len(), hosts.len(), "{row:#}");
+    for (h, name) in per_host.iter().zip(&hosts) {
+        assert_eq!(h["host"], name.as_str());
+        assert_eq!(
+            (h["runs_before"].as_u64(), h["runs_after"].as_u64()),
+            (Some(2), Some(2))
+        );
+        let ratio = h["after_tps"].as_f64().unwrap() / h["before_tps"].as_f64().unwrap();
+        assert!((0.75..0.85).contains(&ratio), "{h}");
+        assert!(
+            stdout.lines().any(|l| l.contains(&format!("| {name}"))),
+            "no row of {name}: {stdout}"
+        );
+    }
+    assert_eq!(row["comparison"]["method"], "stratified-t", "{row:#}");
+    // The runs' output says where each ran; the hosts were given back.
+    let runs_dir = std::fs::read_dir(work.join("compare"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+        .join("runs");
+    let mut seen: Vec<String> = std::fs::read_dir(runs_dir)
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .filter_map(|t| t.lines().next().map(str::to_string))
+        .collect();
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len(), hosts.len(), "{seen:?}");
+    for host in &hosts {
+        assert!(!lock_of(tmp.path(), host).exists());
+    }
+}
+
+#[test]
+fn compare_is_refused_hosts_another_hunt_holds() {
+    let Some((hosts, config)) = ssh_setup() else {
+        return;
+    };
+    let (repo, _) = history(&levels_with_drop_at(4, 2), &[]);
+    let tmp = tempfile::tempdir().unwrap();
+    let profile = ssh_profile(tmp.path(), &hosts[..2], &config);
+    let lock = lock_of(tmp.path(), &hosts[1]);
+    std::fs::create_dir_all(&lock).unwrap();
+    std::fs::write(lock.join("owner"), "elsewhere:/var/tmp/w somehunt\n").unwrap();
+    let out = compare(
+        repo.path(),
+        &tmp.path().join("w"),
+        &profile,
+        &["--runs", "2"],
+    );
+    assert_code(&out, 2);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains(&format!("the host {} is used by another hunt", hosts[1])),
+        "{said}"
+    );
+    // The host it had taken first was given back.
+    assert!(!lock_of(tmp.path(), &hosts[0]).exists());
+}
+
+#[test]
+fn judge_measures_where_the_hunt_did_and_against_each_hosts_levels() {
+    let Some((hosts, config)) = ssh_setup() else {
+        return;
+    };
+    let (repo, shas) = history(&levels_with_drop_at(8, 5), &[]);
+    let tmp = tempfile::tempdir().unwrap();
+    let profile = ssh_profile(tmp.path(), &hosts[..2], &config);
+    let work = tmp.path().join("w");
+    assert_code(&hunt(repo.path(), &work, &profile, &[]), 0);
+    for (sha, code, word) in [(&shas[2], 0, "good-like"), (&shas[6], 1, "bad-like")] {
+        let verdict = tmp.path().join("verdict.json");
+        let out = pgbisect_sub(
+            "judge",
+            repo.path(),
+            &work,
+            &[sha, "--json", verdict.to_str().unwrap()],
+        );
+        assert_code(&out, code);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains(word), "{stdout}");
+        for host in &hosts[..2] {
+            assert!(stdout.contains(&format!("  on {host}: median")), "{stdout}");
+        }
+        let v = json(&verdict);
+        assert_eq!(v["hosts"].as_array().unwrap().len(), 2, "{v:#}");
+        assert!(
+            v["measured_on"].as_str().unwrap().contains("(ssh)"),
+            "{v:#}"
+        );
+    }
+    // The judge's runs were made on the hosts, named apart from the hunt's.
+    let judged = std::fs::read_dir(only_hunt_dir(&work).join("judge-runs"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert!(judged >= 4, "{judged} judge runs");
+    // A host the hunt has no levels of is refused, naming the hunt's.
+    let out = pgbisect_sub(
+        "judge",
+        repo.path(),
+        &work,
+        &[&shas[6], "--hosts", &hosts[2]],
+    );
+    assert_code(&out, 128);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains(&format!("measured on {}, {}", hosts[0], hosts[1])),
+        "{said}"
+    );
+}
+
+#[test]
+fn a_slurm_compare_measures_on_the_node() {
+    let Some((node, partition)) = slurm_setup() else {
+        return;
+    };
+    let (repo, _) = history(&levels_with_drop_at(4, 2), &[]);
+    let tmp = tempfile::tempdir().unwrap();
+    let profile = hosts_profile(tmp.path(), "true", &slurm_section(&node, &partition));
+    let work = tmp.path().join("w");
+    let out = compare(repo.path(), &work, &profile, &["--runs", "4", "--slurm"]);
+    assert_code(&out, 0);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!("measured on: {node} (slurm)")),
+        "{stdout}"
+    );
+    assert!(stdout.contains("SLOWER"), "{stdout}");
+    let v = comparison(&work);
+    let row = &v["rows"][0];
+    assert_eq!(row["a_hosts"].as_array().unwrap().len(), 4, "{row:#}");
+    // One node: the comparison is the one machine's, without a per-host part.
+    assert!(row.get("per_host").is_none(), "{row:#}");
 }

@@ -3,7 +3,7 @@
 
 use super::args::LabArgs;
 use super::hunt::{Plan, check_writable_file};
-use super::lab::{load_profile, make_lab, why_lab};
+use super::lab::{load_profile, make_lab_on, why_lab};
 use crate::core::decide::DecisionConfig;
 use crate::engine::compare::{CompareReport, chart_series, measure, table};
 use crate::engine::hunt::HuntConfig;
@@ -60,6 +60,8 @@ pub struct CompareArgs {
     pub why_args: super::why::WhyArgs,
     #[command(flatten)]
     pub lab: LabArgs,
+    #[command(flatten)]
+    pub on: super::hosts::HostArgs,
 }
 
 /// Examples for `pgbisect compare --help`.
@@ -72,9 +74,16 @@ Examples:
     pgbisect compare REL_16_0 REL_17_0 --profile bench.toml --runs 7 \\
         --json cmp.json --chart cmp.svg
 
+  On three identical machines over ssh, a run on each at once, A and B
+  in turn on every one:
+    pgbisect compare REL_16_0 REL_17_0 --profile bench.toml \\
+        --hosts box1,box2,box3
+
 The runs of A and B alternate (A, B, A, B, ...). Each row gives the median
 TPS of both, their spread ((max-min)/max), B's change against A with its
-confidence interval, and a verdict: SLOWER, same, faster or unclear.";
+confidence interval, and a verdict: SLOWER, same, faster or unclear. On
+several hosts each host's runs are set against its own, the hosts
+combined, and a second table gives each host's medians.";
 
 /// `pgbisect compare`: flags in, table out.
 pub(super) fn command(args: &CompareArgs) -> anyhow::Result<ExitCode> {
@@ -116,7 +125,19 @@ pub(super) fn command(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     ));
     crate::proc::install_signal_handlers().context("cannot install the signal handlers")?;
     let watch = crate::machine::steady::Watch::default();
-    let mut lab = make_lab(&plan, lab_args, &out_dir.join("runs"), &watch)?;
+    let name = format!("compare-{}", file_name(&out_dir));
+    let held = super::hosts::take(
+        &args.on,
+        &plan.profile,
+        (&plan.work, &name),
+        crate::progress::for_stderr().as_mut(),
+    )?;
+    let mut lab = make_lab_on(
+        &plan,
+        (lab_args, &watch),
+        &out_dir.join("runs"),
+        held.as_ref().map(|h| (h, "")),
+    )?;
     let a_label = a_named.label();
     let rows = measure(
         lab.as_mut(),
@@ -161,6 +182,7 @@ pub(super) fn command(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         b_label,
         threshold: decision.threshold,
         measurement: lab.describe(),
+        measured_on: held.as_ref().map(|h| h.describe()),
         rows,
         why,
     };
@@ -183,6 +205,12 @@ pub(super) fn command(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         out_dir.join("runs").display()
     );
     Ok(ExitCode::from(crate::error::EXIT_RUNTIME_ERROR))
+}
+
+/// The last part of `path`, as text.
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
 }
 
 /// The decision settings from the flags, which are checked first.

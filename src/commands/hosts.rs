@@ -1,5 +1,5 @@
-//! `--hosts` and `--slurm`: which machines a hunt measures on, taken for
-//! the hunt before anything is built.
+//! `--hosts` and `--slurm`: which machines a hunt (or `compare`, or
+//! `judge`) measures on, taken for it before anything is built.
 //!
 //! Taking the hosts is where a hunt learns whether it can use them at all,
 //! so every refusal happens here, before the first build, and says what to
@@ -15,7 +15,7 @@ use crate::hosts::{Backend, HostError, Owner, facts};
 use crate::machine::Machine;
 use crate::profile::{HostsSection, Profile};
 use crate::progress::{Progress, ProgressEvent};
-use crate::workspace::{HuntDir, WorkDir};
+use crate::workspace::WorkDir;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -58,13 +58,28 @@ impl Drop for Held {
     }
 }
 
-/// The back end the flags and the profile ask for; `None` for this
-/// machine alone.
+impl Held {
+    /// The hosts, their back end and their facts, in one line.
+    pub(super) fn describe(&self) -> String {
+        format!(
+            "{} ({}): {} x {} CPUs, {:.0} GiB, kernel {}",
+            self.backend.hosts().join(", "),
+            self.backend.kind(),
+            self.machine.cpu_model,
+            self.machine.cpus,
+            self.machine.memory_gib(),
+            self.machine.kernel
+        )
+    }
+}
+
+/// The back end the flags and the profile ask for, for the hunt (or
+/// comparison) named `name`; `None` for this machine alone.
 fn choose(
     args: &HostArgs,
     section: &HostsSection,
     work: &WorkDir,
-    hunt: &HuntDir,
+    name: &str,
 ) -> anyhow::Result<Option<Arc<dyn Backend>>> {
     let ssh_hosts = if args.hosts.is_empty() {
         section.ssh.clone().unwrap_or_default()
@@ -89,7 +104,7 @@ fn choose(
             partition: section.partition.clone(),
             constraint: section.constraint.clone(),
         };
-        let jobs = work.root().join("slurm").join(&hunt.name);
+        let jobs = work.root().join("slurm").join(name);
         return Ok(Some(Arc::new(Slurm::new(nodes, placement, &jobs))));
     }
     if !nodes.is_empty() && args.hosts.is_empty() {
@@ -134,16 +149,17 @@ fn check_names(names: &[String], from: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Takes the hosts the flags and the profile name for the hunt `hunt`:
-/// locks them, stops what an earlier start of the hunt left on them, and
-/// checks that they are alike. `None` when the hunt measures here.
+/// Takes the hosts the flags and the profile name for the hunt named
+/// `name` (a hunt's folder name; a comparison's): locks them, stops what
+/// an earlier start of it left on them, and checks that they are alike.
+/// `None` when it measures here.
 pub(super) fn take(
     args: &HostArgs,
     profile: &Profile,
-    (work, hunt): (&WorkDir, &HuntDir),
+    (work, name): (&WorkDir, &str),
     progress: &mut dyn Progress,
 ) -> anyhow::Result<Option<Held>> {
-    let Some(backend) = choose(args, &profile.hosts, work, hunt)? else {
+    let Some(backend) = choose(args, &profile.hosts, work, name)? else {
         return Ok(None);
     };
     if !profile.is_custom() {
@@ -157,7 +173,7 @@ pub(super) fn take(
         ))
         .into());
     }
-    let owner = Owner::here(&hunt.name, work.root());
+    let owner = Owner::here(name, work.root());
     let mut held = Held {
         backend: backend.clone(),
         owner,
@@ -194,13 +210,8 @@ pub(super) fn take(
         ))
     })?;
     progress.event(&ProgressEvent::Note(format!(
-        "measuring on {} ({}): {} x {} CPUs, {:.0} GiB, kernel {}",
-        backend.hosts().join(", "),
-        backend.kind(),
-        held.machine.cpu_model,
-        held.machine.cpus,
-        held.machine.memory_gib(),
-        held.machine.kernel
+        "measuring on {}",
+        held.describe()
     )));
     Ok(Some(held))
 }
@@ -209,11 +220,10 @@ pub(super) fn take(
 mod tests {
     use super::*;
 
-    fn hunt() -> (tempfile::TempDir, WorkDir, HuntDir) {
+    fn hunt() -> (tempfile::TempDir, WorkDir, &'static str) {
         let tmp = tempfile::tempdir().unwrap();
         let work = WorkDir::at(tmp.path());
-        let hunt = work.hunt("g-b-c1-0");
-        (tmp, work, hunt)
+        (tmp, work, "g-b-c1-0")
     }
 
     #[test]
@@ -237,7 +247,7 @@ mod tests {
             slurm: true,
             ..HostArgs::default()
         };
-        let err = choose(&slurm, &HostsSection::default(), &work, &hunt)
+        let err = choose(&slurm, &HostsSection::default(), &work, hunt)
             .err()
             .unwrap();
         assert!(err.to_string().contains("`sinfo -N` lists them"), "{err}");
@@ -246,11 +256,11 @@ mod tests {
             nodes: Some(vec!["n1".into()]),
             ..HostsSection::default()
         };
-        let err = choose(&HostArgs::default(), &both, &work, &hunt)
+        let err = choose(&HostArgs::default(), &both, &work, hunt)
             .err()
             .unwrap();
         assert!(err.to_string().contains("keep one"), "{err}");
-        let none = choose(&HostArgs::default(), &HostsSection::default(), &work, &hunt).unwrap();
+        let none = choose(&HostArgs::default(), &HostsSection::default(), &work, hunt).unwrap();
         assert!(none.is_none());
     }
 
@@ -262,7 +272,7 @@ mod tests {
             ..HostArgs::default()
         };
         let mut progress = crate::progress::Silent;
-        let err = take(&args, &Profile::default(), (&work, &hunt), &mut progress)
+        let err = take(&args, &Profile::default(), (&work, hunt), &mut progress)
             .err()
             .unwrap();
         assert!(

@@ -283,7 +283,7 @@ fn run_hunt(
     let held = super::hosts::take(
         &args.on,
         &plan.profile,
-        (&plan.work, &hunt),
+        (&plan.work, &hunt.name),
         progress.as_mut(),
     )?;
     let watch = Watch::default();

@@ -2,10 +2,11 @@
 //! with the exit code `git bisect run` reads.
 
 use super::args::TargetArgs;
+use super::hosts::HostArgs;
 use super::hunt::{Plan, resolve_plan, write_file};
-use super::lab::make_lab;
+use super::lab::make_lab_on;
 use crate::core::stats;
-use crate::engine::judge::{HuntRuns, Verdict, judge};
+use crate::engine::judge::{HuntRuns, Judgement, Verdict, judge, on_host};
 use crate::error::UsageError;
 use crate::journal::Journal;
 use crate::profile::Profile;
@@ -27,6 +28,10 @@ pub struct JudgeArgs {
     /// Write the verdict as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Where to measure (default: where the hunt measured): each run is
+    /// judged against its own host's levels.
+    #[command(flatten)]
+    pub on: super::hosts::HostArgs,
 }
 
 /// Exit code: the commit performs like the good endpoint.
@@ -48,7 +53,9 @@ Examples:
     git bisect run pgbisect judge HEAD --clients 64
 
   The commit is measured with the hunt's profile (kept in the hunt's
-  folder) unless --profile is given.
+  folder) unless --profile is given, and where the hunt measured (its
+  --hosts or --slurm, or its profile's [hosts]) unless --hosts or --slurm
+  is given: each run is judged against its own host's levels.
 
   Judge one commit against a given hunt:
     pgbisect judge 1a2b3c4 --good REL_16_0 --bad master --work-dir /var/tmp/pg
@@ -114,12 +121,19 @@ fn run(args: &JudgeArgs) -> anyhow::Result<u8> {
     }
     let _lock = work.create_and_lock()?;
     crate::proc::install_signal_handlers().context("cannot install the signal handlers")?;
-    let mut lab = make_lab(
-        &plan,
-        &target.lab,
-        &hunt_dir.judge_runs(),
-        &crate::machine::steady::Watch::default(),
+    let held = super::hosts::take(
+        &hosts_of(args, &hunt_dir),
+        &plan.profile,
+        (&work, &hunt_dir.name),
+        crate::progress::for_stderr().as_mut(),
     )?;
+    let mut lab = make_lab_on(
+        &plan,
+        (&target.lab, &crate::machine::steady::Watch::default()),
+        &hunt_dir.judge_runs(),
+        held.as_ref().map(|h| (h, "judge-")),
+    )?;
+    check_hosts(&lab.hosts(), &references)?;
     let cfg = plan.config.decision;
     let judged = judge(
         lab.as_mut(),
@@ -141,8 +155,59 @@ fn run(args: &JudgeArgs) -> anyhow::Result<u8> {
             return Ok(EXIT_SKIP);
         }
     };
-    report(&commit.id, word, &judged.tps, &hunt, args.json.as_deref())?;
+    let measured_on = held.as_ref().map(|h| h.describe());
+    let said = Said {
+        commit: &commit.id,
+        word,
+        judged: &judged,
+        measured_on: measured_on.as_deref(),
+    };
+    report(&said, &hunt, args.json.as_deref())?;
     Ok(code)
+}
+
+/// The hosts to measure on: those given, or else those the hunt was
+/// started with (its profile's `[hosts]` is read with the profile).
+fn hosts_of(args: &JudgeArgs, hunt_dir: &HuntDir) -> HostArgs {
+    if !args.on.hosts.is_empty() || args.on.slurm {
+        return args.on.clone();
+    }
+    super::resume::load(hunt_dir).map_or_else(|_| HostArgs::default(), |run| run.on)
+}
+
+/// Each run is judged against its own host's levels: the hosts that
+/// measure now must be among those the hunt measured on.
+fn check_hosts(
+    hosts: &[String],
+    references: &[(Option<String>, crate::core::decide::Reference)],
+) -> anyhow::Result<()> {
+    let now: Vec<Option<String>> = if hosts.is_empty() {
+        vec![None]
+    } else {
+        hosts.iter().cloned().map(Some).collect()
+    };
+    if now.iter().any(|h| references.iter().any(|(r, _)| r == h)) {
+        return Ok(());
+    }
+    let name = |h: &Option<String>| h.clone().unwrap_or_else(|| "this machine".into());
+    let names =
+        |hs: &mut dyn Iterator<Item = &Option<String>>| hs.map(name).collect::<Vec<_>>().join(", ");
+    let then = names(&mut references.iter().map(|(h, _)| h));
+    Err(UsageError(format!(
+        "the hunt's endpoints were measured on {then}, and a run is judged only against \
+         its own host's levels: judge on {} measures where the hunt has none\n\
+         hint: measure where the hunt did ({})",
+        names(&mut now.iter()),
+        if references.iter().any(|(h, _)| h.is_none()) {
+            "this machine: drop --hosts/--slurm".to_string()
+        } else {
+            format!(
+                "--hosts {}, or --slurm with the same nodes",
+                then.replace(", ", ",")
+            )
+        }
+    ))
+    .into())
 }
 
 /// The repository the newest hunt in `work` ran in, as it saved it.
@@ -201,34 +266,105 @@ fn find_hunt(
     .into())
 }
 
-/// Prints the verdict, and writes it as JSON when asked.
-fn report(
-    commit: &str,
-    word: &str,
-    tps: &[f64],
-    hunt: &HuntRuns,
-    json: Option<&Path>,
-) -> anyhow::Result<()> {
-    let median = |v: &[f64]| {
-        let mut v = v.to_vec();
-        v.sort_by(f64::total_cmp);
-        stats::median(&v)
-    };
+/// What judge says of a commit.
+struct Said<'a> {
+    commit: &'a str,
+    word: &'a str,
+    judged: &'a Judgement,
+    /// The hosts that measured, when not this machine.
+    measured_on: Option<&'a str>,
+}
+
+/// `median 995.2 tps over 3 runs (good 1001.0, bad 805.6)`.
+fn levels(median: f64, runs: usize, (good, bad): (f64, f64)) -> String {
+    let s = if runs == 1 { "" } else { "s" };
+    format!("median {median:.1} tps over {runs} run{s} (good {good:.1}, bad {bad:.1})")
+}
+
+/// Prints the verdict, with each host's medians when several measured,
+/// and writes it as JSON when asked.
+fn report(said: &Said, hunt: &HuntRuns, json: Option<&Path>) -> anyhow::Result<()> {
+    let median = |v: &[f64]| stats::median(v);
+    let tps = &said.judged.tps;
     let (own, good, bad) = (median(tps), median(&hunt.good_tps), median(&hunt.bad_tps));
     println!(
-        "{commit} {word}: median {own:.1} tps over {} runs (good {good:.1}, bad {bad:.1})",
-        tps.len()
+        "{} {}: {}",
+        said.commit,
+        said.word,
+        levels(own, tps.len(), (good, bad))
     );
+    let mut hosts: Vec<Option<String>> = Vec::new();
+    for h in &said.judged.hosts {
+        if !hosts.contains(h) {
+            hosts.push(h.clone());
+        }
+    }
+    let per_host: Vec<serde_json::Value> = hosts
+        .iter()
+        .filter_map(|h| Some((h.as_ref()?, h)))
+        .map(|(name, h)| {
+            let runs = on_host(tps, &said.judged.hosts, h);
+            let (good, bad) = hunt.on_host(h);
+            let (own, good, bad) = (median(&runs), median(&good), median(&bad));
+            println!("  on {name}: {}", levels(own, runs.len(), (good, bad)));
+            serde_json::json!({
+                "host": name, "median_tps": own, "runs": runs.len(),
+                "good_median_tps": good, "bad_median_tps": bad,
+            })
+        })
+        .collect();
+    if let Some(on) = said.measured_on {
+        println!("measured on {on}");
+    }
     if let Some(path) = json {
-        let body = serde_json::json!({
-            "commit": commit,
-            "verdict": word,
+        let mut body = serde_json::json!({
+            "commit": said.commit,
+            "verdict": said.word,
             "tps": tps,
             "median_tps": own,
             "good": { "commit": hunt.good, "median_tps": good, "runs": hunt.good_tps.len() },
             "bad": { "commit": hunt.bad, "median_tps": bad, "runs": hunt.bad_tps.len() },
         });
+        if let Some(on) = said.measured_on {
+            body["measured_on"] = on.into();
+            body["hosts"] = per_host.into();
+        }
         write_file(path, &body.to_string())?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::decide::Reference;
+
+    fn reference() -> Reference {
+        Reference {
+            good_log_level: 7.0,
+            good_runs: 3,
+            bad_log_level: 6.8,
+            bad_runs: 3,
+            log_sigma: 0.01,
+        }
+    }
+
+    #[test]
+    fn runs_are_made_only_where_the_hunt_has_levels() {
+        let on = |names: &[&str]| -> Vec<(Option<String>, Reference)> {
+            names
+                .iter()
+                .map(|n| (Some(n.to_string()), reference()))
+                .collect()
+        };
+        let hunt_hosts = on(&["a", "b"]);
+        check_hosts(&["b".into(), "c".into()], &hunt_hosts).unwrap();
+        let err = check_hosts(&[], &hunt_hosts).unwrap_err().to_string();
+        assert!(err.contains("measured on a, b"), "{err}");
+        assert!(err.contains("--hosts a,b"), "{err}");
+        let here = vec![(None, reference())];
+        check_hosts(&[], &here).unwrap();
+        let err = check_hosts(&["a".into()], &here).unwrap_err().to_string();
+        assert!(err.contains("drop --hosts/--slurm"), "{err}");
+    }
 }

@@ -28,16 +28,6 @@ pub(super) fn load_profile(name: Option<&str>) -> anyhow::Result<Profile> {
     })
 }
 
-/// The lab for `plan`, keeping each run's output in `runs_dir`.
-pub(super) fn make_lab(
-    plan: &Plan,
-    args: &LabArgs,
-    runs_dir: &Path,
-    watch: &Watch,
-) -> anyhow::Result<Box<dyn Lab>> {
-    make_lab_on(plan, (args, watch), runs_dir, None)
-}
-
 /// The lab for `plan`, measuring on the hosts `on` holds (its jobs
 /// named `<hunt's job prefix><tag><run>`) or, without hosts, here.
 pub(super) fn make_lab_on(

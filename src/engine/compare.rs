@@ -17,6 +17,7 @@ use crate::core::stats::Sample;
 use crate::lab::{HostRun, Lab, RunSpec};
 use crate::model::{Commit, Prepared, RunOutcome};
 use crate::report::document::confidence_pct;
+use crate::report::findings::{HostFigures, RunSample};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
 
@@ -86,6 +87,9 @@ pub struct Row {
     pub b: Option<Spread>,
     /// B against A; `None` when a side has fewer than two results.
     pub comparison: Option<Comparison>,
+    /// Each host's medians of A and B, when the runs were made on several.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_host: Vec<HostFigures>,
 }
 
 impl Row {
@@ -93,6 +97,8 @@ impl Row {
     pub fn analyse(&mut self, cfg: &DecisionConfig) {
         self.a = Spread::of(&self.a_tps);
         self.b = Spread::of(&self.b_tps);
+        let (a, b) = self.samples();
+        self.per_host = HostFigures::of(&a, &b);
         self.comparison = (self.a.is_some()
             && self.b.is_some()
             && self.a_tps.len() >= 2
@@ -102,29 +108,27 @@ impl Row {
 
     /// B against A, host by host when the runs were made on several.
     fn compare(&self, cfg: &DecisionConfig) -> Comparison {
-        if self.a_hosts.len() != self.a_tps.len() || self.b_hosts.len() != self.b_tps.len() {
-            return decide::compare(&self.a_tps, &self.b_tps, cfg, cfg.threshold);
-        }
-        let mut hosts: Vec<&String> = self.a_hosts.iter().chain(&self.b_hosts).collect();
-        hosts.sort();
-        hosts.dedup();
-        let on = |tps: &[f64], of: &[String], host: &String| -> Vec<f64> {
+        let (a, b) = self.samples();
+        decide::compare_blocked(&RunSample::blocks(&a, &b), cfg, cfg.threshold)
+    }
+
+    /// Both sides' runs with their hosts (none on this machine alone).
+    fn samples(&self) -> (Vec<RunSample>, Vec<RunSample>) {
+        let side = |tps: &[f64], hosts: &[String]| -> Vec<RunSample> {
+            let named = hosts.len() == tps.len();
             tps.iter()
-                .zip(of)
-                .filter(|(_, h)| *h == host)
-                .map(|(t, _)| *t)
+                .enumerate()
+                .map(|(i, &tps)| RunSample {
+                    run: i as u64 + 1,
+                    tps,
+                    host: hosts.get(i).filter(|_| named).cloned(),
+                })
                 .collect()
         };
-        let blocks: Vec<decide::Block> = hosts
-            .iter()
-            .map(|h| {
-                (
-                    on(&self.a_tps, &self.a_hosts, h),
-                    on(&self.b_tps, &self.b_hosts, h),
-                )
-            })
-            .collect();
-        decide::compare_blocked(&blocks, cfg, cfg.threshold)
+        (
+            side(&self.a_tps, &self.a_hosts),
+            side(&self.b_tps, &self.b_hosts),
+        )
     }
 }
 
@@ -139,6 +143,10 @@ pub struct CompareReport {
     /// Smallest change called a regression, as a fraction.
     pub threshold: f64,
     pub measurement: String,
+    /// The hosts that measured, their back end and facts, when not this
+    /// machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_on: Option<String>,
     pub rows: Vec<Row>,
     /// B against A again with instruments (`compare --why`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -205,6 +213,7 @@ pub fn measure(
             a: None,
             b: None,
             comparison: None,
+            per_host: vec![],
         })
         .collect();
     // A round makes a run on every host: as many rounds as give each side
@@ -298,6 +307,9 @@ pub fn table(report: &CompareReport) -> String {
     let _ = writeln!(out, "A: {} {}", report.a.short(), report.a_label);
     let _ = writeln!(out, "B: {} {}", report.b.short(), report.b_label);
     let _ = writeln!(out, "measured with: {}", report.measurement);
+    if let Some(hosts) = &report.measured_on {
+        let _ = writeln!(out, "measured on: {hosts}");
+    }
     let _ = writeln!(
         out,
         "\n{:>7} | {:>11} {:>7} | {:>11} {:>7} | {:>7} | {:>19} | {:>4} | verdict",
@@ -337,12 +349,61 @@ pub fn table(report: &CompareReport) -> String {
             verdict
         );
     }
+    out.push_str(&per_host_table(report));
+    let estimate = if report.rows.iter().any(|r| !r.per_host.is_empty()) {
+        "each host's runs set against its own, the hosts combined: stratified t or \
+         Van Elteren estimate"
+    } else {
+        "Welch or Hodges-Lehmann estimate"
+    };
     let _ = writeln!(
         out,
-        "\nspread = (max-min)/max of a side's runs; diff = B against A (Welch or \
-         Hodges-Lehmann estimate); SLOWER = B dropped by at least {:.1}% with confidence",
+        "\nspread = (max-min)/max of a side's runs; diff = B against A ({estimate}); \
+         SLOWER = B dropped by at least {:.1}% with confidence",
         report.threshold * 100.0
     );
+    out
+}
+
+/// Each host's medians per client count, when the runs were made on
+/// several hosts; nothing otherwise.
+fn per_host_table(report: &CompareReport) -> String {
+    let mut out = String::new();
+    if report.rows.iter().all(|r| r.per_host.is_empty()) {
+        return out;
+    }
+    let width = report
+        .rows
+        .iter()
+        .flat_map(|r| &r.per_host)
+        .map(|h| h.host.len())
+        .max()
+        .unwrap_or(0)
+        .max(4);
+    let _ = writeln!(
+        out,
+        "\nper host:\n{:>7} | {:<width$} | {:>11} | {:>11} | {:>7} | {:>5}",
+        "clients", "host", "A tps", "B tps", "diff", "runs"
+    );
+    let _ = writeln!(out, "{}", "-".repeat(width + 56));
+    let tps = |m: Option<f64>| m.map_or_else(|| "-".to_string(), |m| format!("{m:.1}"));
+    for row in &report.rows {
+        for h in &row.per_host {
+            let diff = h
+                .change_pct()
+                .map_or_else(|| "-".to_string(), |pct| format!("{pct:+.1}%"));
+            let _ = writeln!(
+                out,
+                "{:>7} | {:<width$} | {:>11} | {:>11} | {:>7} | {:>5}",
+                row.clients,
+                h.host,
+                tps(h.before_tps),
+                tps(h.after_tps),
+                diff,
+                format!("{}/{}", h.runs_before, h.runs_after)
+            );
+        }
+    }
     out
 }
 
@@ -459,6 +520,7 @@ mod tests {
             b_label: "patched".into(),
             threshold: cfg.threshold,
             measurement: "fake".into(),
+            measured_on: None,
             rows,
             why: None,
         };
@@ -540,6 +602,7 @@ mod tests {
             a: None,
             b: None,
             comparison: None,
+            per_host: vec![],
         };
         row.analyse(&DecisionConfig::default());
         assert!(row.comparison.is_none());
@@ -550,6 +613,7 @@ mod tests {
             b_label: String::new(),
             threshold: 0.05,
             measurement: String::new(),
+            measured_on: None,
             rows: vec![row],
             why: None,
         };

@@ -8,7 +8,9 @@
 //! A hunt over several hosts journaled each run with its host: each host's
 //! endpoint runs give that host's levels, the commit is measured in rounds
 //! (a run on every host at once), and each of its runs is judged against
-//! its own host's levels ([`classify_hosts`]).
+//! its own host's levels ([`classify_hosts`]). A host whose run fails
+//! leaves the round to the others: only a round in which no host measured
+//! the commit makes it a failed run.
 
 use crate::core::decide::{Class, DecisionConfig, Reference, classify_hosts};
 use crate::core::stats;
@@ -111,22 +113,31 @@ impl HuntRuns {
                 hosts.push(h);
             }
         }
-        let on = |tps: &[f64], of: &[Option<String>], host: &Option<String>| -> Vec<f64> {
-            tps.iter()
-                .zip(of)
-                .filter(|(_, h)| *h == host)
-                .map(|(t, _)| *t)
-                .collect()
-        };
         hosts
             .into_iter()
             .filter_map(|h| {
-                let good = on(&self.good_tps, &self.good_hosts, h);
-                let bad = on(&self.bad_tps, &self.bad_hosts, h);
+                let (good, bad) = self.on_host(h);
                 reference_of(&good, &bad).map(|r| (h.clone(), r))
             })
             .collect()
     }
+
+    /// The good and the bad endpoint's runs on `host`.
+    pub fn on_host(&self, host: &Option<String>) -> (Vec<f64>, Vec<f64>) {
+        (
+            on_host(&self.good_tps, &self.good_hosts, host),
+            on_host(&self.bad_tps, &self.bad_hosts, host),
+        )
+    }
+}
+
+/// The values of `tps` made on `host`, `of` naming each one's host.
+pub fn on_host(tps: &[f64], of: &[Option<String>], host: &Option<String>) -> Vec<f64> {
+    tps.iter()
+        .zip(of)
+        .filter(|(_, h)| *h == host)
+        .map(|(t, _)| *t)
+        .collect()
 }
 
 /// The two levels (trimmed mean of log TPS each) and the pooled noise of
@@ -165,6 +176,8 @@ pub enum Verdict {
 pub struct Judgement {
     pub verdict: Verdict,
     pub tps: Vec<f64>,
+    /// The host of each of `tps` (`None`: this machine).
+    pub hosts: Vec<Option<String>>,
 }
 
 /// Measures `commit` in `lab`, numbering its runs after `last_run`, until
@@ -181,9 +194,15 @@ pub fn judge(
 ) -> anyhow::Result<Judgement> {
     let mut tps = Vec::new();
     let mut hosts: Vec<Option<String>> = Vec::new();
-    let done = |verdict, tps| Ok(Judgement { verdict, tps });
+    let done = |verdict, tps, hosts| {
+        Ok(Judgement {
+            verdict,
+            tps,
+            hosts,
+        })
+    };
     if let Prepared::Unbuildable { reason, .. } = lab.prepare(commit)? {
-        return done(Verdict::Unbuildable(reason), tps);
+        return done(Verdict::Unbuildable(reason), tps, hosts);
     }
     let width = lab.hosts().len().max(1);
     for round in 0..cfg.max_runs.div_ceil(width) {
@@ -196,30 +215,34 @@ pub fn judge(
         let runs = lab.run_round(commit, spec)?;
         // A run that failed because it was stopped says nothing of the commit.
         crate::proc::check_interrupt()?;
+        let (mut measured, mut failed) = (false, None);
         for HostRun { host, outcome } in runs {
             match outcome {
                 RunOutcome::Measured(m) if m.is_usable() => {
                     tps.push(m.tps);
                     hosts.push(host);
+                    measured = true;
                 }
                 RunOutcome::Measured(_) => {}
-                RunOutcome::Failed { reason } => return done(Verdict::RunFailed(reason), tps),
+                RunOutcome::Failed { reason } => failed = failed.or(Some(reason)),
             }
+        }
+        // A failed run counts against the commit only when no host of the
+        // round measured it (a host that went away is the host's fault).
+        if let (false, Some(reason)) = (measured, failed) {
+            return done(Verdict::RunFailed(reason), tps, hosts);
         }
         let groups: Vec<(Vec<f64>, Reference)> = references
             .iter()
-            .map(|(host, r)| {
-                let on_host = tps.iter().zip(&hosts).filter(|(_, h)| *h == host);
-                (on_host.map(|(t, _)| *t).collect(), *r)
-            })
+            .map(|(host, r)| (on_host(&tps, &hosts, host), *r))
             .collect();
         match classify_hosts(&groups, cfg).class {
-            Class::GoodLike => return done(Verdict::GoodLike, tps),
-            Class::BadLike => return done(Verdict::BadLike, tps),
+            Class::GoodLike => return done(Verdict::GoodLike, tps, hosts),
+            Class::BadLike => return done(Verdict::BadLike, tps, hosts),
             Class::Unclear => {}
         }
     }
-    done(Verdict::Unsure, tps)
+    done(Verdict::Unsure, tps, hosts)
 }
 
 #[cfg(test)]
@@ -277,24 +300,34 @@ mod tests {
         e
     }
 
-    #[test]
-    fn runs_of_several_hosts_are_judged_against_their_own_hosts_levels() {
-        use crate::engine::simulate::hosts::{HostModel, HostsLab};
-        use crate::engine::simulate::{History, NoiseModel};
-        let hunt = HuntRuns::from_events(&two_host_events()).unwrap();
-        let references = hunt.references();
-        let names: Vec<Option<&str>> = references.iter().map(|(h, _)| h.as_deref()).collect();
-        assert_eq!(names, [Some("host-1"), Some("host-2")]);
-        let history = History {
+    /// One commit after the good end, 12% slower, on two hosts, the
+    /// second 25% slower than the first (as [`two_host_events`]).
+    fn two_hosts_history() -> (
+        crate::engine::simulate::History,
+        [crate::engine::simulate::hosts::HostModel; 2],
+    ) {
+        let history = crate::engine::simulate::History {
             len: 1,
             steps: vec![(1, 0.88)],
             unbuildable: Default::default(),
             base_tps: 1000.0,
         };
-        let hosts = [1.0, 0.75].map(|speed| HostModel {
+        let hosts = [1.0, 0.75].map(|speed| crate::engine::simulate::hosts::HostModel {
             speed,
             noise_scale: 1.0,
         });
+        (history, hosts)
+    }
+
+    #[test]
+    fn runs_of_several_hosts_are_judged_against_their_own_hosts_levels() {
+        use crate::engine::simulate::NoiseModel;
+        use crate::engine::simulate::hosts::HostsLab;
+        let hunt = HuntRuns::from_events(&two_host_events()).unwrap();
+        let references = hunt.references();
+        let names: Vec<Option<&str>> = references.iter().map(|(h, _)| h.as_deref()).collect();
+        assert_eq!(names, [Some("host-1"), Some("host-2")]);
+        let (history, hosts) = two_hosts_history();
         let cfg = DecisionConfig::default();
         for (pos, expected) in [(0, Verdict::GoodLike), (1, Verdict::BadLike)] {
             let noise = NoiseModel::Gaussian { cv: 0.003 };
@@ -304,6 +337,30 @@ mod tests {
             assert_eq!(j.verdict, expected, "{j:?}");
             assert_eq!(j.tps.len() as u64, 2 * lab.rounds);
         }
+    }
+
+    #[test]
+    fn a_host_whose_runs_fail_does_not_sink_the_verdict() {
+        use crate::engine::simulate::NoiseModel;
+        use crate::engine::simulate::hosts::HostsLab;
+        let references = HuntRuns::from_events(&two_host_events())
+            .unwrap()
+            .references();
+        let (history, hosts) = two_hosts_history();
+        let noise = NoiseModel::Gaussian { cv: 0.003 };
+        let mut lab = HostsLab::new(&history, &noise, &hosts, 5);
+        // Every run of the second host fails.
+        lab.failing = Some((1, 1));
+        let bad = &history.commits()[1];
+        let cfg = DecisionConfig::default();
+        let j = judge(&mut lab, bad, &references, &cfg, (8, 16, None)).unwrap();
+        assert_eq!(j.verdict, Verdict::BadLike, "{j:?}");
+        assert!(j.hosts.iter().all(|h| h.as_deref() == Some("host-1")));
+        // With every host failing, the run failed.
+        let mut gone = HostsLab::new(&history, &noise, &hosts[..1], 5);
+        gone.failing = Some((0, 1));
+        let j = judge(&mut gone, bad, &references, &cfg, (8, 16, None)).unwrap();
+        assert!(matches!(j.verdict, Verdict::RunFailed(_)), "{j:?}");
     }
 
     #[test]

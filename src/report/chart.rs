@@ -443,6 +443,7 @@ mod tests {
             method: Method::WelchT,
             runs_before: 4,
             runs_after: 4,
+            per_host: Vec::new(),
         }
     }
 

@@ -368,26 +368,41 @@ fn release_item(c: &ReleaseCheck) -> Block {
 }
 
 fn culprit_item(c: &Culprit) -> Block {
+    let mut facts = vec![
+        fact("subject", c.subject.clone()),
+        fact("author", c.author.clone()),
+        fact("date", c.date.clone()),
+    ];
+    if c.per_host.is_empty() {
+        facts.push(fact(
+            "tps",
+            format!("{:.1} -> {:.1}", c.before_tps, c.after_tps),
+        ));
+    } else {
+        // Each machine's own numbers; the change below combines them.
+        facts.extend(
+            c.per_host
+                .iter()
+                .map(|h| fact(&format!("tps on {}", h.host), h.describe())),
+        );
+    }
+    facts.extend([
+        fact("change", change(&c.change)),
+        fact(
+            "runs",
+            format!(
+                "{} + {} side by side with {} ({}, {})",
+                c.runs_before,
+                c.runs_after,
+                short(&c.parent),
+                method(c.method),
+                p_value(c.p_value)
+            ),
+        ),
+    ]);
     Block::Item {
         title: format!("first bad commit: {}", c.commit),
-        facts: vec![
-            fact("subject", c.subject.clone()),
-            fact("author", c.author.clone()),
-            fact("date", c.date.clone()),
-            fact("tps", format!("{:.1} -> {:.1}", c.before_tps, c.after_tps)),
-            fact("change", change(&c.change)),
-            fact(
-                "runs",
-                format!(
-                    "{} + {} side by side with {} ({}, {})",
-                    c.runs_before,
-                    c.runs_after,
-                    short(&c.parent),
-                    method(c.method),
-                    p_value(c.p_value)
-                ),
-            ),
-        ],
+        facts,
     }
 }
 

@@ -52,6 +52,73 @@ pub struct Culprit {
     /// Side-by-side runs of the parent and of the culprit.
     pub runs_before: usize,
     pub runs_after: usize,
+    /// Each host's medians of the side-by-side runs, when they were made
+    /// on several hosts (the medians above are then over all of them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_host: Vec<HostFigures>,
+}
+
+/// One host's part of a comparison made on several hosts: each side's
+/// median there and the runs it rests on, so that a reader sees each
+/// machine's own numbers next to the comparison that combines them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostFigures {
+    pub host: String,
+    /// Median throughput of the base side's runs on the host (`None`:
+    /// no run of it there).
+    pub before_tps: Option<f64>,
+    pub after_tps: Option<f64>,
+    pub runs_before: usize,
+    pub runs_after: usize,
+}
+
+impl HostFigures {
+    /// Each host's figures, in the order of the hosts' first runs; none
+    /// when the runs were made on one machine, whose figures are the
+    /// whole comparison's.
+    pub fn of(base: &[RunSample], new: &[RunSample]) -> Vec<HostFigures> {
+        let both: Vec<RunSample> = base.iter().chain(new).cloned().collect();
+        let hosts = RunSample::hosts(&both);
+        if hosts.len() < 2 {
+            return Vec::new();
+        }
+        let median = |v: &[f64]| (!v.is_empty()).then(|| crate::core::stats::median(v));
+        hosts
+            .iter()
+            .zip(RunSample::blocks(base, new))
+            .map(|(host, (before, after))| HostFigures {
+                host: host.clone().unwrap_or_else(|| "this machine".into()),
+                before_tps: median(&before),
+                after_tps: median(&after),
+                runs_before: before.len(),
+                runs_after: after.len(),
+            })
+            .collect()
+    }
+
+    /// The change of the medians on this host, in percent; `None`
+    /// without both sides.
+    pub fn change_pct(&self) -> Option<f64> {
+        match (self.before_tps, self.after_tps) {
+            (Some(b), Some(a)) if b > 0.0 => Some((a / b - 1.0) * 100.0),
+            _ => None,
+        }
+    }
+
+    /// `1000.0 -> 800.0 (-20.0%), 3 + 3 runs`.
+    pub fn describe(&self) -> String {
+        let tps = |m: Option<f64>| m.map_or_else(|| "-".to_string(), |m| format!("{m:.1}"));
+        let change = self
+            .change_pct()
+            .map_or_else(String::new, |pct| format!(" ({pct:+.1}%)"));
+        format!(
+            "{} -> {}{change}, {} + {} runs",
+            tps(self.before_tps),
+            tps(self.after_tps),
+            self.runs_before,
+            self.runs_after
+        )
+    }
 }
 
 /// A drop pinned to a range of commits but not to one commit, because the
@@ -333,5 +400,47 @@ impl HuntReport {
     /// The why-runs of `culprit`, when made.
     pub fn why_of(&self, culprit: &str) -> Option<&crate::core::why::Why> {
         self.why.iter().find(|w| w.commit == culprit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runs(tps_on: &[(f64, Option<&str>)]) -> Vec<RunSample> {
+        tps_on
+            .iter()
+            .enumerate()
+            .map(|(i, (tps, host))| RunSample {
+                run: i as u64 + 1,
+                tps: *tps,
+                host: host.map(str::to_string),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_hosts_figures_are_its_own_runs_medians() {
+        let (a, b) = (Some("a"), Some("b"));
+        let base = runs(&[(100.0, a), (200.0, b), (102.0, a), (198.0, b), (101.0, a)]);
+        let new = runs(&[(90.0, a), (180.0, b), (91.0, a)]);
+        let figures = HostFigures::of(&base, &new);
+        assert_eq!(figures.len(), 2);
+        assert_eq!(figures[0].host, "a");
+        assert_eq!(figures[0].before_tps, Some(101.0));
+        assert_eq!(figures[0].after_tps, Some(90.5));
+        assert_eq!((figures[0].runs_before, figures[0].runs_after), (3, 2));
+        assert_eq!(figures[1].describe(), "199.0 -> 180.0 (-9.5%), 2 + 1 runs");
+        let only_base = runs(&[(100.0, a), (200.0, b)]);
+        let one_side = HostFigures::of(&only_base, &runs(&[(90.0, a)]));
+        assert_eq!(one_side[1].describe(), "200.0 -> -, 1 + 0 runs");
+    }
+
+    #[test]
+    fn one_machine_has_no_figures_of_its_own() {
+        let here = runs(&[(100.0, None), (101.0, None)]);
+        assert!(HostFigures::of(&here, &here).is_empty());
+        let one_host = runs(&[(100.0, Some("a"))]);
+        assert!(HostFigures::of(&one_host, &one_host).is_empty());
     }
 }

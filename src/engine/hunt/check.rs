@@ -13,7 +13,7 @@ use crate::core::bisect::Outcome;
 use crate::core::decide::{self, Comparison, Verdict};
 use crate::core::stats;
 use crate::model::Prepared;
-use crate::report::findings::{Culprit, Judgement, RunSample, UnresolvedRange};
+use crate::report::findings::{Culprit, HostFigures, Judgement, RunSample, UnresolvedRange};
 
 /// The most commits a range may hold for [`Hunt::narrow`] to check them
 /// pair by pair; a longer one is reported as a range.
@@ -336,8 +336,11 @@ impl Hunt<'_> {
     ) -> anyhow::Result<Vec<Range>> {
         let cmp = check.side_by_side;
         if first_bad == last_good + 1 {
-            let before = stats::median(&self.evidence.runs_since(last_good, check.since));
-            let after = stats::median(&self.evidence.runs_since(first_bad, check.since));
+            let before_runs = self.evidence.samples_since(last_good, check.since);
+            let after_runs = self.evidence.samples_since(first_bad, check.since);
+            let tps = |runs: &[RunSample]| runs.iter().map(|r| r.tps).collect::<Vec<f64>>();
+            let before = stats::median(&tps(&before_runs));
+            let after = stats::median(&tps(&after_runs));
             let c = &self.commits[first_bad];
             self.culprits.push(Culprit {
                 commit: c.id.clone(),
@@ -352,6 +355,7 @@ impl Hunt<'_> {
                 method: cmp.method,
                 runs_before: cmp.n_base,
                 runs_after: cmp.n_new,
+                per_host: HostFigures::of(&before_runs, &after_runs),
             });
             self.note(format!(
                 "first bad commit: {} {}",

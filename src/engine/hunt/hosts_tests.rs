@@ -70,8 +70,33 @@ fn hosts_of_different_speeds_find_the_right_culprits_and_no_wrong_ones() {
             let numbers: BTreeSet<u64> = samples.iter().map(|s| s.run).collect();
             assert_eq!(numbers.len(), samples.len());
             assert_eq!(lab.totals().runs, 3 * lab.rounds);
+            culprits_show_each_hosts_numbers(&report);
         }
     }
+}
+
+/// Each culprit's side-by-side runs, host by host: every host measured
+/// both sides at its own speed, and saw the drop.
+fn culprits_show_each_hosts_numbers(report: &HuntReport) {
+    for c in &report.culprits {
+        let hosts: Vec<&str> = c.per_host.iter().map(|h| h.host.as_str()).collect();
+        assert_eq!(hosts.len(), 3, "{c:?}");
+        let runs: usize = c.per_host.iter().map(|h| h.runs_before).sum();
+        assert_eq!(runs, c.runs_before);
+        for h in &c.per_host {
+            let (Some(before), Some(after)) = (h.before_tps, h.after_tps) else {
+                panic!("{h:?}")
+            };
+            assert!(after < before, "{h:?}");
+        }
+        let speed = |name: &str| {
+            let h = c.per_host.iter().find(|h| h.host == name).unwrap();
+            h.before_tps.unwrap()
+        };
+        assert!(speed("host-2") < speed("host-1") && speed("host-1") < speed("host-3"));
+    }
+    let text = crate::report::render(report, crate::report::Format::Text, None).unwrap();
+    assert!(text.contains("tps on host-2:"), "{text}");
 }
 
 #[test]
