@@ -350,6 +350,7 @@ fn the_drop_a_culprit_leaves_unexplained_is_the_ratio_of_the_two() {
     let with_change = |pct: f64| Comparison {
         change: crate::core::decide::Change {
             pct,
+            low_pct: pct,
             ..whole.change
         },
         ..whole
@@ -363,6 +364,29 @@ fn the_drop_a_culprit_leaves_unexplained_is_the_ratio_of_the_two() {
     let rest = hunt.unexplained(range, &with_change(-5.0)).unwrap();
     let expected = 100.0 * ((1.0 + whole.change.pct / 100.0) / 0.95 - 1.0);
     assert!((rest - expected).abs() < 1e-9 && rest < -9.0, "{rest}");
+    // The same culprit measured on few runs, its interval reaching the
+    // whole drop: what is left may be noise in its estimate, not a step.
+    let unsure = Comparison {
+        change: crate::core::decide::Change {
+            pct: -5.0,
+            low_pct: whole.change.pct - 1.0,
+            ..whole.change
+        },
+        ..whole
+    };
+    assert_eq!(hunt.unexplained(range, &unsure), None);
+    // Its interval reaching half of it leaves the rest beyond that.
+    let halfway = 100.0 * ((1.0 + whole.change.pct / 100.0).sqrt() - 1.0);
+    let wide = Comparison {
+        change: crate::core::decide::Change {
+            pct: -5.0,
+            low_pct: halfway,
+            ..whole.change
+        },
+        ..whole
+    };
+    let rest = hunt.unexplained(range, &wide).unwrap();
+    assert!((rest - halfway).abs() < 1e-9, "{rest} {halfway}");
 }
 
 /// 1000 tps before `step`, 800 from it on, with a 3% spread; `zero`
