@@ -113,7 +113,7 @@ fn serve_into(request: &Request, answer: &mut Answer) -> anyhow::Result<()> {
             program.display()
         );
     }
-    let reaped = server::reap_leftovers(&dirs.servers)?;
+    let reaped = server::reap_leftovers(&dirs.servers)? + stop_unrecorded(&dirs)?;
     if reaped > 0 {
         answer.notes.push(format!(
             "stopped {reaped} server(s) an earlier run left behind"
@@ -151,6 +151,26 @@ fn serve_into(request: &Request, answer: &mut Answer) -> anyhow::Result<()> {
     answer.totals = runs.totals();
     answer.outcome = Some(outcome);
     Ok(())
+}
+
+/// Stops servers still running in the host's data directory or its
+/// templates: one run at a time uses them, so before a run any server
+/// there outlived its run (killed before it recorded its server); how
+/// many were stopped.
+fn stop_unrecorded(dirs: &LabDirs) -> anyhow::Result<usize> {
+    let mut folders = vec![dirs.data.join("current")];
+    if let Ok(templates) = std::fs::read_dir(&dirs.templates) {
+        folders.extend(
+            templates
+                .filter_map(Result::ok)
+                .map(|e| e.path().join("data")),
+        );
+    }
+    let mut stopped = 0;
+    for folder in folders {
+        stopped += usize::from(server::stop_server_in(&folder)?);
+    }
+    Ok(stopped)
 }
 
 /// The custom script, in the host's lab folder, named by its text.
