@@ -328,7 +328,13 @@ fn a_killed_ssh_coordinator_is_cleaned_up_after_and_holds_its_hosts() {
     // SIGKILL while a job hangs on a host: the job is left there.
     std::fs::write(&flag, "").unwrap();
     wait_for("a run to take the flag", || (!flag.exists()).then_some(()));
-    let pidfile = wait_for("the hanging job", || pid_files(tmp.path()).pop());
+    // The hanging job is the one whose pid file stays: the other host's
+    // run of the round ends within a second.
+    let pidfile = wait_for("the hanging job", || {
+        let seen = pid_files(tmp.path());
+        std::thread::sleep(Duration::from_secs(2));
+        seen.into_iter().find(|p| p.exists())
+    });
     let pid = std::fs::read_to_string(&pidfile).unwrap();
     child.kill().unwrap();
     child.wait().unwrap();
