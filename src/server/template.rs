@@ -197,15 +197,28 @@ pub fn fresh_copy(template: &DataTemplate, dest: &Path) -> Result<Duration, Serv
         std::fs::create_dir_all(parent)
             .map_err(|e| ServerError::io(format!("cannot create {}", parent.display()), e))?;
     }
+    // Copied beside it and renamed into place: a copy cut short (its
+    // process killed) is never taken for a data directory, and the next
+    // copy removes it.
+    let mut part = dest.as_os_str().to_owned();
+    part.push(".part");
+    let part = PathBuf::from(part);
+    if part.exists() {
+        std::fs::remove_dir_all(&part).map_err(|e| {
+            ServerError::io(format!("cannot remove the cut copy {}", part.display()), e)
+        })?;
+    }
     let started = Instant::now();
     let args = [
         OsString::from("-a"),
         "--reflink=auto".into(),
         template.data_dir().into_os_string(),
-        dest.as_os_str().to_owned(),
+        part.as_os_str().to_owned(),
     ];
     Invocation::new("cp", args)
         .within(super::data_limit(template.scale))
         .run(&RunAs::CurrentUser)?;
+    std::fs::rename(&part, dest)
+        .map_err(|e| ServerError::io(format!("cannot rename {}", part.display()), e))?;
     Ok(started.elapsed())
 }

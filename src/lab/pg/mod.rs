@@ -358,14 +358,16 @@ impl PgLab {
         Ok(None)
     }
 
-    /// The installs a run of the built `commit` uses: its own, and the
-    /// one whose pgbench drives the load.
-    pub fn installs_for_run(&self, commit: &str) -> anyhow::Result<Vec<PathBuf>> {
-        let mut installs = vec![self.prefix(commit)?.clone()];
+    /// The installs a run of `commit` uses, those built so far: its own,
+    /// and the one whose pgbench drives the load.
+    pub fn installs_for_run(&self, commit: &str) -> Vec<PathBuf> {
+        let mut uses = vec![commit];
         if self.cfg.pgbench == PgbenchChoice::Good && self.driver != commit {
-            installs.push(self.prefix(&self.driver)?.clone());
+            uses.push(&self.driver);
         }
-        Ok(installs)
+        uses.iter()
+            .filter_map(|c| self.installs.get(*c).cloned())
+            .collect()
     }
 
     /// What a host needs to make this lab's runs as they are made here,

@@ -107,7 +107,7 @@ impl PgPoolLab {
         };
         let installs = self
             .local
-            .installs_for_run(&commit.id)?
+            .installs_for_run(&commit.id)
             .into_iter()
             .map(|path| {
                 let key = install_key(&path);
@@ -361,7 +361,7 @@ impl Lab for PgPoolLab {
     fn prepare(&mut self, commit: &Commit) -> anyhow::Result<Prepared> {
         let prepared = self.local.prepare(commit)?;
         if matches!(prepared, Prepared::Ready { .. }) {
-            for local in self.local.installs_for_run(&commit.id).unwrap_or_default() {
+            for local in self.local.installs_for_run(&commit.id) {
                 self.on.sent.everywhere(&local, &install_key(&local))?;
             }
         }
