@@ -370,6 +370,9 @@ fn pg_history(dir: &Path, commits: usize, slow: usize) -> Option<String> {
         .arg(dir)
         .args([commits.to_string(), slow.to_string(), "999".to_string()])
         .env("PGBISECT_PG_SOURCE", source)
+        // A slowdown of about half: three runs at once on one CPU (and
+        // the rest of the test suite beside them) are noisy.
+        .env("PGBISECT_SPIN", "80000")
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
