@@ -53,7 +53,7 @@ pub struct Profile {
         skip_serializing_if = "crate::placement::PlacementSpec::is_unset"
     )]
     pub placement: crate::placement::PlacementSpec,
-    /// Other machines to measure on (custom commands only). Left out when
+    /// Other machines to measure on. Left out when
     /// unset, so that a profile without `[hosts]` is hashed as before.
     #[serde(default, skip_serializing_if = "HostsSection::is_unset")]
     pub hosts: HostsSection,

@@ -111,8 +111,13 @@ fn ends_with(mut child: Child, work: &Path, code: i32) {
 }
 
 /// Waits (at most three minutes) until `found` gives something.
-fn wait_for<T>(what: &str, mut found: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(180);
+fn wait_for<T>(what: &str, found: impl FnMut() -> Option<T>) -> T {
+    wait_within(what, Duration::from_secs(180), found)
+}
+
+/// Waits (at most `limit`) until `found` gives something.
+fn wait_within<T>(what: &str, limit: Duration, mut found: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + limit;
     loop {
         if let Some(t) = found() {
             return t;
@@ -122,10 +127,10 @@ fn wait_for<T>(what: &str, mut found: impl FnMut() -> Option<T>) -> T {
     }
 }
 
-/// Checks the finished hunt in `work`: the culprit is `culprit`, every
-/// journaled run has its own number and is counted once in the totals;
-/// the failed runs' reasons.
-fn check_hunt(work: &Path, culprit: &str) -> Vec<String> {
+/// The result and the journaled runs of the finished hunt in `work`,
+/// checked: the culprit is `culprit`, every journaled run has its own
+/// number.
+fn finished(work: &Path, culprit: &str) -> (serde_json::Value, Vec<serde_json::Value>) {
     let hunt_dir = only_hunt_dir(work);
     let v = json(&hunt_dir.join("result.json"));
     assert_eq!(v["culprits"][0]["commit"], culprit, "{v:#}");
@@ -137,6 +142,13 @@ fn check_hunt(work: &Path, culprit: &str) -> Vec<String> {
         .collect();
     let numbers = journaled_runs(work);
     assert_eq!(numbers.len(), runs.len(), "a run number journaled twice");
+    (v, runs)
+}
+
+/// Checks the finished hunt in `work` as [`finished`] does, and that
+/// every run is counted once in the totals; the failed runs' reasons.
+fn check_hunt(work: &Path, culprit: &str) -> Vec<String> {
+    let (v, runs) = finished(work, culprit);
     let counted = v["totals"]["runs"].as_u64().unwrap() as usize;
     assert!(
         counted <= runs.len() && counted + 1 >= runs.len(),
@@ -329,7 +341,13 @@ fn a_killed_ssh_coordinator_is_cleaned_up_after_and_holds_its_hosts() {
     // SIGKILL while a job hangs on a host: the job is left there.
     std::fs::write(&flag, "").unwrap();
     wait_for("a run to take the flag", || (!flag.exists()).then_some(()));
-    let pidfile = wait_for("the hanging job", || pid_files(tmp.path()).pop());
+    // The hanging job is the one whose pid file stays: the other host's
+    // run of the round ends within a second.
+    let pidfile = wait_for("the hanging job", || {
+        let seen = pid_files(tmp.path());
+        std::thread::sleep(Duration::from_secs(2));
+        seen.into_iter().find(|p| p.exists())
+    });
     let pid = std::fs::read_to_string(&pidfile).unwrap();
     child.kill().unwrap();
     child.wait().unwrap();
@@ -344,27 +362,168 @@ fn a_killed_ssh_coordinator_is_cleaned_up_after_and_holds_its_hosts() {
     assert!(pid_files(tmp.path()).is_empty(), "jobs left on the hosts");
 }
 
-#[test]
-fn hosts_refuse_a_pgbench_profile() {
-    let (repo, _) = history(&levels_with_drop_at(4, 2), &[]);
-    let tmp = tempfile::tempdir().unwrap();
-    let out = pgbisect(
-        repo.path(),
-        &tmp.path().join("w"),
-        &[
-            "--good",
-            "good",
-            "--bad",
-            "bad",
-            "--profile",
-            "smoke",
-            "--hosts",
-            "a,b",
-        ],
+/// A history of Debian's PostgreSQL 15 source (`PGBISECT_TEST_PG_SOURCE`)
+/// in `dir`: `commits` commits after `good`, the one numbered `slow`
+/// slowing every statement down (`scripts/make-history.sh`); its SHA. `None`
+/// (skipped) without the source.
+fn pg_history(dir: &Path, commits: usize, slow: usize) -> Option<String> {
+    let Ok(source) = std::env::var("PGBISECT_TEST_PG_SOURCE") else {
+        eprintln!("skipped: no PGBISECT_TEST_PG_SOURCE (scripts/test.sh sets it)");
+        return None;
+    };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/make-history.sh");
+    let out = Command::new(script)
+        .arg(dir)
+        .args([commits.to_string(), slow.to_string(), "999".to_string()])
+        .env("PGBISECT_PG_SOURCE", source)
+        // A slowdown of about half: three runs at once on one CPU (and
+        // the rest of the test suite beside them) are noisy.
+        .env("PGBISECT_SPIN", "80000")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stdout);
+    let line = said.lines().find(|l| l.starts_with("slow: ")).unwrap();
+    Some(line.split_whitespace().nth(1).unwrap().to_string())
+}
+
+/// A temp dir every user may enter: PostgreSQL runs as `postgres` when
+/// the tests run as root, and must reach the hosts' folders in it.
+fn open_tempdir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::Builder::new()
+        .prefix("pgbisect-hosts-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    tmp
+}
+
+/// The `smoke` workload with `hosts` (a `[hosts]` section).
+fn pg_profile(dir: &Path, hosts: &str) -> PathBuf {
+    let path = dir.join("pg-hosts.toml");
+    let smoke = Path::new(env!("CARGO_MANIFEST_DIR")).join("bisect-profiles/smoke.toml");
+    let text = std::fs::read_to_string(smoke).unwrap();
+    std::fs::write(&path, format!("{text}\n{hosts}")).unwrap();
+    path
+}
+
+/// The postmasters of the hosts' lab folders under `dir/hosts` that run.
+fn postmasters(dir: &Path) -> Vec<String> {
+    let Ok(hosts) = std::fs::read_dir(dir.join("hosts")) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for host in hosts.filter_map(Result::ok) {
+        let name = host.file_name();
+        let pidfile = host
+            .path()
+            .join("pg-lab")
+            .join(&name)
+            .join("data/current/postmaster.pid");
+        let Ok(text) = std::fs::read_to_string(pidfile) else {
+            continue;
+        };
+        let pid = text.lines().next().unwrap_or("").trim().to_string();
+        if !pid.is_empty() && alive(&pid) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Checks a finished PostgreSQL hunt in `work` over `hosts`: the culprit,
+/// every run journaled once with its host and measured, runs on every host.
+fn check_pg_hunt(work: &Path, culprit: &str, hosts: &[String]) {
+    let (v, runs) = finished(work, culprit);
+    for run in &runs {
+        let host = run["host"].as_str().unwrap_or("");
+        assert!(hosts.iter().any(|h| h == host), "{run}");
+        assert!(
+            run["outcome"]["Measured"]["tps"].as_f64().is_some(),
+            "{run}"
+        );
+    }
+    for host in hosts {
+        assert!(
+            runs.iter().any(|r| r["host"] == host.as_str()),
+            "no run on {host}"
+        );
+    }
+    // Runs and warm-ups are counted apart, as on one machine.
+    let totals = &v["totals"];
+    let warmups = totals["warmup_runs"].as_u64().unwrap();
+    assert!(
+        warmups > 0 && totals["runs"].as_u64().unwrap() > warmups,
+        "{totals}"
     );
-    assert_code(&out, 2);
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert!(said.contains("only custom-command profiles"), "{said}");
+}
+
+/// A hunt of real PostgreSQL builds over three ssh hosts (one box under
+/// three names): built here, measured there; the coordinator killed
+/// (SIGKILL) together with a run on a host while its server runs, and the
+/// hunt resumed: the server left behind is stopped, and the culprit found.
+#[test]
+fn a_pgbench_hunt_over_ssh_hosts_survives_a_killed_coordinator() {
+    let Some((hosts, config)) = ssh_setup() else {
+        return;
+    };
+    let tmp = open_tempdir();
+    let repo = tmp.path().join("repo");
+    let Some(slow) = pg_history(&repo, 5, 3) else {
+        return;
+    };
+    let profile = pg_profile(tmp.path(), &ssh_section(&hosts, tmp.path(), &config));
+    let work = tmp.path().join("w");
+    // The first culprit is enough: further steps would be hunted in noise.
+    let mut child = start(&repo, &work, &profile, &["--first-only"]);
+    // The endpoints are built first (minutes from a cold compiler cache).
+    let builds = Duration::from_secs(1800);
+    wait_within("runs", builds, || {
+        (journaled_runs(&work).len() >= 6).then_some(())
+    });
+    let server = wait_for("a server on a host", || postmasters(tmp.path()).pop());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The runs on the hosts killed too, before they stop their servers.
+    for pidfile in pid_files(tmp.path()) {
+        let pid = std::fs::read_to_string(&pidfile).unwrap();
+        let _ = Command::new("kill")
+            .args(["-s", "KILL", "--"])
+            .arg(format!("-{}", pid.trim()))
+            .status();
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(alive(&server), "the server went with its run");
+
+    let out = resume(&work);
+    assert_code(&out, 0);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("server(s) an earlier run left behind"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("(ssh)"), "{stderr}");
+    assert!(
+        !alive(&server),
+        "the server {server} left on a host still runs"
+    );
+    check_pg_hunt(&work, &slow, &hosts);
+    assert!(
+        postmasters(tmp.path()).is_empty(),
+        "servers left on the hosts"
+    );
+    assert!(pid_files(tmp.path()).is_empty(), "jobs left on the hosts");
+    for host in &hosts {
+        let templates = tmp
+            .path()
+            .join("hosts")
+            .join(host)
+            .join("pg-lab")
+            .join(host)
+            .join("templates");
+        assert_eq!(std::fs::read_dir(templates).unwrap().count(), 1, "{host}");
+    }
 }
 
 /// The Slurm jobs of hunts in this test's work dirs still in the queue.
@@ -470,6 +629,33 @@ fn a_slurm_hunt_finds_the_culprit() {
     );
     let failed = check_hunt(&work, &shas[5]);
     assert!(failed.is_empty(), "{failed:?}");
+}
+
+/// A hunt of real PostgreSQL builds through Slurm: each run a job on the
+/// node, the installs and the node's lab folder read on the shared work
+/// dir.
+#[test]
+fn a_pgbench_hunt_through_slurm_finds_the_slowdown() {
+    let Some((node, partition)) = slurm_setup() else {
+        return;
+    };
+    let tmp = open_tempdir();
+    let repo = tmp.path().join("repo");
+    let Some(slow) = pg_history(&repo, 4, 2) else {
+        return;
+    };
+    let profile = pg_profile(tmp.path(), &slurm_section(&node, &partition));
+    let work = tmp.path().join("w");
+    let out = hunt(&repo, &work, &profile, &["--slurm", "--first-only"]);
+    assert_code(&out, 0);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("measuring on {node} (slurm)")),
+        "{stderr}"
+    );
+    check_pg_hunt(&work, &slow, std::slice::from_ref(&node));
+    let templates = work.join("pg-lab").join(&node).join("templates");
+    assert_eq!(std::fs::read_dir(templates).unwrap().count(), 1);
 }
 
 /// A round through real ssh: one run on every host at once, in the hosts'

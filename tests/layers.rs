@@ -40,6 +40,7 @@ const FLOORS: &[(&str, &[&str])] = &[
             "lab::command",
             "lab::replay",
             "lab::pool",
+            "lab::spread",
         ],
     ),
     ("engine", &["engine"]),

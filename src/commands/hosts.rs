@@ -3,9 +3,8 @@
 //!
 //! Taking the hosts is where a hunt learns whether it can use them at all,
 //! so every refusal happens here, before the first build, and says what to
-//! do next: a PostgreSQL (pgbench) profile, no `ssh` or `sbatch`, a host
-//! that cannot be reached, a host another hunt holds, hosts that are not
-//! alike. What an earlier start of the same hunt left running on the hosts
+//! do next: no `ssh` or `sbatch`, a host that cannot be reached, a host
+//! another hunt holds, hosts that are not alike. What an earlier start of the same hunt left running on the hosts
 //! (its coordinator was killed) is stopped here too.
 
 use crate::error::UsageError;
@@ -25,8 +24,8 @@ use std::sync::Arc;
 #[serde(default)]
 pub struct HostArgs {
     /// Measure on these hosts over ssh (names your ssh config knows,
-    /// comma-separated), one run on each at a time; for custom-command
-    /// profiles (default: the profile's [hosts] ssh).
+    /// comma-separated), one run on each at a time (default: the
+    /// profile's [hosts] ssh).
     #[arg(
         long,
         value_name = "HOST,...",
@@ -36,7 +35,7 @@ pub struct HostArgs {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<String>,
     /// Measure on Slurm nodes: the profile's [hosts] nodes, partition and
-    /// constraint, one exclusive job a run; for custom-command profiles.
+    /// constraint, one exclusive job a run.
     #[arg(long)]
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub slurm: bool,
@@ -162,17 +161,6 @@ pub(super) fn take(
     let Some(backend) = choose(args, &profile.hosts, work, name)? else {
         return Ok(None);
     };
-    if !profile.is_custom() {
-        return Err(UsageError(format!(
-            "only custom-command profiles ([build] command and [benchmark] command) can \
-             measure on other hosts yet; PostgreSQL builds measured with pgbench run on this \
-             machine: drop --hosts/--slurm (and the profile's [hosts]), or measure with a \
-             [benchmark] command ({} hosts asked for: {})",
-            backend.kind(),
-            backend.hosts().join(", ")
-        ))
-        .into());
-    }
     let owner = Owner::here(name, work.root());
     let mut held = Held {
         backend: backend.clone(),
@@ -262,22 +250,5 @@ mod tests {
         assert!(err.to_string().contains("keep one"), "{err}");
         let none = choose(&HostArgs::default(), &HostsSection::default(), &work, hunt).unwrap();
         assert!(none.is_none());
-    }
-
-    #[test]
-    fn a_pgbench_profile_cannot_use_hosts_yet() {
-        let (_tmp, work, hunt) = hunt();
-        let args = HostArgs {
-            hosts: vec!["a".into()],
-            ..HostArgs::default()
-        };
-        let mut progress = crate::progress::Silent;
-        let err = take(&args, &Profile::default(), (&work, hunt), &mut progress)
-            .err()
-            .unwrap();
-        assert!(
-            err.to_string().contains("only custom-command profiles"),
-            "{err}"
-        );
     }
 }

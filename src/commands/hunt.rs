@@ -348,6 +348,13 @@ fn run_hunt(
             "no why-runs: a custom benchmark command has no instruments".into(),
         ));
     } else if !args.no_why && !report.culprits.is_empty() {
+        if held.is_some() {
+            progress.event(&ProgressEvent::Note(
+                "the why-runs (pgbench's instruments, wait events, a CPU profile) are made on \
+                 this machine, not on the hosts"
+                    .into(),
+            ));
+        }
         let clients = plan
             .profile
             .benchmark

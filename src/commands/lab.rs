@@ -9,6 +9,7 @@ use crate::build::{BuildSettings, BuildSystem, Fixup};
 use crate::error::UsageError;
 use crate::lab::Lab;
 use crate::lab::command::{CommandLab, Commands, DEFAULT_BENCHMARK_LIMIT, DEFAULT_BUILD_LIMIT};
+use crate::lab::pg::pool::PgPoolLab;
 use crate::lab::pg::{PerfProfiler, PgLab, PgLabConfig, PgbenchChoice};
 use crate::lab::pool::PoolLab;
 use crate::machine::steady::Watch;
@@ -64,14 +65,22 @@ pub(super) fn make_lab_on(
             None => Box::new(lab),
         });
     }
-    Ok(Box::new(pg_lab(
+    let lab = pg_lab(
         plan,
         args,
         runs_dir,
         watch,
         repo,
         build_settings(&plan.profile)?,
-    )?))
+    )?;
+    Ok(match on {
+        Some((held, tag)) => {
+            let prefix = format!("{}{tag}", held.owner.job_prefix());
+            let pool = PgPoolLab::new(lab, held.backend.clone(), &prefix, runs_dir)?;
+            Box::new(pool)
+        }
+        None => Box::new(lab),
+    })
 }
 
 /// The repository of `plan`, with the commits made in the private work

@@ -9,6 +9,7 @@
 mod args;
 mod compare;
 mod completions;
+mod host_run;
 mod hosts;
 mod hunt;
 mod judge;
@@ -110,6 +111,10 @@ pub enum Command {
     /// Judge one commit against a hunt's good and bad runs (for `git bisect run`).
     #[command(after_help = judge::AFTER_HELP)]
     Judge(JudgeArgs),
+    /// One run on a host of a hunt coordinated elsewhere (started by the
+    /// hunt, through ssh or Slurm).
+    #[command(hide = true)]
+    HostRun,
 }
 
 /// Parses the command line and runs the command.
@@ -134,6 +139,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Some(Command::Completions { shell }) => completions::command(shell),
         Some(Command::Compare(args)) => compare::command(&args),
         Some(Command::Judge(args)) => Ok(judge::command(&args)),
+        Some(Command::HostRun) => host_run::command(),
     }
 }
 

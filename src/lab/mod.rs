@@ -11,11 +11,14 @@
 //! | `command` | shell commands from a profile |
 //! | `replay`  | runs from a journal first, then a real lab (resume) |
 //! | `pool`    | shell commands from a profile, run on several hosts (`crate::hosts`) |
+//! | `pg::pool` | real PostgreSQL builds made here, measured on several hosts |
+//! | `spread`  | what labs of several hosts share: rounds, lone runs in turn, hosts down, sends |
 
 pub mod command;
 pub mod pg;
 pub mod pool;
 pub mod replay;
+pub(crate) mod spread;
 
 use crate::core::why::Instrumented;
 use crate::model::{Commit, LabTotals, Prepared, RunOutcome};

@@ -10,42 +10,30 @@
 //! benchmark that needs files from it has the build command install
 //! them), with `$PGBISECT_HOST` naming the host.
 //!
-//! [`Lab::run_round`] runs the benchmark on every host at once (a thread
-//! each) and hands back one run per host in the hosts' order; [`Lab::run`]
-//! alone goes to the next host in turn. A host that goes away makes
-//! failed runs in rounds, each with the reason (ssh's words, Slurm's
-//! refusal), and the hunt goes on with the others; a lone run meant for it
-//! is made on the next host instead, and it is tried again every
-//! [`RETRY_DOWN_EVERY`] runs. When it comes back, its runs go on, the
-//! install sent first if it missed it. A run that was cut short (its
-//! deadline, a job cancelled or preempted, its processes killed) is a
-//! failed run with the reason, and is not made again.
+//! Rounds, lone runs in turn and hosts that go away are handled as for
+//! every lab of several hosts ([`crate::lab::spread`]). A run that was cut
+//! short (its deadline, a job cancelled or preempted, its processes
+//! killed) is a failed run with the reason, and is not made again.
 
 use crate::core::fingerprint::fingerprint;
 use crate::hosts::{Backend, Job, JobEnd};
 use crate::lab::command::{CommandLab, read_run};
+use crate::lab::spread::{OnHost, Ran, Sent, Spread};
 use crate::lab::{HostRun, Lab, RunSpec};
 use crate::model::{Commit, LabTotals, Prepared, RunOutcome};
-use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Builds here with the profile's commands, measures on the hosts.
 pub struct PoolLab {
     builder: CommandLab,
     on: OnHosts,
-    /// The host the next lone run goes to.
-    next: usize,
-    /// Hosts found down, left out of lone runs for a while.
-    down: HashSet<String>,
-    runs: u64,
-    bench_seconds: f64,
+    spread: Spread,
 }
 
 /// What the threads running on the hosts share.
 struct OnHosts {
-    backend: Arc<dyn Backend>,
     /// The benchmark command, its deadline, and the build command's
     /// fingerprint (part of an install's key).
     benchmark: String,
@@ -54,8 +42,8 @@ struct OnHosts {
     /// `pgbisect-<hunt>-`: the jobs' names start so.
     job_prefix: String,
     runs_dir: PathBuf,
-    /// Where each (host, commit) install is on the host.
-    sent: Mutex<HashMap<(String, String), String>>,
+    /// Where each install is on each host.
+    sent: Sent,
 }
 
 impl PoolLab {
@@ -65,31 +53,22 @@ impl PoolLab {
         builder: CommandLab,
         backend: Arc<dyn Backend>,
         job_prefix: &str,
-        runs_dir: &std::path::Path,
+        runs_dir: &Path,
     ) -> PoolLab {
         let commands = builder.commands();
         let on = OnHosts {
-            backend,
             benchmark: commands.benchmark.clone(),
             limit: commands.benchmark_limit,
             build_key: fingerprint(commands.build.as_deref().unwrap_or(""))[..12].to_string(),
             job_prefix: job_prefix.to_string(),
             runs_dir: runs_dir.to_path_buf(),
-            sent: Mutex::new(HashMap::new()),
+            sent: Sent::new(backend),
         };
         PoolLab {
             builder,
             on,
-            next: 0,
-            down: HashSet::new(),
-            runs: 0,
-            bench_seconds: 0.0,
+            spread: Spread::default(),
         }
-    }
-
-    fn count(&mut self, seconds: f64) {
-        self.runs += 1;
-        self.bench_seconds += seconds;
     }
 }
 
@@ -106,43 +85,34 @@ impl OnHosts {
         &self,
         host: &str,
         commit: &Commit,
-        local: &std::path::Path,
+        local: &Path,
     ) -> anyhow::Result<Result<String, String>> {
-        let index = (host.to_string(), commit.id.clone());
-        if let Some(path) = self.lock_sent().get(&index) {
-            return Ok(Ok(path.clone()));
-        }
         if !local.is_dir() {
             // No build command: an empty install, for the runs' folder.
             crate::files::create_dir(local)?;
         }
-        let sent = self.backend.send(host, local, &self.key(commit))?;
-        if let Ok(path) = &sent {
-            self.lock_sent().insert(index, path.clone());
-        }
-        Ok(sent)
+        self.sent.ensure(host, local, &self.key(commit))
+    }
+}
+
+impl OnHost for OnHosts {
+    /// The commit and its install here.
+    type Work = (Commit, PathBuf);
+
+    fn hosts(&self) -> &[String] {
+        self.sent.backend().hosts()
     }
 
-    fn lock_sent(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), String>> {
-        self.sent
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// One run on `host` of `commit` (installed in `local` here).
     fn run_on(
         &self,
         host: &str,
-        (commit, local): (&Commit, &std::path::Path),
+        (commit, local): &(Commit, PathBuf),
         spec: RunSpec,
     ) -> anyhow::Result<Ran> {
         let started = Instant::now();
         let prefix = match self.ensure_sent(host, commit, local)? {
             Ok(path) => path,
-            Err(reason) => {
-                let reason = format!("no run on {host}: {reason}");
-                return Ok(Ran::down(reason));
-            }
+            Err(reason) => return Ok(Ran::down(format!("no run on {host}: {reason}"))),
         };
         let script = &self.benchmark;
         let output = self
@@ -162,7 +132,7 @@ impl OnHosts {
             limit: self.limit,
             output: &output,
         };
-        let outcome = match self.backend.run(host, &job)? {
+        let outcome = match self.sent.backend().run(host, &job)? {
             JobEnd::Exited { code, output: text } => {
                 let exit = if code == 0 {
                     Ok(())
@@ -174,34 +144,9 @@ impl OnHosts {
             JobEnd::Lost(reason) => RunOutcome::Failed { reason },
             JobEnd::HostDown(reason) => return Ok(Ran::down(reason)),
         };
-        Ok(Ran {
-            outcome,
-            seconds: started.elapsed().as_secs_f64(),
-            host_down: false,
-        })
+        Ok(Ran::made(outcome, started.elapsed().as_secs_f64()))
     }
 }
-
-/// One run on one host.
-struct Ran {
-    outcome: RunOutcome,
-    seconds: f64,
-    /// The host could not be reached: another may make the run.
-    host_down: bool,
-}
-
-impl Ran {
-    fn down(reason: String) -> Ran {
-        Ran {
-            outcome: RunOutcome::Failed { reason },
-            seconds: 0.0,
-            host_down: true,
-        }
-    }
-}
-
-/// Lone runs between two tries of hosts that were down.
-const RETRY_DOWN_EVERY: u64 = 20;
 
 impl Lab for PoolLab {
     /// Builds here, then puts the install on every host at once; a host
@@ -209,128 +154,52 @@ impl Lab for PoolLab {
     fn prepare(&mut self, commit: &Commit) -> anyhow::Result<Prepared> {
         let prepared = self.builder.prepare(commit)?;
         if matches!(prepared, Prepared::Ready { .. }) {
-            let (this, local) = (&self.on, self.builder.prefix(commit));
-            let local = local.as_path();
-            let sent: Vec<anyhow::Result<Result<String, String>>> = std::thread::scope(|s| {
-                let handles: Vec<_> = this
-                    .backend
-                    .hosts()
-                    .iter()
-                    .map(|host| s.spawn(move || this.ensure_sent(host, commit, local)))
-                    .collect();
-                handles.into_iter().map(join).collect()
-            });
-            for result in sent {
-                // A host that could not take it gets it before its run.
-                let _not_now = result?;
+            let local = self.builder.prefix(commit);
+            if !local.is_dir() {
+                crate::files::create_dir(&local)?;
             }
+            self.on.sent.everywhere(&local, &self.on.key(commit))?;
         }
         Ok(prepared)
     }
 
-    /// On the next host in turn that is up; a host found down is left
-    /// out of lone runs (tried again every [`RETRY_DOWN_EVERY`] runs) and
-    /// the run goes to the next host. When every host is down, the run
-    /// fails with the last host's reason.
     fn run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
-        let hosts = self.on.backend.hosts().to_vec();
-        if spec.run.is_multiple_of(RETRY_DOWN_EVERY) {
-            self.down.clear();
-        }
-        let local = self.builder.prefix(commit);
-        let start = self.next;
-        let mut order: Vec<usize> = (0..hosts.len())
-            .map(|i| (start + i) % hosts.len())
-            .collect();
-        order.sort_by_key(|i| self.down.contains(&hosts[*i]));
-        let mut last = None;
-        for i in order {
-            let ran = self.on.run_on(&hosts[i], (commit, &local), spec)?;
-            if ran.host_down {
-                self.down.insert(hosts[i].clone());
-                last = Some(ran.outcome);
-                continue;
-            }
-            self.down.remove(&hosts[i]);
-            self.next = (i + 1) % hosts.len();
-            self.count(ran.seconds);
-            return Ok(ran.outcome);
-        }
-        self.count(0.0);
-        Ok(last.unwrap_or_else(|| RunOutcome::Failed {
-            reason: "no hosts".into(),
-        }))
+        let work = (commit.clone(), self.builder.prefix(commit));
+        self.spread.lone(&self.on, &work, spec)
     }
 
     fn hosts(&self) -> Vec<String> {
-        self.on.backend.hosts().to_vec()
+        self.on.hosts().to_vec()
     }
 
-    /// The runs asked for, each on its own host, all at once: a whole
-    /// round, or the part of one that a stopped hunt did not journal.
     fn run_on(
         &mut self,
         commit: &Commit,
         spec: RunSpec,
         runs: &[(usize, u64)],
     ) -> anyhow::Result<Vec<HostRun>> {
-        let hosts = self.on.backend.hosts().to_vec();
-        let (this, local) = (&self.on, self.builder.prefix(commit));
-        let local = local.as_path();
-        let mut asked = Vec::with_capacity(runs.len());
-        for &(i, run) in runs {
-            let host = hosts.get(i).ok_or_else(|| {
-                anyhow::anyhow!("no host number {i}: the hunt has {}", hosts.len())
-            })?;
-            asked.push((host.as_str(), RunSpec { run, ..spec }));
-        }
-        let ended: Vec<anyhow::Result<Ran>> = std::thread::scope(|s| {
-            let handles: Vec<_> = asked
-                .iter()
-                .map(|&(host, spec)| s.spawn(move || this.run_on(host, (commit, local), spec)))
-                .collect();
-            handles.into_iter().map(join).collect()
-        });
-        let mut made = Vec::with_capacity(asked.len());
-        for ((host, _), result) in asked.iter().zip(ended) {
-            let ran = result?;
-            self.count(ran.seconds);
-            if ran.host_down {
-                self.down.insert(host.to_string());
-            } else {
-                self.down.remove(*host);
-            }
-            made.push(HostRun {
-                host: Some(host.to_string()),
-                outcome: ran.outcome,
-            });
-        }
-        Ok(made)
+        let work = (commit.clone(), self.builder.prefix(commit));
+        self.spread.some(&self.on, &work, spec, runs)
     }
 
     fn totals(&self) -> LabTotals {
+        let spread = self.spread.totals();
         LabTotals {
-            runs: self.runs,
-            bench_seconds: self.bench_seconds,
+            runs: spread.runs,
+            bench_seconds: spread.bench_seconds,
             ..self.builder.totals()
         }
     }
 
     fn describe(&self) -> String {
+        let backend = self.on.sent.backend();
         format!(
             "{}; on {} ({})",
             self.builder.describe(),
-            self.on.backend.hosts().join(", "),
-            self.on.backend.kind()
+            backend.hosts().join(", "),
+            backend.kind()
         )
     }
-}
-
-/// A thread's result; a thread that panicked is an error, not a panic here.
-fn join<T>(handle: std::thread::ScopedJoinHandle<'_, anyhow::Result<T>>) -> anyhow::Result<T> {
-    handle
-        .join()
-        .unwrap_or_else(|_| Err(anyhow::anyhow!("a thread running on a host panicked")))
 }
 
 #[cfg(test)]
@@ -342,6 +211,7 @@ mod tests {
     use crate::machine::Machine;
     use crate::repo::{Repo, WorkTree};
     use std::path::Path;
+    use std::sync::Mutex;
     use std::time::Duration;
 
     /// Hosts that are folders here: a job runs with `sh` in its folder,
@@ -520,7 +390,7 @@ mod tests {
             let outcome = lab.run(&commit, spec(run)).unwrap();
             assert!(matches!(outcome, RunOutcome::Measured(_)), "{outcome:?}");
         }
-        assert!(lab.down.contains("gone"));
+        assert!(lab.spread.is_down("gone"));
         assert_eq!(lab.totals().runs, 3);
         let (mut lab, _, commit) = pool(tmp.path().join("x").as_path(), &["gone"]);
         lab.prepare(&commit).unwrap();

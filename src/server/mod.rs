@@ -23,7 +23,7 @@ pub use limits::{
     raise_open_files,
 };
 pub use pgbench::{BenchError, run_pgbench, time_limit};
-pub use registry::{process_start_time, reap_leftovers};
+pub use registry::{process_start_time, reap_leftovers, stop_server_in};
 pub use run_as::{DEFAULT_USER, RunAs, is_root, lookup_user};
 pub use template::{DataTemplate, TemplateSpec, fresh_copy, shares_blocks};
 

@@ -81,6 +81,28 @@ pub fn reap_leftovers(dir: &Path) -> Result<usize, ServerError> {
     Ok(stopped)
 }
 
+/// Stops the server running in `data_dir`, if one does (the postmaster
+/// `postmaster.pid` names, alive and working in that folder), and says
+/// whether one was stopped. For a folder only one run uses at a time: a
+/// run killed while `pg_ctl start` waited left a server it never recorded.
+pub fn stop_server_in(data_dir: &Path) -> Result<bool, ServerError> {
+    let Some(pid) = postmaster_pid(data_dir).filter(|pid| is_alive(*pid)) else {
+        return Ok(false);
+    };
+    let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok();
+    if cwd.is_none() || cwd != std::fs::canonicalize(data_dir).ok() {
+        return Ok(false);
+    }
+    if !stop_by_signal(pid) {
+        return Err(ServerError::StopFailed {
+            data_dir: data_dir.to_path_buf(),
+            pid,
+        });
+    }
+    remove_orphaned_shmem(data_dir);
+    Ok(true)
+}
+
 fn owner_alive(entry: &Entry) -> bool {
     is_alive(entry.owner_pid) && process_start_time(entry.owner_pid) == entry.owner_start
 }
@@ -186,6 +208,22 @@ pub fn process_start_time(pid: u32) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_postmaster_working_in_the_folder_is_stopped_there() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(!stop_server_in(dir.path()).unwrap(), "no postmaster.pid");
+        // A live process named in the pid file, working elsewhere (this
+        // test): not the folder's server, left alone.
+        let pidfile = dir.path().join("postmaster.pid");
+        std::fs::write(
+            &pidfile,
+            format!("{}\n{}\n", std::process::id(), dir.path().display()),
+        )
+        .unwrap();
+        assert!(!stop_server_in(dir.path()).unwrap());
+        assert!(is_alive(std::process::id()));
+    }
 
     #[test]
     fn this_process_is_alive_with_a_start_time() {

@@ -174,6 +174,23 @@ pub fn shares_blocks(dir: &Path) -> bool {
         .is_ok()
 }
 
+/// `dest` with `suffix` added to its name: a folder beside it.
+fn sibling(dest: &Path, suffix: &str) -> PathBuf {
+    let mut name = dest.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// Removes `dir`, a copy or an earlier copy of a data directory that was
+/// being made or removed, if it is there.
+fn remove_cut(dir: &Path) -> Result<(), ServerError> {
+    if !dir.exists() {
+        return Ok(());
+    }
+    std::fs::remove_dir_all(dir)
+        .map_err(|e| ServerError::io(format!("cannot remove {}", dir.display()), e))
+}
+
 /// Copies the template's data directory to `dest` (which must not exist,
 /// or be an earlier copy: a data directory, removed first) with
 /// `cp -a --reflink=auto`, keeping owners and modes. Returns how long it took.
@@ -186,26 +203,36 @@ pub fn fresh_copy(template: &DataTemplate, dest: &Path) -> Result<Duration, Serv
                 detail,
             });
         }
-        std::fs::remove_dir_all(dest).map_err(|e| {
+        // Renamed away first: a removal cut short leaves no half data
+        // directory in its place.
+        std::fs::rename(dest, sibling(dest, ".old")).map_err(|e| {
             ServerError::io(
-                format!("cannot remove the earlier copy {}", dest.display()),
+                format!("cannot move the earlier copy {}", dest.display()),
                 e,
             )
         })?;
     }
+    remove_cut(&sibling(dest, ".old"))?;
     if let Some(parent) = dest.parent() {
         std::fs::create_dir_all(parent)
             .map_err(|e| ServerError::io(format!("cannot create {}", parent.display()), e))?;
     }
+    // Copied beside it and renamed into place: a copy cut short (its
+    // process killed) is never taken for a data directory, and the next
+    // copy removes it.
+    let part = sibling(dest, ".part");
+    remove_cut(&part)?;
     let started = Instant::now();
     let args = [
         OsString::from("-a"),
         "--reflink=auto".into(),
         template.data_dir().into_os_string(),
-        dest.as_os_str().to_owned(),
+        part.as_os_str().to_owned(),
     ];
     Invocation::new("cp", args)
         .within(super::data_limit(template.scale))
         .run(&RunAs::CurrentUser)?;
+    std::fs::rename(&part, dest)
+        .map_err(|e| ServerError::io(format!("cannot rename {}", part.display()), e))?;
     Ok(started.elapsed())
 }

@@ -6,6 +6,9 @@
 //! into later ones, and every server is stopped when its run ends, also on
 //! error and interrupt.
 
+pub mod host;
+mod plan;
+pub mod pool;
 mod profiler;
 mod runs;
 
@@ -17,10 +20,11 @@ use crate::machine::steady::{self, Watch};
 use crate::model::{Commit, LabTotals, Prepared, RunOutcome};
 use crate::placement::{Pin, Placement, Policy};
 use crate::repo::{Repo, WorkTree};
-use crate::server::{self, RunAs, Server, ServerError, SocketDir, TemplateSpec, settings};
+use crate::server::{self, RunAs, ServerError, SocketDir, TemplateSpec, settings};
 use anyhow::Context;
+pub use plan::{Place, RunPlan};
 pub use profiler::PerfProfiler;
-use runs::{RealMachinery, RunJob, Runs, failed};
+use runs::{RealMachinery, RunJob, Runs};
 pub use runs::{ServerProfiler, WaitSampler};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -174,18 +178,9 @@ impl PgLab {
         if !self.limits_checked.insert(clients) {
             return Ok(());
         }
-        let (_, max_connections, raised) = server::for_workload(&self.cfg.settings, clients);
-        if let Some(note) = raised {
+        if let Some(note) = check_machine(&self.cfg.settings, &self.cfg.options, clients)? {
             self.note(note);
         }
-        server::raise_open_files(server::open_files_needed(clients));
-        let threads = self.cfg.options.threads_for(clients);
-        server::check_limits(
-            &server::SystemLimits::read(),
-            clients,
-            threads,
-            max_connections,
-        )?;
         Ok(())
     }
 
@@ -245,34 +240,62 @@ impl PgLab {
             .ok_or_else(|| anyhow::anyhow!("commit {commit} was not built before use"))
     }
 
-    /// The data template a run of `commit` starts from: one per data
-    /// format (catalog and control-file versions) and scale.
-    fn template_spec(&mut self, commit: &str) -> anyhow::Result<TemplateSpec> {
-        let key = match self.template_keys.get(commit) {
-            Some(k) => k.clone(),
-            None => {
-                let k = self.template_key(commit)?;
-                self.template_keys.insert(commit.to_string(), k.clone());
-                k
-            }
+    /// The data template's folder name for `commit`: one per data format
+    /// (catalog and control-file versions) and scale.
+    fn template_name(&mut self, commit: &str) -> anyhow::Result<String> {
+        if let Some(k) = self.template_keys.get(commit) {
+            return Ok(k.clone());
+        }
+        let k = self.template_key(commit)?;
+        self.template_keys.insert(commit.to_string(), k.clone());
+        Ok(k)
+    }
+
+    /// What one run of a built `commit` is, its files' names starting
+    /// with `label`: made here by [`PgLab::measure`], or on a host. A
+    /// commit whose data format cannot be read makes a failed run.
+    pub fn plan(
+        &mut self,
+        commit: &Commit,
+        spec: RunSpec,
+        label: &str,
+    ) -> anyhow::Result<Result<RunPlan, String>> {
+        let template = match self.template_name(&commit.id) {
+            Ok(t) => t,
+            Err(e) => return Ok(Err(format!("{e:#}"))),
         };
-        Ok(TemplateSpec {
-            bin: self.prefix(commit)?.join("bin"),
-            pgbench: self.pgbench_for(commit)?,
-            dir: self.cfg.dirs.templates.join(&key),
+        Ok(Ok(RunPlan {
+            commit: commit.short().to_string(),
+            bin: self.prefix(&commit.id)?.join("bin"),
+            pgbench: self.pgbench_for(&commit.id)?,
+            template,
             options: self.cfg.options.clone(),
-            run_as: self.cfg.run_as.clone(),
-            registry_dir: Some(self.cfg.dirs.servers.clone()),
-        })
+            settings: self.settings_for_run(&commit.id, spec.clients)?,
+            clients: spec.clients,
+            run: spec.run,
+            seconds: spec.seconds,
+            label: label.to_string(),
+        }))
+    }
+
+    /// Where this machine's runs are made.
+    fn place(&self) -> Place<'_> {
+        Place {
+            dirs: &self.cfg.dirs,
+            runs_dir: &self.cfg.runs_dir,
+            sockets: &self.sockets,
+            run_as: &self.cfg.run_as,
+        }
     }
 
     /// One server start on a fresh copy, warm-ups, one measured run.
     fn measure(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
-        let template = match self.template_spec(&commit.id) {
-            Ok(t) => t,
-            Err(e) => return Ok(failed(&e)),
+        let plan = match self.plan(commit, spec, "")? {
+            Ok(p) => p,
+            Err(reason) => return Ok(RunOutcome::Failed { reason }),
         };
-        let job = self.job(commit, spec, &template, "")?;
+        let template = plan.template_spec(&self.place());
+        let job = self.job(&plan, &template)?;
         self.runs.measure(job)
     }
 
@@ -283,11 +306,12 @@ impl PgLab {
         commit: &Commit,
         spec: RunSpec,
     ) -> anyhow::Result<Instrumented> {
-        let template = match self.template_spec(&commit.id) {
-            Ok(t) => t,
-            Err(e) => return Ok(Instrumented::Failed(format!("{e:#}"))),
+        let plan = match self.plan(commit, spec, "why-")? {
+            Ok(p) => p,
+            Err(reason) => return Ok(Instrumented::Failed(reason)),
         };
-        let mut job = self.job(commit, spec, &template, "why-")?;
+        let template = plan.template_spec(&self.place());
+        let mut job = self.job(&plan, &template)?;
         let logs = self.cfg.runs_dir.join("why-logs");
         crate::files::create_dir(&logs)
             .with_context(|| format!("cannot create {}", logs.display()))?;
@@ -299,48 +323,22 @@ impl PgLab {
         }
     }
 
-    /// The job of one run; `label` starts the names of its files.
+    /// The job of one run here.
     fn job<'t>(
         &mut self,
-        commit: &Commit,
-        spec: RunSpec,
+        plan: &RunPlan,
         template: &'t TemplateSpec,
-        label: &str,
     ) -> anyhow::Result<RunJob<'t>> {
-        let (server_pin, pgbench_pin) = self.pins_for(spec.clients)?;
+        let pins = self.pins_for(plan.clients)?;
         self.watch_machine();
-        let server = Server {
-            bin: self.prefix(&commit.id)?.join("bin"),
-            data_dir: self.cfg.dirs.data.join("current"),
-            port: server::pick_port(self.sockets.path()),
-            socket_dir: self.sockets.path().to_path_buf(),
-            settings: self.settings_for_run(&commit.id, spec.clients)?,
-            log: self
-                .cfg
-                .dirs
-                .logs
-                .join(format!("server-{label}{:05}.log", spec.run)),
-            run_as: self.cfg.run_as.clone(),
-            registry_dir: Some(self.cfg.dirs.servers.clone()),
-            pin: server_pin,
-        };
-        let out = format!("{label}run-{:05}-{}", spec.run, commit.short());
-        Ok(RunJob {
-            template,
-            server,
-            pgbench: self.pgbench_for(&commit.id)?,
-            pgbench_pin,
-            spec,
-            out: self.cfg.runs_dir.join(out),
-            transaction_log: None,
-        })
+        Ok(plan.job(&self.place(), template, pins))
     }
 
     /// Builds `commit`, and the commit whose pgbench drives the load,
     /// when they are not yet; why `commit` cannot run when it does not
     /// build. A driver that does not build ends the hunt: no commit can be
     /// measured without it.
-    fn ready_to_run(&mut self, commit: &Commit) -> anyhow::Result<Option<String>> {
+    pub fn ready_to_run(&mut self, commit: &Commit) -> anyhow::Result<Option<String>> {
         if !self.installs.contains_key(&commit.id)
             && let Prepared::Unbuildable { reason, .. } = self.prepare(commit)?
         {
@@ -358,6 +356,55 @@ impl PgLab {
             );
         }
         Ok(None)
+    }
+
+    /// The installs a run of `commit` uses, those built so far: its own,
+    /// and the one whose pgbench drives the load.
+    pub fn installs_for_run(&self, commit: &str) -> Vec<PathBuf> {
+        let mut uses = vec![commit];
+        if self.cfg.pgbench == PgbenchChoice::Good && self.driver != commit {
+            uses.push(&self.driver);
+        }
+        uses.iter()
+            .filter_map(|c| self.installs.get(*c).cloned())
+            .collect()
+    }
+
+    /// What a host needs to make this lab's runs as they are made here,
+    /// but the run and the host's folder: the user PostgreSQL runs as
+    /// (for a host whose login is root), the placement's rules, the
+    /// custom script, a fixed pgbench that must be there.
+    pub fn host_request(&self) -> anyhow::Result<host::Request> {
+        let script =
+            match &self.cfg.options.script {
+                Some(path) => Some(std::fs::read_to_string(path).with_context(|| {
+                    format!("cannot read the pgbench script {}", path.display())
+                })?),
+                None => None,
+            };
+        Ok(host::Request {
+            lab: PathBuf::new(),
+            run_as: match &self.cfg.run_as {
+                RunAs::User { name, .. } => Some(name.clone()),
+                RunAs::CurrentUser => None,
+            },
+            placement: self.cfg.placement.spec.clone(),
+            script,
+            programs: match &self.cfg.pgbench {
+                PgbenchChoice::Fixed(path) => vec![path.clone()],
+                _ => Vec::new(),
+            },
+            plan: None,
+        })
+    }
+
+    /// The work dir this lab keeps its folders in.
+    pub fn work_root(&self) -> PathBuf {
+        self.cfg
+            .dirs
+            .installs
+            .parent()
+            .map_or_else(|| PathBuf::from("."), PathBuf::from)
     }
 
     /// Lets `profiler` record the server of every instrumented run.
@@ -398,6 +445,26 @@ impl PgLab {
             eprintln!("pgbisect: {}", steady::describe(&finding));
         }
     }
+}
+
+/// Checks that this machine lets `clients` connections be made with
+/// `settings` (raising the open-files limit when it may); the note to show
+/// when `max_connections` is raised for them.
+pub(crate) fn check_machine(
+    settings: &[(String, String)],
+    options: &PgbenchOptions,
+    clients: u32,
+) -> anyhow::Result<Option<String>> {
+    let (_, max_connections, raised) = server::for_workload(settings, clients);
+    server::raise_open_files(server::open_files_needed(clients));
+    let threads = options.threads_for(clients);
+    server::check_limits(
+        &server::SystemLimits::read(),
+        clients,
+        threads,
+        max_connections,
+    )?;
+    Ok(raised)
 }
 
 /// The major version of `commit`'s source tree, from its configure script
