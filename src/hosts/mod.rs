@@ -68,6 +68,10 @@ pub struct Job<'a> {
     pub dir: String,
     /// How long it may run before it is stopped (a failed run).
     pub limit: Duration,
+    /// What it is, for messages (`the benchmark command`, `the pgbench run`).
+    pub what: &'a str,
+    /// What to do when it is stopped at its deadline.
+    pub deadline_hint: &'a str,
     /// Local file its output (stdout and stderr) goes to.
     pub output: &'a Path,
 }
@@ -179,14 +183,22 @@ pub(crate) fn exports(env: &[(String, String)]) -> String {
         .collect()
 }
 
-/// A job's deadline, for messages.
-pub(crate) fn stopped_at_deadline(limit: Duration) -> String {
+/// A job stopped at its deadline, for messages.
+pub(crate) fn stopped_at_deadline(job: &Job) -> String {
     format!(
-        "the benchmark command did not finish in {} s and was stopped (set `timeout` in \
-         the profile's [benchmark] for more)",
-        limit.as_secs()
+        "{} did not finish in {} s and was stopped ({})",
+        job.what,
+        job.limit.as_secs(),
+        job.deadline_hint
     )
 }
+
+/// What a custom benchmark command's job is called, and the way to give
+/// it more time.
+pub const BENCHMARK_COMMAND: (&str, &str) = (
+    "the benchmark command",
+    "set `timeout` in the profile's [benchmark] for more",
+);
 
 #[cfg(test)]
 mod tests {

@@ -139,7 +139,7 @@ impl Slurm {
                         .with_context(|| format!("cannot read {}", job.output.display()))?;
                     return Ok(JobEnd::Exited { code, output });
                 }
-                return Ok(JobEnd::Lost(ended_without_status(host, id, job.limit)));
+                return Ok(JobEnd::Lost(ended_without_status(host, id, job)));
             }
             std::thread::sleep(self.poll);
         }
@@ -167,7 +167,7 @@ fn read_status(path: &Path) -> Option<i32> {
 
 /// Why a job left the queue without a status: its state and reason as
 /// `scontrol show job` gives them.
-fn ended_without_status(host: &str, id: &str, limit: Duration) -> String {
+fn ended_without_status(host: &str, id: &str, job: &Job) -> String {
     let shown = command_output(&["scontrol", "show", "job", id]).unwrap_or_default();
     let field = |name: &str| {
         shown
@@ -179,9 +179,10 @@ fn ended_without_status(host: &str, id: &str, limit: Duration) -> String {
     let state = field("JobState");
     let what = match state.as_str() {
         "TIMEOUT" => format!(
-            "hit its time limit ({} min, the benchmark's deadline; set `timeout` in the \
-             profile's [benchmark] for more)",
-            limit.as_secs().div_ceil(60)
+            "hit its time limit ({} min, the deadline of {}; {})",
+            job.limit.as_secs().div_ceil(60),
+            job.what,
+            job.deadline_hint
         ),
         "CANCELLED" => "was cancelled".to_string(),
         "PREEMPTED" => "was preempted".to_string(),
@@ -261,6 +262,8 @@ impl Backend for Slurm {
             env: Vec::new(),
             dir: "/".into(),
             limit: FACTS_LIMIT,
+            what: crate::hosts::BENCHMARK_COMMAND.0,
+            deadline_hint: crate::hosts::BENCHMARK_COMMAND.1,
             output: &output,
         };
         Ok(match self.run(host, &job)? {
@@ -318,6 +321,8 @@ mod tests {
             env: vec![("X".into(), "it's".into())],
             dir: "/tmp".into(),
             limit: Duration::from_secs(60),
+            what: crate::hosts::BENCHMARK_COMMAND.0,
+            deadline_hint: crate::hosts::BENCHMARK_COMMAND.1,
             output: Path::new("/dev/null"),
         };
         let tmp = tempfile::tempdir().unwrap();

@@ -218,9 +218,9 @@ impl Backend for Ssh {
             proc::run(expr, job.limit).with_context(|| format!("cannot start ssh to {host}"))?;
         let output = match ended {
             Ended::Exited(o) => o,
-            Ended::TimedOut(limit) => {
+            Ended::TimedOut(_) => {
                 self.stop_job(host, &job.name);
-                return Ok(JobEnd::Lost(super::stopped_at_deadline(limit)));
+                return Ok(JobEnd::Lost(super::stopped_at_deadline(job)));
             }
             Ended::Interrupted => {
                 self.stop_job(host, &job.name);
@@ -356,6 +356,8 @@ mod tests {
             env: vec![("X".into(), "a b".into())],
             dir: "/tmp/in stall".into(),
             limit: Duration::from_secs(5),
+            what: crate::hosts::BENCHMARK_COMMAND.0,
+            deadline_hint: crate::hosts::BENCHMARK_COMMAND.1,
             output: Path::new("/dev/null"),
         };
         let text = job_script("/r/h", &job);
@@ -384,6 +386,8 @@ mod tests {
             env: vec![("X".into(), "x y".into())],
             dir: base.clone(),
             limit: Duration::from_secs(5),
+            what: crate::hosts::BENCHMARK_COMMAND.0,
+            deadline_hint: crate::hosts::BENCHMARK_COMMAND.1,
             output: Path::new("/dev/null"),
         };
         let out = std::process::Command::new("sh")

@@ -130,6 +130,8 @@ impl OnHost for OnHosts {
             ],
             dir: prefix,
             limit: self.limit,
+            what: crate::hosts::BENCHMARK_COMMAND.0,
+            deadline_hint: crate::hosts::BENCHMARK_COMMAND.1,
             output: &output,
         };
         let outcome = match self.sent.backend().run(host, &job)? {

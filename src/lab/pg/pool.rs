@@ -168,6 +168,10 @@ fn moved(path: &Path, local: &Path, remote: &str) -> Option<PathBuf> {
 
 /// How long one run on a host may take: making the template and a copy,
 /// the warm-ups and the run, with pgbisect's deadlines for each.
+/// What to do about a run stopped at its deadline on a host.
+const RUN_DEADLINE_HINT: &str = "its deadline covers the data copy, the warm-ups and the run, \
+     each with a margin: a host this slow is busy with other work, or not alike the others";
+
 fn run_limit(plan: &RunPlan) -> Duration {
     let options = &plan.options;
     let seconds = plan.seconds.unwrap_or(options.duration_secs);
@@ -246,6 +250,11 @@ impl OnHosts {
             Ok(path) => path,
             Err(reason) => return Ok(Err(Ran::down(format!("no run on {host}: {reason}")))),
         };
+        let what = if plan.is_some() {
+            "the pgbench run"
+        } else {
+            "the host's check"
+        };
         let request = Request {
             lab: lab_on(&me_there, host),
             plan,
@@ -258,6 +267,8 @@ impl OnHosts {
             env: vec![(host::REQUEST_ENV.to_string(), json)],
             dir: me_there,
             limit,
+            what,
+            deadline_hint: RUN_DEADLINE_HINT,
             output,
         };
         Ok(match self.backend().run(host, &job)? {
