@@ -213,6 +213,26 @@ mod tests {
     }
 
     #[test]
+    fn a_job_stopped_at_its_deadline_is_named_with_what_to_do() {
+        let output = Path::new("/dev/null");
+        let job = Job {
+            name: "pgbisect-h-1".into(),
+            script: "true",
+            env: Vec::new(),
+            dir: "/".into(),
+            limit: Duration::from_secs(90),
+            what: BENCHMARK_COMMAND.0,
+            deadline_hint: BENCHMARK_COMMAND.1,
+            output,
+        };
+        assert_eq!(
+            stopped_at_deadline(&job),
+            "the benchmark command did not finish in 90 s and was stopped (set `timeout` in \
+             the profile's [benchmark] for more)"
+        );
+    }
+
+    #[test]
     fn exports_quote_their_values() {
         let env = vec![
             ("A".to_string(), "plain".to_string()),
