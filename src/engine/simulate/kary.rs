@@ -40,8 +40,8 @@ impl KaryRow {
     /// Wall time of the mean hunt: builds one after another (each copied
     /// to every host), then rounds that each cost one run.
     pub fn wall_seconds(&self, costs: &Costs, copy: f64) -> f64 {
-        self.mean_builds * (costs.build + self.rounds.hosts as f64 * copy)
-            + self.mean_rounds * costs.per_run()
+        let costs = super::options::with_copies(costs, self.rounds.hosts, copy);
+        self.mean_builds * costs.build + self.mean_rounds * costs.per_run()
     }
 }
 

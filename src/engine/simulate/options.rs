@@ -176,7 +176,7 @@ pub fn run_and_print(
 
 /// Over several hosts a build costs its compile and a copy of the
 /// install to every host, one after another.
-fn with_copies(costs: &Costs, hosts: usize, copy: f64) -> Costs {
+pub(super) fn with_copies(costs: &Costs, hosts: usize, copy: f64) -> Costs {
     if hosts <= 1 {
         return *costs;
     }

@@ -253,8 +253,7 @@ fn endpoint_drop(obs: &[Obs], n: usize) -> (f64, f64) {
 fn next_position(posterior: &[f64], obs: &[Obs]) -> usize {
     let m = median_position(posterior);
     let at_or_before = |pos: usize| posterior[1..=pos].iter().sum::<f64>();
-    let runs = |pos: usize| obs.iter().filter(|o| o.pos == pos).count();
-    let score = |pos: usize| (at_or_before(pos) - 0.5).abs() + 0.01 * runs(pos) as f64;
+    let score = |pos: usize| (at_or_before(pos) - 0.5).abs() + 0.01 * runs_at(obs, pos) as f64;
     if m > 1 && score(m - 1) < score(m) {
         m - 1
     } else {
