@@ -101,6 +101,12 @@ pub struct TargetArgs {
     #[arg(long, value_enum, value_name = "HOW")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search: Option<crate::engine::hunt::Search>,
+    /// Over several hosts, how many commits the posterior search measures
+    /// at once, each host taking one in turn (default: the hosts, at most
+    /// 4; 1: every host on the same commit).
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub candidates: Option<u32>,
     /// How long each run lasts: `fixed`, the profile's duration, or
     /// `auto`, chosen from the noise at the endpoints with the profile's
     /// duration the longest (default: the profile's `run-length`, else

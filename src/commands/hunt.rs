@@ -9,6 +9,7 @@ use super::hosts::Held;
 use super::lab::{build_settings, load_profile, make_lab_on};
 use crate::core::decide::DecisionConfig;
 use crate::engine::hunt::budget::{self, Budget};
+use crate::engine::hunt::posterior::candidates_a_round;
 use crate::engine::hunt::{Hunt, HuntConfig};
 use crate::engine::release_check::{self, Sides};
 use crate::error::{EXIT_CULPRIT_FOUND, EXIT_INCONCLUSIVE, EXIT_NO_REGRESSION, UsageError};
@@ -195,6 +196,7 @@ fn hunt_config(
         choose_run_length: args.run_length.or(profile.benchmark.run_length)
             == Some(RunLength::Auto),
         search: args.search.or(profile.hunt.search).unwrap_or_default(),
+        candidates: args.candidates,
         ..HuntConfig::default()
     })
 }
@@ -266,9 +268,6 @@ fn run_hunt(
     let key = PlanKey::new((&plan.good, &plan.bad), &plan.config, &plan.profile, flags)?;
     let hunt = plan.work.hunt_for(&key)?;
     hunt.create()?;
-    let mut saved = args.clone();
-    saved.target.search = Some(plan.config.search);
-    super::resume::save(&hunt, &saved, &plan.repo_dir, plan.work.root())?;
     // `pgbisect judge` measures with the same profile later.
     let profile_json =
         serde_json::to_string_pretty(&plan.profile).context("cannot encode the profile")?;
@@ -286,6 +285,13 @@ fn run_hunt(
         (&plan.work, &hunt.name),
         progress.as_mut(),
     )?;
+    // Saved with what a rerun must keep: the search, and over hosts the
+    // commits a round measures (the runs made depend on both).
+    let mut saved = args.clone();
+    saved.target.search = Some(plan.config.search);
+    let hosts = held.as_ref().map_or(0, |h| h.backend.hosts().len());
+    saved.target.candidates = Some(candidates_a_round(hosts, plan.config.candidates) as u32);
+    super::resume::save(&hunt, &saved, &plan.repo_dir, plan.work.root())?;
     let watch = Watch::default();
     let (release_check, release_cost) = check_release(
         (&plan, args, &hunt),

@@ -64,6 +64,11 @@ pub(super) fn load(hunt: &HuntDir) -> anyhow::Result<RunArgs> {
     if run.target.search.is_none() {
         run.target.search = Some(Search::Bisect);
     }
+    // Likewise a hunt saved without the commits a round measures was
+    // begun when every host measured the same one.
+    if run.target.candidates.is_none() {
+        run.target.candidates = Some(1);
+    }
     Ok(run)
 }
 
@@ -152,6 +157,7 @@ mod tests {
         assert_eq!(back.target.bad.as_deref(), Some("v2"));
         // Begun before the posterior search: it goes on as it began.
         assert_eq!(back.target.search, Some(Search::Bisect));
+        assert_eq!(back.target.candidates, Some(1));
         assert_eq!(back.target.clients, Some(4));
         assert_eq!(back.target.max_runs, Some(12));
         assert_eq!(

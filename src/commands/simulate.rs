@@ -94,11 +94,18 @@ pub struct SimulateArgs {
     #[arg(long)]
     pub study_kary: bool,
     /// Model a hunt spread over N identical hosts: each a few percent
-    /// faster or slower, with noise of its own; every decision gathers a
-    /// run on each host at once. The wall time counts a round of runs as
+    /// faster or slower, with noise of its own; each round is a run on
+    /// every host at once, of one commit or of several (--candidates). The wall time counts a round of runs as
     /// one run and copies each build to every host.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub hosts: usize,
+    /// With --hosts, how many commits the posterior search measures at
+    /// once, each host taking one in turn (default: the hosts, at most 4;
+    /// 1: every host on the same commit, each decision's runs gathered N
+    /// times faster).
+    #[arg(long, value_name = "K", requires = "hosts",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub candidates: Option<u32>,
     /// Time to copy a built install to one host (e.g. 15s); with --hosts.
     #[arg(long, value_name = "DURATION", value_parser = crate::time::parse_duration)]
     pub copy_time: Option<f64>,
@@ -124,6 +131,7 @@ pub(super) fn command(args: &SimulateArgs) -> anyhow::Result<ExitCode> {
             ..DecisionConfig::default()
         },
         search: args.search,
+        candidates: args.candidates,
         ..HuntConfig::default()
     };
     let options = simulate::options::SimOptions {

@@ -272,6 +272,36 @@ impl PositionSearch {
         }
     }
 
+    /// The commits of a round shared among `k` candidates (a k-ary
+    /// search): for each quantile `j/(k+1)`, `j = 1..=k`, the measurable
+    /// commit whose "bad-like" mass is nearest it (of two as near, the one
+    /// with fewer runs). Two quantiles may fall on one commit, which then
+    /// takes their share of the hosts: near the end, the answer and its
+    /// parent. With `k = 1`, the commit [`PositionSearch::next_step`]
+    /// measures. Empty when nothing is left to measure.
+    pub fn candidates(&self, k: usize) -> Vec<usize> {
+        let k = k.max(1);
+        let n = self.len();
+        let mut cumulative = Vec::with_capacity(n);
+        let mut sum = 0.0;
+        for m in 1..n {
+            sum += self.posterior[m];
+            if self.measurable[m] {
+                cumulative.push((m, sum));
+            }
+        }
+        (1..=k)
+            .filter_map(|j| {
+                let q = j as f64 / (k + 1) as f64;
+                let score = |&(m, c): &(usize, f64)| (c - q).abs() + 1e-3 * self.runs[m] as f64;
+                cumulative
+                    .iter()
+                    .min_by(|a, b| score(a).total_cmp(&score(b)))
+                    .map(|&(m, _)| m)
+            })
+            .collect()
+    }
+
     /// The shortest stretch `(last_good, first_bad]` of positions holding
     /// at least `mass` of the posterior, from its quantiles: what a search
     /// that cannot go on may still say.
@@ -297,9 +327,17 @@ impl PositionSearch {
     /// Measurements still needed with one clear run each: log2 of the
     /// positions the posterior still spreads over.
     pub fn estimated_steps_left(&self) -> u32 {
+        self.estimated_rounds_left(1)
+    }
+
+    /// Rounds still needed when each splits the posterior among `k`
+    /// candidates, one clear run each: log base `k + 1` of the positions
+    /// it still spreads over.
+    pub fn estimated_rounds_left(&self, k: usize) -> u32 {
         let (g, b) = self.credible(0.99);
-        let positions = b - g;
-        usize::BITS - positions.saturating_sub(1).leading_zeros()
+        let halvings = usize::BITS - (b - g).saturating_sub(1).leading_zeros();
+        let per_round = ((k.max(1) + 1) as f64).log2();
+        (f64::from(halvings) / per_round).ceil() as u32
     }
 
     /// How many positions the posterior still spreads over (99% of it).

@@ -68,6 +68,15 @@ pub struct RunSpec {
     pub seconds: Option<u32>,
 }
 
+/// One run of a round ([`Lab::run_on`]): which commit, on which host (its
+/// place in [`Lab::hosts`]), numbered how.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Planned<'a> {
+    pub commit: &'a Commit,
+    pub host: usize,
+    pub run: u64,
+}
+
 /// One run of a round ([`Lab::run_round`]) and where it was made.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HostRun {
@@ -100,27 +109,27 @@ pub trait Lab {
     /// with every host. A lab on this machine alone makes one run, on no
     /// named host.
     fn run_round(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<Vec<HostRun>> {
-        let all: Vec<(usize, u64)> = (0..self.hosts().len().max(1))
-            .map(|i| (i, spec.run + i as u64))
+        let all: Vec<Planned> = (0..self.hosts().len().max(1))
+            .map(|host| Planned {
+                commit,
+                host,
+                run: spec.run + host as u64,
+            })
             .collect();
-        self.run_on(commit, spec, &all)
+        self.run_on(spec, &all)
     }
 
-    /// Some of a round's runs, all at once: `runs` holds, for each, its
-    /// host's place in [`Lab::hosts`] and its run number. A hunt resumed
-    /// after it was stopped in the middle of a round asks for the runs its
-    /// journal lacks, so that no run is made or counted twice. This default
-    /// is a lab on this machine alone, which makes each with [`Lab::run`];
-    /// a lab of several hosts provides its own.
-    fn run_on(
-        &mut self,
-        commit: &Commit,
-        spec: RunSpec,
-        runs: &[(usize, u64)],
-    ) -> anyhow::Result<Vec<HostRun>> {
+    /// Some runs, all at once, each of its own prepared commit on its own
+    /// host: a whole round of one commit, a round shared among several
+    /// commits (a search that measures several candidates at once), or
+    /// the runs of a round a stopped hunt did not journal, so that no run
+    /// is made or counted twice. This default is a lab on this machine
+    /// alone, which makes each with [`Lab::run`] in turn; a lab of several
+    /// hosts provides its own.
+    fn run_on(&mut self, spec: RunSpec, runs: &[Planned]) -> anyhow::Result<Vec<HostRun>> {
         runs.iter()
-            .map(|&(_, run)| {
-                let outcome = self.run(commit, RunSpec { run, ..spec })?;
+            .map(|p| {
+                let outcome = self.run(p.commit, RunSpec { run: p.run, ..spec })?;
                 Ok(HostRun {
                     host: None,
                     outcome,

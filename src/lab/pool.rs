@@ -19,7 +19,7 @@ use crate::core::fingerprint::fingerprint;
 use crate::hosts::{Backend, Job, JobEnd};
 use crate::lab::command::{CommandLab, read_run};
 use crate::lab::spread::{OnHost, Ran, Sent, Spread};
-use crate::lab::{HostRun, Lab, RunSpec};
+use crate::lab::{HostRun, Lab, Planned, RunSpec};
 use crate::model::{Commit, LabTotals, Prepared, RunOutcome};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -174,14 +174,17 @@ impl Lab for PoolLab {
         self.on.hosts().to_vec()
     }
 
-    fn run_on(
-        &mut self,
-        commit: &Commit,
-        spec: RunSpec,
-        runs: &[(usize, u64)],
-    ) -> anyhow::Result<Vec<HostRun>> {
-        let work = (commit.clone(), self.builder.prefix(commit));
-        self.spread.some(&self.on, &work, spec, runs)
+    fn run_on(&mut self, spec: RunSpec, runs: &[Planned]) -> anyhow::Result<Vec<HostRun>> {
+        let works: Vec<(Commit, PathBuf)> = runs
+            .iter()
+            .map(|p| (p.commit.clone(), self.builder.prefix(p.commit)))
+            .collect();
+        let asked: Vec<(usize, u64, &(Commit, PathBuf))> = runs
+            .iter()
+            .zip(&works)
+            .map(|(p, w)| (p.host, p.run, w))
+            .collect();
+        self.spread.some(&self.on, spec, &asked)
     }
 
     fn totals(&self) -> LabTotals {
@@ -407,7 +410,14 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let (mut lab, _, commit) = pool(tmp.path(), &["a", "b", "c"]);
         lab.prepare(&commit).unwrap();
-        let made = lab.run_on(&commit, spec(10), &[(1, 11), (2, 12)]).unwrap();
+        let planned = |host, run| Planned {
+            commit: &commit,
+            host,
+            run,
+        };
+        let made = lab
+            .run_on(spec(10), &[planned(1, 11), planned(2, 12)])
+            .unwrap();
         let hosts: Vec<_> = made.iter().map(|r| r.host.clone().unwrap()).collect();
         assert_eq!(hosts, ["b", "c"]);
         for (r, (host, run)) in made.iter().zip([("b", 11), ("c", 12)]) {
@@ -418,7 +428,35 @@ mod tests {
             assert!(text.contains(&format!("on {host} run {run}")), "{text}");
         }
         assert_eq!(lab.totals().runs, 2);
-        let err = lab.run_on(&commit, spec(13), &[(3, 13)]).unwrap_err();
+        let err = lab.run_on(spec(13), &[planned(3, 13)]).unwrap_err();
         assert!(err.to_string().contains("no host number 3"), "{err}");
+    }
+
+    #[test]
+    fn a_round_shared_among_commits_runs_each_on_its_host() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (mut lab, _, first) = pool(tmp.path(), &["a", "b", "c"]);
+        let repo_dir = tmp.path().join("repo");
+        std::fs::write(repo_dir.join("level"), "800\n").unwrap();
+        git(&repo_dir, &["commit", "-q", "-am", "two"]);
+        let second = Commit::bare(git(&repo_dir, &["rev-parse", "HEAD"]));
+        lab.prepare(&first).unwrap();
+        lab.prepare(&second).unwrap();
+        let round = [(&first, 0), (&second, 1), (&first, 2)].map(|(commit, host)| Planned {
+            commit,
+            host,
+            run: 20 + host as u64,
+        });
+        let made = lab.run_on(spec(20), &round).unwrap();
+        let got: Vec<(String, f64)> = made
+            .iter()
+            .map(|r| match &r.outcome {
+                RunOutcome::Measured(m) => (r.host.clone().unwrap(), m.tps),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let want = [("a", 1000.0), ("b", 800.0), ("c", 1000.0)];
+        let want: Vec<(String, f64)> = want.iter().map(|(h, t)| (h.to_string(), *t)).collect();
+        assert_eq!(got, want);
     }
 }

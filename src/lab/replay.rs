@@ -11,7 +11,7 @@
 //! are replayed, and only the others are made ([`Lab::run_on`]).
 
 use crate::journal::Event;
-use crate::lab::{HostRun, Lab, RunSpec};
+use crate::lab::{HostRun, Lab, Planned, RunSpec};
 use crate::model::{Commit, LabTotals, Prepared, RunOutcome};
 use std::collections::{HashMap, HashSet};
 
@@ -121,38 +121,40 @@ impl Lab for ReplayLab<'_> {
 
     /// The journaled runs of the round, and the others made anew: all of
     /// them when none is journaled, those missing on their hosts when a
-    /// stop cut the round short.
-    fn run_round(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<Vec<HostRun>> {
-        let width = self.inner.hosts().len().max(1);
-        let mut round = Vec::with_capacity(width);
-        for run in (spec.run..).take(width) {
-            round.push(self.journaled(commit, run)?);
+    /// stop cut the round short. The runs of a commit that no longer
+    /// builds fail with the reason.
+    fn run_on(&mut self, spec: RunSpec, runs: &[Planned]) -> anyhow::Result<Vec<HostRun>> {
+        let mut round = Vec::with_capacity(runs.len());
+        for p in runs {
+            round.push(self.journaled(p.commit, p.run)?);
         }
-        let missing: Vec<(usize, u64)> = (spec.run..)
-            .zip(&round)
-            .enumerate()
-            .filter(|(_, (_, r))| r.is_none())
-            .map(|(i, (run, _))| (i, run))
-            .collect();
-        if missing.is_empty() {
-            return Ok(round.into_iter().flatten().collect());
-        }
-        let made = match self.prepare_really(commit)? {
-            Some(failed) => {
-                let hosts = self.inner.hosts();
-                missing
-                    .iter()
-                    .map(|&(i, _)| HostRun {
-                        host: hosts.get(i).cloned(),
-                        outcome: failed.clone(),
-                    })
-                    .collect()
+        let mut missing = Vec::new();
+        for (i, p) in runs.iter().enumerate() {
+            if round[i].is_some() {
+                continue;
             }
-            None if missing.len() == width => self.inner.run_round(commit, spec)?,
-            None => self.inner.run_on(commit, spec, &missing)?,
-        };
-        for ((i, _), run) in missing.iter().zip(made) {
-            round[*i] = Some(run);
+            match self.prepare_really(p.commit)? {
+                Some(failed) => {
+                    round[i] = Some(HostRun {
+                        host: self.inner.hosts().get(p.host).cloned(),
+                        outcome: failed,
+                    })
+                }
+                None => missing.push(i),
+            }
+        }
+        if !missing.is_empty() {
+            let asked: Vec<Planned> = missing.iter().map(|&i| runs[i]).collect();
+            let made = self.inner.run_on(spec, &asked)?;
+            anyhow::ensure!(
+                made.len() == asked.len(),
+                "the lab made {} runs of the {} asked for",
+                made.len(),
+                asked.len()
+            );
+            for (i, run) in missing.into_iter().zip(made) {
+                round[i] = Some(run);
+            }
         }
         Ok(round.into_iter().flatten().collect())
     }

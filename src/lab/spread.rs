@@ -129,33 +129,33 @@ impl Spread {
         }))
     }
 
-    /// The runs asked for, each on its own host (its place in the hosts
-    /// and its run number), all at once: a whole round, or the part of one
-    /// that a stopped hunt did not journal.
+    /// The runs asked for, each of its own work (a commit's) on its own
+    /// host (its place in the hosts) with its run number, all at once: a
+    /// whole round, a round shared among several commits, or the part of
+    /// one that a stopped hunt did not journal.
     pub fn some<O: OnHost>(
         &mut self,
         on: &O,
-        work: &O::Work,
         spec: RunSpec,
-        runs: &[(usize, u64)],
+        runs: &[(usize, u64, &O::Work)],
     ) -> anyhow::Result<Vec<HostRun>> {
         let hosts = on.hosts();
         let mut asked = Vec::with_capacity(runs.len());
-        for &(i, run) in runs {
+        for &(i, run, work) in runs {
             let host = hosts.get(i).ok_or_else(|| {
                 anyhow::anyhow!("no host number {i}: the hunt has {}", hosts.len())
             })?;
-            asked.push((host.as_str(), RunSpec { run, ..spec }));
+            asked.push((host.as_str(), RunSpec { run, ..spec }, work));
         }
         let ended: Vec<anyhow::Result<Ran>> = std::thread::scope(|s| {
             let handles: Vec<_> = asked
                 .iter()
-                .map(|&(host, spec)| s.spawn(move || on.run_on(host, work, spec)))
+                .map(|&(host, spec, work)| s.spawn(move || on.run_on(host, work, spec)))
                 .collect();
             handles.into_iter().map(join).collect()
         });
         let mut made = Vec::with_capacity(asked.len());
-        for ((host, _), result) in asked.iter().zip(ended) {
+        for ((host, _, _), result) in asked.iter().zip(ended) {
             let ran = result?;
             self.count(&ran.totals);
             if ran.host_down {

@@ -218,4 +218,65 @@ proptest! {
         let bits = (usize::BITS - n.leading_zeros()) as usize;
         prop_assert!(visited.len() <= bits + 3, "{:?}", visited);
     }
+
+    #[test]
+    fn a_round_of_candidates_is_inside_measurable_and_in_order(
+        obs in observations(25),
+        skip in prop::collection::btree_set(1usize..25, 0..10),
+        k in 1usize..9,
+    ) {
+        let mut s = PositionSearch::new(25, PosteriorConfig::default()).unwrap();
+        for &p in &skip {
+            s.unmeasurable(p);
+        }
+        s.update(&obs, NOISE);
+        let round = s.candidates(k);
+        prop_assert!(round.len() == k || (round.is_empty() && skip.len() == 24));
+        prop_assert!(round.iter().all(|m| *m > 0 && *m < 25 && !skip.contains(m)));
+        prop_assert!(round.windows(2).all(|w| w[0] <= w[1]), "{:?}", round);
+        if let Step::Measure(m) = s.next_step() {
+            prop_assert_eq!(s.candidates(1), vec![m]);
+        }
+    }
+
+    #[test]
+    fn clean_rounds_of_candidates_find_the_step_in_fewer_rounds(
+        n in 2usize..400,
+        k_frac in 0.0f64..1.0,
+        k in 2usize..5,
+    ) {
+        let first_bad = 1 + ((n - 1) as f64 * k_frac) as usize;
+        let (rounds, c) = search_clean_rounds(n, first_bad, k);
+        prop_assert_eq!(c, Conclusion::FirstBad(first_bad));
+        let bits = f64::from(usize::BITS - n.leading_zeros());
+        let per_round = ((k + 1) as f64).log2();
+        prop_assert!(rounds as f64 <= (bits / per_round).ceil() + 3.0, "{} rounds", rounds);
+    }
+}
+
+/// Runs the search in rounds of `k` candidates with runs exactly at the
+/// levels of a history whose first bad position is `first_bad`; returns
+/// the rounds made and the conclusion.
+fn search_clean_rounds(n: usize, first_bad: usize, k: usize) -> (usize, Conclusion) {
+    let mut s = PositionSearch::new(n, PosteriorConfig::default()).unwrap();
+    let mut runs = Vec::new();
+    for rounds in 0.. {
+        assert!(rounds < 40 * (n + 1), "the search does not end");
+        if let Step::Done(c) = s.next_step() {
+            return (rounds, c);
+        }
+        for m in s.candidates(k) {
+            runs.push(run(m, if m < first_bad { GOOD } else { BAD }));
+        }
+        s.update(&runs, NOISE);
+    }
+    unreachable!("the rounds are not counted to the end")
+}
+
+#[test]
+fn a_round_of_three_splits_a_uniform_posterior_in_quarters() {
+    let s = PositionSearch::new(100, PosteriorConfig::default()).unwrap();
+    assert_eq!(s.candidates(3), [25, 50, 75]);
+    assert_eq!(s.estimated_rounds_left(3), 4);
+    assert_eq!(s.estimated_rounds_left(1), s.estimated_steps_left());
 }

@@ -38,7 +38,7 @@ mod check;
 mod evidence;
 #[cfg(test)]
 mod hosts_tests;
-mod posterior;
+pub mod posterior;
 mod rounds;
 mod run_length;
 mod search;
@@ -76,6 +76,12 @@ pub struct HuntConfig {
     /// their folder.
     #[serde(skip_serializing_if = "Search::is_bisect")]
     pub search: Search,
+    /// Commits the posterior search measures at once in a round over
+    /// several hosts, each host taking one in turn (a k-ary search);
+    /// `None`: the hosts, up to [`posterior::CANDIDATES_A_ROUND`]. Not part
+    /// of the plan: it changes which runs are made, not what is asked.
+    #[serde(skip)]
+    pub candidates: Option<u32>,
 }
 
 impl Default for HuntConfig {
@@ -90,6 +96,7 @@ impl Default for HuntConfig {
             max_run_failures: 2,
             choose_run_length: false,
             search: Search::default(),
+            candidates: None,
         }
     }
 }
@@ -171,6 +178,9 @@ pub struct Hunt<'a> {
     costs: Costs,
     /// The run length chosen from the noise; `None`: the profile's.
     run_seconds: Option<u32>,
+    /// Hosts whose last run gave no result, in [`Lab::hosts`] order: a
+    /// round shared among several commits gives them none of their own.
+    failing_hosts: Vec<bool>,
 }
 
 impl<'a> Hunt<'a> {
@@ -207,6 +217,7 @@ impl<'a> Hunt<'a> {
                 ..Costs::default()
             },
             run_seconds: None,
+            failing_hosts: vec![false; hosts.max(1)],
         }
     }
 

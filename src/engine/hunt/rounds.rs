@@ -12,11 +12,14 @@
 
 use super::{Hunt, HuntError, Measured};
 use crate::journal::Event;
-use crate::lab::{HostRun, RunSpec};
-use crate::model::{Prepared, RunOutcome};
+use crate::lab::{HostRun, Planned, RunSpec};
+use crate::model::{Commit, Prepared, RunOutcome};
 use crate::progress::ProgressEvent;
 use crate::report::findings::RunSample;
 use std::time::Instant;
+
+/// What a round made of one position: its result, and its usable runs.
+type RoundResult = (Measured, Vec<RunSample>);
 
 impl Hunt<'_> {
     /// Prepares (once) and measures `pos` for one round at the hunt's run
@@ -40,28 +43,92 @@ impl Hunt<'_> {
         if let Some(unmeasurable) = self.prepare(pos)? {
             return Ok((unmeasurable, Vec::new()));
         }
+        let every_host = vec![pos; self.failing_hosts.len()];
+        let mut made = self.round(&every_host, seconds, evidence)?;
+        Ok(made.remove(0).1)
+    }
+
+    /// Prepares (once) each of `positions` and measures those that can be
+    /// in one round shared among them: the hosts take them in turn (a
+    /// position given twice gets two hosts), those whose last run failed
+    /// only repeating one a working host measures. The runs are
+    /// evidence. A position none of whose runs gave a result is measured
+    /// again on every host before it is held against the commit, as its
+    /// host may be the trouble. Returns what became of each distinct
+    /// position.
+    pub(super) fn measure_shared(
+        &mut self,
+        positions: &[usize],
+    ) -> anyhow::Result<Vec<(usize, Measured)>> {
+        if self.interrupted() {
+            return Err(HuntError::Interrupted.into());
+        }
+        let mut ended = Vec::new();
+        for pos in distinct(positions) {
+            if let Some(unmeasurable) = self.prepare(pos)? {
+                ended.push((pos, unmeasurable));
+            }
+        }
+        let ready: Vec<usize> = positions
+            .iter()
+            .copied()
+            .filter(|p| !ended.iter().any(|(q, _)| q == p))
+            .collect();
+        if !ready.is_empty() {
+            let assign = shared_round(&ready, &self.failing_hosts);
+            for (pos, (measured, _)) in self.round(&assign, self.run_seconds, true)? {
+                let measured = match measured {
+                    Measured::Failed => self.measure(pos)?,
+                    other => other,
+                };
+                ended.push((pos, measured));
+            }
+        }
+        Ok(ended)
+    }
+
+    /// One round of prepared positions, host `i` measuring `assign[i]`;
+    /// each run journaled and, when `evidence` is set, kept as evidence.
+    /// Returns each distinct position with its result and usable runs. A
+    /// position without a usable run counts against its commit only when
+    /// every host measured it: a commit that cannot run fails on all.
+    fn round(
+        &mut self,
+        assign: &[usize],
+        seconds: Option<u32>,
+        evidence: bool,
+    ) -> anyhow::Result<Vec<(usize, RoundResult)>> {
         self.check_budget(self.costs.per_round())?;
-        let commit = self.commits[pos].clone();
         let spec = RunSpec {
             clients: self.cfg.clients,
             run: self.seq + 1,
             seconds,
         };
+        let commits: Vec<Commit> = assign.iter().map(|&p| self.commits[p].clone()).collect();
+        let planned: Vec<Planned> = (0..assign.len())
+            .map(|host| Planned {
+                commit: &commits[host],
+                host,
+                run: spec.run + host as u64,
+            })
+            .collect();
         let started = Instant::now();
-        let round = match self.lab.run_round(&commit, spec) {
+        let round = match self.lab.run_on(spec, &planned) {
             Err(_) if self.interrupted() => return Err(HuntError::Interrupted.into()),
             other => other?,
         };
         anyhow::ensure!(
-            !round.is_empty(),
-            "the lab made no run of {}",
-            commit.short()
+            round.len() == planned.len(),
+            "the lab made {} runs of the {} asked for",
+            round.len(),
+            planned.len()
         );
         self.costs.rounds += 1;
         self.costs.round_seconds += started.elapsed().as_secs_f64();
         let stopping = self.interrupted();
-        let mut samples = Vec::new();
-        for (run, host_run) in (spec.run..).zip(round) {
+        let positions = distinct(assign);
+        let mut samples: Vec<Vec<RunSample>> = vec![Vec::new(); positions.len()];
+        for (host, (run, host_run)) in (spec.run..).zip(round).enumerate() {
             self.seq = run;
             if stopping && !matches!(host_run.outcome, RunOutcome::Measured(_)) {
                 // A run that failed while pgbisect was stopping may have
@@ -70,21 +137,33 @@ impl Hunt<'_> {
                 // measured again.
                 continue;
             }
-            samples.extend(self.take_run(pos, run, seconds, host_run, evidence)?);
+            let pos = assign[host];
+            let sample = self.take_run(pos, run, seconds, host_run, evidence)?;
+            if let Some(failing) = self.failing_hosts.get_mut(host) {
+                *failing = sample.is_none();
+            }
+            let at = positions.iter().position(|p| *p == pos).unwrap_or(0);
+            samples[at].extend(sample);
         }
         if stopping || self.interrupted() {
             return Err(HuntError::Interrupted.into());
         }
-        // A commit that cannot run fails on every host; a round in which
-        // some host measured it is the other hosts' trouble, noted with
-        // each run, not the commit's.
-        let result = if samples.is_empty() {
-            self.state[pos].failures += 1;
-            Measured::Failed
-        } else {
-            Measured::Ok
-        };
-        Ok((result, samples))
+        let alone = positions.len() == 1;
+        Ok(positions
+            .into_iter()
+            .zip(samples)
+            .map(|(pos, samples)| {
+                let measured = if !samples.is_empty() {
+                    Measured::Ok
+                } else {
+                    if alone {
+                        self.state[pos].failures += 1;
+                    }
+                    Measured::Failed
+                };
+                (pos, (measured, samples))
+            })
+            .collect())
     }
 
     /// Prepares `pos` when it has not been; `Some` when it cannot be
@@ -184,5 +263,67 @@ impl Hunt<'_> {
             .unwrap_or_default();
         self.note(format!("run {} of {short}{on} failed: {reason}", self.seq));
         self.state[pos].last_failure = Some(reason);
+    }
+}
+
+/// `positions` without repeats, in the order of their first appearance.
+fn distinct(positions: &[usize]) -> Vec<usize> {
+    let mut seen = Vec::with_capacity(positions.len());
+    for &p in positions {
+        if !seen.contains(&p) {
+            seen.push(p);
+        }
+    }
+    seen
+}
+
+/// Which position each host measures in a round shared among `positions`
+/// (repeats allowed), given which hosts failed their last run: the working
+/// hosts take the positions in turn, as many as they can cover; the
+/// failing ones repeat positions a working host measures, so that no
+/// commit rests on a host in trouble. With no working host, all take
+/// their turns.
+pub(super) fn shared_round(positions: &[usize], failing: &[bool]) -> Vec<usize> {
+    let working = failing.iter().filter(|f| !**f).count();
+    if working == 0 {
+        return (0..failing.len())
+            .map(|i| positions[i % positions.len()])
+            .collect();
+    }
+    let covered: Vec<usize> = if working < positions.len() {
+        distinct(positions).into_iter().take(working).collect()
+    } else {
+        positions.to_vec()
+    };
+    let (mut next_working, mut next_failing) = (0, 0);
+    failing
+        .iter()
+        .map(|&f| {
+            let turn = if f {
+                &mut next_failing
+            } else {
+                &mut next_working
+            };
+            let pos = covered[*turn % covered.len()];
+            *turn += 1;
+            pos
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn working_hosts_take_the_candidates_in_turn_and_failing_ones_repeat() {
+        assert_eq!(shared_round(&[3, 7], &[false; 4]), [3, 7, 3, 7]);
+        assert_eq!(shared_round(&[3, 7, 9], &[false, true, false]), [3, 3, 7]);
+        assert_eq!(
+            shared_round(&[3, 3, 7, 9], &[false, false, true, true]),
+            [3, 7, 3, 7]
+        );
+        assert_eq!(shared_round(&[3, 7], &[true, true]), [3, 7]);
+        assert_eq!(shared_round(&[5], &[false, true, false]), [5, 5, 5]);
     }
 }

@@ -24,8 +24,13 @@ impl Hunt<'_> {
     /// Searches one range with the hunt's search; returns the parts left
     /// to hunt.
     pub(super) fn search_range(&mut self, range: Range) -> anyhow::Result<Vec<Range>> {
+        let k = self.candidates_a_round();
+        let at_once = match self.cfg.search {
+            Search::Posterior if k > 1 => format!(", up to {k} at once over the hosts"),
+            _ => String::new(),
+        };
         self.phase(&format!(
-            "searching {} commits after {}",
+            "searching {} commits after {}{at_once}",
             range.hi - range.lo,
             self.commits[range.lo].short()
         ));

@@ -9,7 +9,7 @@
 //! when the runs of a round are made in parallel.
 
 use super::{History, NoiseModel, SimLab};
-use crate::lab::{HostRun, Lab, RunSpec};
+use crate::lab::{HostRun, Lab, Planned, RunSpec};
 use crate::model::{Commit, LabTotals, Prepared, RunOutcome};
 
 /// One simulated host: its speed against the history's levels and its
@@ -140,15 +140,10 @@ impl Lab for HostsLab {
         self.names.clone()
     }
 
-    fn run_on(
-        &mut self,
-        commit: &Commit,
-        spec: RunSpec,
-        runs: &[(usize, u64)],
-    ) -> anyhow::Result<Vec<HostRun>> {
+    fn run_on(&mut self, spec: RunSpec, runs: &[Planned]) -> anyhow::Result<Vec<HostRun>> {
         self.rounds += 1;
         runs.iter()
-            .map(|&(i, run)| self.run_on_host(i, commit, RunSpec { run, ..spec }))
+            .map(|p| self.run_on_host(p.host, p.commit, RunSpec { run: p.run, ..spec }))
             .collect()
     }
 
@@ -216,7 +211,16 @@ mod tests {
             .collect();
         assert_eq!(tps, [800.0, 1250.0]);
         assert_eq!(round[1].host.as_deref(), Some("host-2"));
-        let some = lab.run_on(commit, spec, &[(1, 2)]).unwrap();
+        let some = lab
+            .run_on(
+                spec,
+                &[Planned {
+                    commit,
+                    host: 1,
+                    run: 2,
+                }],
+            )
+            .unwrap();
         assert_eq!(some.len(), 1);
         assert_eq!((lab.rounds, lab.made()), (2, &[1, 2][..]));
     }

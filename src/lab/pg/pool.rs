@@ -28,7 +28,7 @@ use crate::core::why::Instrumented;
 use crate::error::UsageError;
 use crate::hosts::{Backend, Job, JobEnd};
 use crate::lab::spread::{OnHost, Ran, Sent, Spread, add_totals, join};
-use crate::lab::{HostRun, Lab, RunSpec};
+use crate::lab::{HostRun, Lab, Planned, RunSpec};
 use crate::model::{Commit, LabTotals, Prepared, RunOutcome};
 use anyhow::Context;
 use std::path::{Path, PathBuf};
@@ -390,27 +390,47 @@ impl Lab for PgPoolLab {
         self.on.hosts().to_vec()
     }
 
-    fn run_on(
-        &mut self,
-        commit: &Commit,
-        spec: RunSpec,
-        runs: &[(usize, u64)],
-    ) -> anyhow::Result<Vec<HostRun>> {
-        match self.work(commit, spec)? {
-            Ok(work) => self.spread.some(&self.on, &work, spec, runs),
-            Err(reason) => {
-                let hosts = self.on.hosts();
-                Ok(runs
-                    .iter()
-                    .map(|&(i, _)| HostRun {
-                        host: hosts.get(i).cloned(),
-                        outcome: RunOutcome::Failed {
-                            reason: reason.clone(),
-                        },
-                    })
-                    .collect())
+    /// Each commit's work is made once; the runs of a commit whose work
+    /// cannot be made fail with the reason, the others are made at once.
+    fn run_on(&mut self, spec: RunSpec, runs: &[Planned]) -> anyhow::Result<Vec<HostRun>> {
+        let mut works: Vec<(&str, Result<Work, String>)> = Vec::new();
+        for p in runs {
+            if !works.iter().any(|(id, _)| *id == p.commit.id) {
+                works.push((p.commit.id.as_str(), self.work(p.commit, spec)?));
             }
         }
+        let work_of = |p: &Planned| {
+            works
+                .iter()
+                .find(|(id, _)| *id == p.commit.id)
+                .map(|(_, w)| w.as_ref())
+        };
+        let asked: Vec<(usize, u64, &Work)> = runs
+            .iter()
+            .filter_map(|p| match work_of(p) {
+                Some(Ok(w)) => Some((p.host, p.run, w)),
+                _ => None,
+            })
+            .collect();
+        let mut made = self.spread.some(&self.on, spec, &asked)?.into_iter();
+        let hosts = self.on.hosts();
+        let mut round = Vec::with_capacity(runs.len());
+        for p in runs {
+            let run = match work_of(p) {
+                Some(Ok(_)) => made
+                    .next()
+                    .context("the hosts gave back fewer runs than were asked for")?,
+                Some(Err(reason)) => HostRun {
+                    host: hosts.get(p.host).cloned(),
+                    outcome: RunOutcome::Failed {
+                        reason: reason.clone(),
+                    },
+                },
+                None => anyhow::bail!("no work was made for run {}", p.run),
+            };
+            round.push(run);
+        }
+        Ok(round)
     }
 
     /// Made here: the instruments (pgbench's transaction log, wait events,
