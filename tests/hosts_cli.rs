@@ -185,12 +185,13 @@ fn alive(pid: &str) -> bool {
 
 /// `out`, a second start after its coordinator was killed, ended well and
 /// stopped the job `pid` the first start left on a host, saying so.
-fn left_job_was_stopped(out: &std::process::Output, pid: &str) {
+fn left_job_was_stopped(out: &std::process::Output, pid: &str, what: &str) {
     assert_code(out, 0);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("stopped what an earlier start of this hunt left running")
-            && stderr.contains(&format!("(process group {})", pid.trim())),
+        stderr.contains(&format!(
+            "stopped what an earlier start of this {what} left running"
+        )) && stderr.contains(&format!("(process group {})", pid.trim())),
         "{stderr}"
     );
     assert!(!alive(pid), "the left job {pid} still runs");
@@ -336,7 +337,7 @@ fn a_killed_ssh_coordinator_is_cleaned_up_after_and_holds_its_hosts() {
     let other = hunt(repo.path(), &tmp.path().join("other"), &profile, &[]);
     assert_code(&other, 2);
     let said = String::from_utf8_lossy(&other.stderr);
-    assert!(said.contains("is used by another hunt"), "{said}");
+    assert!(said.contains("is used by another pgbisect hunt"), "{said}");
 
     // SIGKILL while a job hangs on a host: the job is left there.
     std::fs::write(&flag, "").unwrap();
@@ -356,7 +357,7 @@ fn a_killed_ssh_coordinator_is_cleaned_up_after_and_holds_its_hosts() {
     let before = journaled_runs(&work).len();
 
     let out = resume(&work);
-    left_job_was_stopped(&out, &pid);
+    left_job_was_stopped(&out, &pid, "hunt");
     check_hunt(&work, &shas[11]);
     assert!(journaled_runs(&work).len() > before);
     assert!(pid_files(tmp.path()).is_empty(), "jobs left on the hosts");
@@ -784,7 +785,7 @@ fn a_killed_compare_is_cleaned_up_after_when_run_again() {
     assert!(alive(&pid), "the job went with its coordinator");
 
     let out = compare(repo.path(), &work, &profile, &["--runs", "4"]);
-    left_job_was_stopped(&out, &pid);
+    left_job_was_stopped(&out, &pid, "comparison");
     assert!(pid_files(tmp.path()).is_empty(), "jobs left on the hosts");
     let v = comparison(&work);
     assert_eq!(v["rows"][0]["per_host"].as_array().unwrap().len(), 2);
@@ -895,7 +896,10 @@ fn compare_is_refused_hosts_another_hunt_holds() {
     assert_code(&out, 2);
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(
-        said.contains(&format!("the host {} is used by another hunt", hosts[1])),
+        said.contains(&format!(
+            "the host {} is used by another pgbisect hunt",
+            hosts[1]
+        )),
         "{said}"
     );
     // The host it had taken first was given back.

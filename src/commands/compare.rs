@@ -129,7 +129,7 @@ pub(super) fn command(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     let held = super::hosts::take(
         &args.on,
         &plan.profile,
-        (&plan.work, &name),
+        (&plan.work, &name, "comparison"),
         crate::progress::for_stderr().as_mut(),
     )?;
     let mut lab = make_lab_on(

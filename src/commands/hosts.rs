@@ -149,13 +149,14 @@ fn check_names(names: &[String], from: &str) -> anyhow::Result<()> {
 }
 
 /// Takes the hosts the flags and the profile name for the hunt named
-/// `name` (a hunt's folder name; a comparison's): locks them, stops what
-/// an earlier start of it left on them, and checks that they are alike.
+/// `name` (a hunt's folder name; a comparison's), `what` saying which
+/// (`hunt`, `comparison`): locks them, stops what an earlier start of it
+/// left on them, and checks that they are alike.
 /// `None` when it measures here.
 pub(super) fn take(
     args: &HostArgs,
     profile: &Profile,
-    (work, name): (&WorkDir, &str),
+    (work, name, what): (&WorkDir, &str, &str),
     progress: &mut dyn Progress,
 ) -> anyhow::Result<Option<Held>> {
     let Some(backend) = choose(args, &profile.hosts, work, name)? else {
@@ -172,7 +173,7 @@ pub(super) fn take(
         backend.lock(host, &held.owner)?;
         for line in backend.clean_up(host, &held.owner)? {
             progress.event(&ProgressEvent::Note(format!(
-                "stopped what an earlier start of this hunt left running: {line}"
+                "stopped what an earlier start of this {what} left running: {line}"
             )));
         }
     }

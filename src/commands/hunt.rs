@@ -282,7 +282,7 @@ fn run_hunt(
     let held = super::hosts::take(
         &args.on,
         &plan.profile,
-        (&plan.work, &hunt.name),
+        (&plan.work, &hunt.name, "hunt"),
         progress.as_mut(),
     )?;
     // Saved with what a rerun must keep: the search, and over hosts the

@@ -124,7 +124,7 @@ fn run(args: &JudgeArgs) -> anyhow::Result<u8> {
     let held = super::hosts::take(
         &hosts_of(args, &hunt_dir),
         &plan.profile,
-        (&work, &hunt_dir.name),
+        (&work, &hunt_dir.name, "judgement"),
         crate::progress::for_stderr().as_mut(),
     )?;
     let mut lab = make_lab_on(

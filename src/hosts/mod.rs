@@ -27,7 +27,7 @@ use std::path::Path;
 use std::time::Duration;
 
 /// Trouble with a host that stops a hunt before it starts: it cannot be
-/// reached, is used by another hunt, or the tool to reach it is missing.
+/// reached, is used by another hunt or comparison, or the tool to reach it is missing.
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
     #[error("cannot reach the host {host}: {reason}\nhint: {hint}")]
@@ -37,8 +37,8 @@ pub enum HostError {
         hint: String,
     },
     #[error(
-        "the host {host} is used by another hunt ({holder})\n\
-         hint: wait for that hunt to end, leave {host} out of the hosts, or, if no hunt \
+        "the host {host} is used by another pgbisect hunt or comparison ({holder})\n\
+         hint: wait for it to end, leave {host} out of the hosts, or, if nothing \
          uses it any more, remove its lock: ssh {host} 'rm -r {lock}'"
     )]
     Locked {

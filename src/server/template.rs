@@ -34,7 +34,7 @@ pub struct TemplateSpec {
 }
 
 /// A complete data template.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DataTemplate {
     dir: PathBuf,
     /// `pgbench -i -s`: how long copying it may take grows with it.

@@ -19,7 +19,7 @@ use super::runs::{RealMachinery, Runs};
 use crate::lab::LabDirs;
 use crate::model::{LabTotals, RunOutcome};
 use crate::placement::{PlacementSpec, Policy};
-use crate::server::{self, RunAs, SocketDir};
+use crate::server::{self, DataTemplate, RunAs, SocketDir};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -146,11 +146,40 @@ fn serve_into(request: &Request, answer: &mut Answer) -> anyhow::Result<()> {
     };
     let template = plan.template_spec(&place);
     let job = plan.job(&place, &template, pins);
-    let mut runs = Runs::new(Box::new(RealMachinery), plan.options.clone());
+    // A read-only workload's copy of the data serves later runs on the
+    // host, as it does on one machine; the note of it is taken away until
+    // the run has ended well, so a run cut short leaves none.
+    let note = copy_note(&job.server.data_dir);
+    let earlier = take_copy_note(&note, &job.server.data_dir);
+    let mut runs =
+        Runs::new(Box::new(RealMachinery), plan.options.clone()).with_unwritten_copy(earlier);
     let outcome = runs.measure(job)?;
+    if let Some(template) = runs.unwritten_copy() {
+        let text = serde_json::to_string(template).context("cannot encode the data template")?;
+        crate::files::write(&note, text)
+            .with_context(|| format!("cannot write {}", note.display()))?;
+    }
     answer.totals = runs.totals();
     answer.outcome = Some(outcome);
     Ok(())
+}
+
+/// Where a host notes which template its data directory is an unwritten
+/// copy of: beside the data directory.
+fn copy_note(data: &Path) -> PathBuf {
+    let mut name = data.file_name().unwrap_or_default().to_os_string();
+    name.push(".copy-of.json");
+    data.with_file_name(name)
+}
+
+/// The template an earlier run noted its unwritten copy of, when the copy
+/// is still there; the note is removed either way.
+fn take_copy_note(note: &Path, data: &Path) -> Option<DataTemplate> {
+    let text = std::fs::read_to_string(note).ok()?;
+    // A note that cannot be removed could outlive a run cut short.
+    std::fs::remove_file(note).ok()?;
+    let template = serde_json::from_str(&text).ok()?;
+    data.join("PG_VERSION").is_file().then_some(template)
 }
 
 /// Stops servers still running in the host's data directory or its
@@ -187,6 +216,25 @@ fn write_script(lab: &Path, text: &str) -> anyhow::Result<PathBuf> {
 mod tests {
     use super::*;
     use crate::model::Measurement;
+
+    #[test]
+    fn a_copy_note_is_taken_once_and_only_while_its_copy_is_there() {
+        let tmp = tempfile::tempdir().unwrap();
+        let data = tmp.path().join("current");
+        let note = copy_note(&data);
+        assert_eq!(note, tmp.path().join("current.copy-of.json"));
+        let template = DataTemplate::at(tmp.path().join("template"));
+        let write = || std::fs::write(&note, serde_json::to_string(&template).unwrap()).unwrap();
+        write();
+        assert_eq!(take_copy_note(&note, &data), None, "no data directory");
+        assert!(!note.exists());
+        std::fs::create_dir(&data).unwrap();
+        std::fs::write(data.join("PG_VERSION"), "15\n").unwrap();
+        write();
+        assert_eq!(take_copy_note(&note, &data), Some(template));
+        assert!(!note.exists(), "taken away until a run ends well");
+        assert_eq!(take_copy_note(&note, &data), None);
+    }
 
     #[test]
     fn the_last_answer_line_of_an_output_is_read() {

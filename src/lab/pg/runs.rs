@@ -190,6 +190,21 @@ impl Runs {
         }
     }
 
+    /// The template the data directory is still an unwritten copy of,
+    /// when the workload only reads: a later process may reuse the copy
+    /// ([`Runs::with_unwritten_copy`]), as runs of one process do.
+    pub fn unwritten_copy(&self) -> Option<&DataTemplate> {
+        self.fresh_copy_of.as_ref().filter(|_| self.read_only())
+    }
+
+    /// Takes the data directory as an unwritten copy of `template`, as an
+    /// earlier process's [`Runs::unwritten_copy`] said it was; used only
+    /// by a read-only workload of the same template.
+    pub fn with_unwritten_copy(mut self, template: Option<DataTemplate>) -> Runs {
+        self.fresh_copy_of = template;
+        self
+    }
+
     /// What runs and templates cost so far (builds are not counted here).
     pub fn totals(&self) -> LabTotals {
         self.totals

@@ -320,6 +320,33 @@ fn a_read_only_workload_reuses_its_copy_and_counts_every_warm_up() {
 }
 
 #[test]
+fn a_later_process_reuses_a_read_only_copy_it_is_told_of_and_no_written_one() {
+    let (machinery, calls) = fake();
+    let mut first = Runs::new(Box::new(machinery), options(Builtin::SelectOnly, 0));
+    run(&mut first, "/t/a", 1).unwrap();
+    let left = first.unwritten_copy().cloned();
+    assert_eq!(left, Some(DataTemplate::at("/t/a".into())));
+    let (machinery, later) = fake();
+    let mut second = Runs::new(Box::new(machinery), options(Builtin::SelectOnly, 0))
+        .with_unwritten_copy(left.clone());
+    run(&mut second, "/t/a", 2).unwrap();
+    assert!(later.borrow().copies.is_empty(), "the copy was reused");
+    // Of another template, or by a workload that writes: a fresh copy.
+    run(&mut second, "/t/b", 3).unwrap();
+    assert_eq!(later.borrow().copies.len(), 1);
+    let (machinery, writes) = fake();
+    let mut third =
+        Runs::new(Box::new(machinery), options(Builtin::TpcbLike, 0)).with_unwritten_copy(left);
+    run(&mut third, "/t/a", 4).unwrap();
+    assert_eq!(writes.borrow().copies.len(), 1);
+    assert!(
+        third.unwritten_copy().is_none(),
+        "a written copy is not offered"
+    );
+    assert_eq!(calls.borrow().copies.len(), 1);
+}
+
+#[test]
 fn the_server_and_every_pgbench_run_get_their_pins() {
     let (fake, calls) = fake();
     let mut runs = Runs::new(Box::new(fake), options(Builtin::SelectOnly, 2));
