@@ -451,6 +451,8 @@ fn check_pg_hunt(work: &Path, culprit: &str, hosts: &[String]) {
             "no run on {host}"
         );
     }
+    // Where server and pgbench ran was decided on the hosts, and said.
+    assert!(v["machine"]["placement"].is_object(), "{}", v["machine"]);
     // Runs and warm-ups are counted apart, as on one machine.
     let totals = &v["totals"];
     let warmups = totals["warmup_runs"].as_u64().unwrap();

@@ -337,7 +337,7 @@ fn run_hunt(
         Some(h) => h.machine.clone(),
         None => Machine::collect(),
     };
-    machine.placement = place_and_check(&plan, &watch, progress.as_mut());
+    machine.placement = place_and_check(&plan, &watch, held.is_some(), progress.as_mut());
     let mut commits = vec![plan.good.clone()];
     commits.extend(candidates);
     let (earlier, processes) = crate::journal::spent::spent_before(&past);
@@ -349,6 +349,9 @@ fn run_hunt(
         hunt_run = hunt_run.with_budget(budget);
     }
     let mut report = hunt_run.run()?;
+    if held.is_some() {
+        machine.placement = crate::lab::Lab::placement(&lab);
+    }
     if plan.profile.is_custom() && !args.no_why && !report.culprits.is_empty() {
         progress.event(&ProgressEvent::Note(
             "no why-runs: a custom benchmark command has no instruments".into(),
@@ -450,13 +453,22 @@ fn check_release(
 
 /// Says where the server and pgbench run and what would make the runs
 /// steadier; the placement, for the report (none for custom commands).
-fn place_and_check(plan: &Plan, watch: &Watch, progress: &mut dyn Progress) -> Option<Placement> {
+fn place_and_check(
+    plan: &Plan,
+    watch: &Watch,
+    on_hosts: bool,
+    progress: &mut dyn Progress,
+) -> Option<Placement> {
     let policy = Policy::current(&plan.profile.placement);
-    let placement = (!plan.profile.is_custom())
+    let placement = (!plan.profile.is_custom() && !on_hosts)
         .then(|| policy.decide(plan.config.clients).ok())
         .flatten();
     if let Some(p) = &placement {
         progress.event(&ProgressEvent::Note(format!("placement {}", p.describe())));
+    } else if on_hosts && !plan.profile.is_custom() {
+        progress.event(&ProgressEvent::Note(
+            "placement: decided on each host from its own CPUs (the report says where)".into(),
+        ));
     }
     for finding in watch.check(policy.topology.cpus.len(), true) {
         progress.event(&ProgressEvent::Note(steady::describe(&finding)));

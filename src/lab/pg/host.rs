@@ -18,7 +18,7 @@ use super::plan::{Place, RunPlan};
 use super::runs::{RealMachinery, Runs};
 use crate::lab::LabDirs;
 use crate::model::{LabTotals, RunOutcome};
-use crate::placement::{PlacementSpec, Policy};
+use crate::placement::{Placement, PlacementSpec, Policy};
 use crate::server::{self, DataTemplate, RunAs, SocketDir};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
@@ -59,6 +59,10 @@ pub struct Answer {
     pub notes: Vec<String>,
     /// Why the host could not do what it was asked.
     pub error: Option<String>,
+    /// Where the run's server and pgbench ran, decided on the host from
+    /// its own CPUs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<Placement>,
 }
 
 impl Answer {
@@ -134,9 +138,9 @@ fn serve_into(request: &Request, answer: &mut Answer) -> anyhow::Result<()> {
         &plan.options,
         plan.clients,
     )?);
-    let pins = Policy::current(&request.placement)
-        .decide(plan.clients)?
-        .pins();
+    let placement = Policy::current(&request.placement).decide(plan.clients)?;
+    let pins = placement.pins();
+    answer.placement = Some(placement);
     let sockets = SocketDir::create(&run_as)?;
     let place = Place {
         dirs: &dirs,

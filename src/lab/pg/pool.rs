@@ -30,9 +30,10 @@ use crate::hosts::{Backend, Job, JobEnd};
 use crate::lab::spread::{OnHost, Ran, Sent, Spread, add_totals, join};
 use crate::lab::{HostRun, Lab, Planned, RunSpec};
 use crate::model::{Commit, LabTotals, Prepared, RunOutcome};
+use crate::placement::Placement;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// What a run on a host may take besides its pgbench runs and data: two
@@ -59,6 +60,9 @@ struct OnHosts {
     /// `pgbisect-<hunt>-`: the jobs' names start so.
     job_prefix: String,
     runs_dir: PathBuf,
+    /// Where the first run that said so placed its server and pgbench on
+    /// its host (hosts are alike, so the others did the same).
+    placement: Mutex<Option<Placement>>,
 }
 
 /// One commit's runs: the plan made here, and the installs it uses
@@ -86,6 +90,7 @@ impl PgPoolLab {
             request: local.host_request()?,
             job_prefix: job_prefix.to_string(),
             runs_dir: runs_dir.to_path_buf(),
+            placement: Mutex::new(None),
         };
         on.check_hosts()?;
         Ok(PgPoolLab {
@@ -356,6 +361,13 @@ impl OnHost for OnHosts {
                 reason: format!("on {host}: the host made no run"),
             },
         };
+        if let Some(placement) = answer.placement {
+            let mut first = self
+                .placement
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            first.get_or_insert(placement);
+        }
         let mut totals = answer.totals;
         totals.runs = totals.runs.max(1);
         Ok(Ran {
@@ -453,6 +465,14 @@ impl Lab for PgPoolLab {
             backend.hosts().join(", "),
             backend.kind()
         )
+    }
+
+    /// Decided on the hosts, from their own CPUs.
+    fn placement(&self) -> Option<Placement> {
+        let placement = self.on.placement.lock();
+        placement
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
     }
 
     fn run_length(&self) -> Option<u32> {
