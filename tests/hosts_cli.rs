@@ -634,6 +634,39 @@ fn a_slurm_hunt_finds_the_culprit() {
     assert!(failed.is_empty(), "{failed:?}");
 }
 
+/// A job that outlives its time limit (the benchmark's `timeout`, one
+/// minute) is ended by Slurm: a failed run that says so and how to give
+/// runs more time, and the hunt goes on to its culprit.
+#[test]
+fn a_slurm_job_past_its_time_limit_is_a_failed_run_and_the_hunt_goes_on() {
+    let Some((node, partition)) = slurm_setup() else {
+        return;
+    };
+    let (repo, shas) = history(&levels_with_drop_at(4, 2), &[]);
+    let tmp = tempfile::tempdir().unwrap();
+    // The first run outlasts its one-minute limit; the others are quick.
+    let before = "if [ \\\"$PGBISECT_RUN\\\" = 1 ]; then sleep 600; fi; true";
+    let profile = hosts_profile(tmp.path(), before, &slurm_section(&node, &partition));
+    let text = std::fs::read_to_string(&profile).unwrap();
+    let text = text.replace("[benchmark]\n", "[benchmark]\ntimeout = 60\n");
+    std::fs::write(&profile, text).unwrap();
+    let work = tmp.path().join("w");
+    let out = hunt(repo.path(), &work, &profile, &["--slurm"]);
+    assert_code(&out, 0);
+    let failed = check_hunt(&work, &shas[2]);
+    assert!(
+        failed
+            .iter()
+            .any(|r| r.contains("hit its time limit (1 min")
+                && r.contains("state TIMEOUT")
+                && r.contains("timeout")),
+        "the job past its limit is a failed run that says so: {failed:?}"
+    );
+    let hunt = only_hunt_dir(&work);
+    let name = hunt.file_name().unwrap().to_string_lossy();
+    assert!(queued(&format!("pgbisect-{name}-")).is_empty(), "jobs left");
+}
+
 /// A hunt of real PostgreSQL builds through Slurm: each run a job on the
 /// node, the installs and the node's lab folder read on the shared work
 /// dir.
