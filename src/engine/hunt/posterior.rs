@@ -179,9 +179,19 @@ impl Hunt<'_> {
     /// posterior when the search reached its cap.
     fn posterior_gives_up(&mut self, range: Range, search: &PositionSearch, cap: u64) {
         let (g, b) = search.credible(0.99);
+        // The posterior reads runs as independent around steady levels;
+        // while the machine's speed wanders they are neither, and its
+        // stretch may miss the drop.
+        let wandered = if self.evidence.drifting() {
+            "; the machine's speed wandered during the runs, so the drop may also lie just \
+             outside them"
+        } else {
+            ""
+        };
         let reason = format!(
             "after {cap} runs the noise left the drop spread over these commits (99% of the \
-             posterior); rerun with a quieter machine or a larger --max-runs to narrow it"
+             posterior){wandered}; rerun with a quieter machine or a larger --max-runs to \
+             narrow it"
         );
         self.leave_unresolved((range.lo + g, range.lo + b), reason, None);
     }

@@ -820,3 +820,55 @@ fn the_posterior_search_leaves_a_step_behind_unbuildable_commits_as_a_range() {
     assert_eq!(range.last_good.id, ids[27].id, "{range:?}");
     assert_eq!(range.first_bad.id, ids[30].id, "{range:?}");
 }
+
+/// A search given up on a machine whose speed wanders says its stretch
+/// may miss the drop; one given up on steady noise does not.
+#[test]
+fn a_search_given_up_on_a_wandering_machine_says_its_stretch_may_miss() {
+    use crate::engine::simulate::{History, NoiseModel, SimLab};
+    let history = History {
+        len: 120,
+        steps: vec![(70, 0.9)],
+        unbuildable: Default::default(),
+        base_tps: 1000.0,
+    };
+    let config = HuntConfig {
+        decision: DecisionConfig {
+            max_runs: 4,
+            ..DecisionConfig::default()
+        },
+        ..HuntConfig::default()
+    };
+    let noises = [
+        (
+            NoiseModel::Drift {
+                cv: 0.02,
+                step: 0.03,
+                bound: 0.15,
+            },
+            true,
+        ),
+        (NoiseModel::Gaussian { cv: 0.06 }, false),
+    ];
+    for (noise, wanders) in noises {
+        let mut said = Vec::new();
+        for seed in 0..12u64 {
+            let mut lab = SimLab::new(history.clone(), noise.clone(), seed);
+            let report = Hunt::new(config, history.commits(), &mut lab, &mut Silent)
+                .run()
+                .unwrap();
+            said.extend(
+                report
+                    .unresolved
+                    .iter()
+                    .filter(|r| r.reason.contains("noise left the drop spread"))
+                    .map(|r| r.reason.contains("wandered")),
+            );
+        }
+        assert!(!said.is_empty(), "no search given up under {noise:?}");
+        assert!(said.contains(&wanders), "{noise:?}: {said:?}");
+        if !wanders {
+            assert!(!said.contains(&true), "steady noise said to wander");
+        }
+    }
+}
