@@ -6,11 +6,9 @@
 //! Hodges-Lehmann shift with its distribution-free interval (reported with
 //! the confidence actually achieved, never more), and robust spreads.
 
-mod outliers;
 mod paired;
 mod strata;
 
-pub use outliers::{grubbs_critical, grubbs_outlier};
 pub use paired::{pair_in_time, paired_shift, wilcoxon_signed_rank};
 pub use strata::{Stratum, stratified_shift, van_elteren};
 
