@@ -11,6 +11,7 @@ use crate::error::UsageError;
 use crate::hosts::slurm::{Placement, Slurm};
 use crate::hosts::ssh::Ssh;
 use crate::hosts::{Backend, HostError, Owner, facts};
+use crate::lab::pg::pool::HostsPlacement;
 use crate::machine::Machine;
 use crate::profile::{HostsSection, Profile};
 use crate::progress::{Progress, ProgressEvent};
@@ -47,6 +48,9 @@ pub(super) struct Held {
     pub(super) owner: Owner,
     /// The hosts' facts (alike on every host), for the report.
     pub(super) machine: Machine,
+    /// Where the hosts placed server and pgbench (PostgreSQL profiles),
+    /// once a run has said so.
+    pub(super) placement: HostsPlacement,
 }
 
 impl Drop for Held {
@@ -167,6 +171,7 @@ pub(super) fn take(
         backend: backend.clone(),
         owner,
         machine: Machine::default(),
+        placement: HostsPlacement::default(),
     };
     for host in backend.hosts() {
         // On an error, `held` gives back every host it took.

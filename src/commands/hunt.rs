@@ -349,8 +349,9 @@ fn run_hunt(
         hunt_run = hunt_run.with_budget(budget);
     }
     let mut report = hunt_run.run()?;
-    if held.is_some() {
-        machine.placement = crate::lab::Lab::placement(&lab);
+    if let Some(h) = &held {
+        let placed = h.placement.lock();
+        machine.placement = placed.unwrap_or_else(|p| p.into_inner()).clone();
     }
     if plan.profile.is_custom() && !args.no_why && !report.culprits.is_empty() {
         progress.event(&ProgressEvent::Note(

@@ -76,7 +76,12 @@ pub(super) fn make_lab_on(
     Ok(match on {
         Some((held, tag)) => {
             let prefix = format!("{}{tag}", held.owner.job_prefix());
-            let pool = PgPoolLab::new(lab, held.backend.clone(), &prefix, runs_dir)?;
+            let pool = PgPoolLab::new(
+                lab,
+                held.backend.clone(),
+                (&prefix, runs_dir),
+                held.placement.clone(),
+            )?;
             Box::new(pool)
         }
         None => Box::new(lab),

@@ -155,13 +155,6 @@ pub trait Lab {
     /// command line or the profile's commands).
     fn describe(&self) -> String;
 
-    /// Where the server and pgbench ran, when the lab decided it somewhere
-    /// else than here (on hosts, from their own CPUs); `None`: here, as
-    /// the hunt decided, or not yet known.
-    fn placement(&self) -> Option<crate::placement::Placement> {
-        None
-    }
-
     /// The profile's run length in seconds when this lab can make runs of
     /// another length (`RunSpec::seconds`); `None` when it cannot (a
     /// custom benchmark command decides its own length).

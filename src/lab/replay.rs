@@ -181,10 +181,6 @@ impl Lab for ReplayLab<'_> {
         self.inner.run_length()
     }
 
-    fn placement(&self) -> Option<crate::placement::Placement> {
-        self.inner.placement()
-    }
-
     fn describe(&self) -> String {
         self.inner.describe()
     }

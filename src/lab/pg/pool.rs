@@ -62,8 +62,12 @@ struct OnHosts {
     runs_dir: PathBuf,
     /// Where the first run that said so placed its server and pgbench on
     /// its host (hosts are alike, so the others did the same).
-    placement: Mutex<Option<Placement>>,
+    placement: HostsPlacement,
 }
+
+/// Where the hosts placed server and pgbench, as their first run said:
+/// shared with whoever reports it.
+pub type HostsPlacement = Arc<Mutex<Option<Placement>>>;
 
 /// One commit's runs: the plan made here, and the installs it uses
 /// (here, with their keys).
@@ -76,12 +80,13 @@ impl PgPoolLab {
     /// Builds with `local`, runs on `backend`'s hosts, names jobs
     /// `<job_prefix><run>`, keeps the runs' output in `runs_dir`. Every
     /// host gets pgbisect and is checked first; a host on which runs
-    /// cannot be made is an error naming it and what to do.
+    /// cannot be made is an error naming it and what to do. `placement`
+    /// gets where the hosts placed server and pgbench.
     pub fn new(
         local: PgLab,
         backend: Arc<dyn Backend>,
-        job_prefix: &str,
-        runs_dir: &Path,
+        (job_prefix, runs_dir): (&str, &Path),
+        placement: HostsPlacement,
     ) -> anyhow::Result<PgPoolLab> {
         let me = stage_self(&local.work_root())?;
         let on = OnHosts {
@@ -90,7 +95,7 @@ impl PgPoolLab {
             request: local.host_request()?,
             job_prefix: job_prefix.to_string(),
             runs_dir: runs_dir.to_path_buf(),
-            placement: Mutex::new(None),
+            placement,
         };
         on.check_hosts()?;
         Ok(PgPoolLab {
@@ -465,14 +470,6 @@ impl Lab for PgPoolLab {
             backend.hosts().join(", "),
             backend.kind()
         )
-    }
-
-    /// Decided on the hosts, from their own CPUs.
-    fn placement(&self) -> Option<Placement> {
-        let placement = self.on.placement.lock();
-        placement
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
     }
 
     fn run_length(&self) -> Option<u32> {
