@@ -13,14 +13,16 @@
 use crate::journal::Event;
 use crate::lab::{HostRun, Lab, Planned, RunSpec};
 use crate::model::{Commit, LabTotals, Prepared, RunOutcome};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// A lab that replays journaled results before measuring anew.
 pub struct ReplayLab<'a> {
     inner: &'a mut dyn Lab,
     runs: HashMap<u64, (String, RunOutcome, Option<String>)>,
     prepared: HashMap<String, Prepared>,
-    really_prepared: HashSet<String>,
+    /// Commits prepared in the real lab, with the failed outcome their
+    /// runs have when they no longer build.
+    really_prepared: HashMap<String, Option<RunOutcome>>,
 }
 
 impl<'a> ReplayLab<'a> {
@@ -52,7 +54,7 @@ impl<'a> ReplayLab<'a> {
             inner,
             runs,
             prepared,
-            really_prepared: HashSet::new(),
+            really_prepared: HashMap::new(),
         }
     }
 
@@ -74,19 +76,28 @@ impl<'a> ReplayLab<'a> {
     }
 
     /// Prepares `commit` in the real lab once before its first new run;
-    /// the failed outcome its runs have when it no longer builds.
+    /// the failed outcome its runs have when it no longer builds, for
+    /// every run of it asked for since.
     fn prepare_really(&mut self, commit: &Commit) -> anyhow::Result<Option<RunOutcome>> {
-        if self.really_prepared.contains(&commit.id) {
-            return Ok(None);
+        if let Some(failed) = self.really_prepared.get(&commit.id) {
+            return Ok(failed.clone());
         }
         let p = self.inner.prepare(commit)?;
-        self.really_prepared.insert(commit.id.clone());
-        Ok(match p {
+        Ok(self.note_prepared(commit, &p))
+    }
+
+    /// Keeps what the real lab made of `commit`: the failed outcome its
+    /// runs have when it does not build.
+    fn note_prepared(&mut self, commit: &Commit, prepared: &Prepared) -> Option<RunOutcome> {
+        let failed = match prepared {
             Prepared::Unbuildable { reason, .. } => Some(RunOutcome::Failed {
                 reason: format!("it no longer builds: {reason}"),
             }),
             Prepared::Ready { .. } => None,
-        })
+        };
+        self.really_prepared
+            .insert(commit.id.clone(), failed.clone());
+        failed
     }
 
     /// Runs answered from the journal so far.
@@ -101,7 +112,7 @@ impl Lab for ReplayLab<'_> {
             return Ok(p.clone());
         }
         let p = self.inner.prepare(commit)?;
-        self.really_prepared.insert(commit.id.clone());
+        self.note_prepared(commit, &p);
         Ok(p)
     }
 
@@ -183,5 +194,75 @@ impl Lab for ReplayLab<'_> {
 
     fn describe(&self) -> String {
         self.inner.describe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A lab of three hosts on which no commit builds any more, counting
+    /// the runs it is asked to make.
+    struct NoLongerBuilds {
+        runs: usize,
+    }
+
+    impl Lab for NoLongerBuilds {
+        fn prepare(&mut self, _: &Commit) -> anyhow::Result<Prepared> {
+            Ok(Prepared::Unbuildable {
+                reason: "configure failed".into(),
+                log: None,
+            })
+        }
+
+        fn run(&mut self, _: &Commit, _: RunSpec) -> anyhow::Result<RunOutcome> {
+            self.runs += 1;
+            Ok(RunOutcome::tps_only(1000.0))
+        }
+
+        fn hosts(&self) -> Vec<String> {
+            ["a", "b", "c"].map(String::from).to_vec()
+        }
+
+        fn totals(&self) -> LabTotals {
+            LabTotals::default()
+        }
+
+        fn describe(&self) -> String {
+            "no longer builds".into()
+        }
+    }
+
+    #[test]
+    fn every_run_of_a_commit_that_no_longer_builds_fails_with_the_reason() {
+        let commit = Commit::bare("c0ffee");
+        let events = [Event::Prepared {
+            commit: commit.id.clone(),
+            prepared: Prepared::Ready { cached: false },
+        }];
+        let mut inner = NoLongerBuilds { runs: 0 };
+        let mut replay = ReplayLab::new(&mut inner, &events);
+        let spec = RunSpec {
+            clients: 1,
+            run: 1,
+            seconds: None,
+        };
+        for round in [
+            replay.run_round(&commit, spec),
+            replay.run_round(&commit, spec),
+        ] {
+            let round = round.unwrap();
+            assert_eq!(round.len(), 3);
+            for run in &round {
+                let RunOutcome::Failed { reason } = &run.outcome else {
+                    panic!("{run:?}")
+                };
+                assert!(
+                    reason.contains("it no longer builds: configure failed"),
+                    "{reason}"
+                );
+            }
+        }
+        assert_eq!(inner.runs, 0, "no run was made of it");
     }
 }
