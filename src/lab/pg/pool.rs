@@ -176,12 +176,12 @@ fn moved(path: &Path, local: &Path, remote: &str) -> Option<PathBuf> {
         .map(|rest| Path::new(remote).join(rest))
 }
 
-/// How long one run on a host may take: making the template and a copy,
-/// the warm-ups and the run, with pgbisect's deadlines for each.
 /// What to do about a run stopped at its deadline on a host.
 const RUN_DEADLINE_HINT: &str = "its deadline covers the data copy, the warm-ups and the run, \
      each with a margin: a host this slow is busy with other work, or not alike the others";
 
+/// How long one run on a host may take: making the template and a copy,
+/// the warm-ups and the run, with pgbisect's deadlines for each.
 fn run_limit(plan: &RunPlan) -> Duration {
     let options = &plan.options;
     let seconds = plan.seconds.unwrap_or(options.duration_secs);
@@ -410,42 +410,41 @@ impl Lab for PgPoolLab {
     /// Each commit's work is made once; the runs of a commit whose work
     /// cannot be made fail with the reason, the others are made at once.
     fn run_on(&mut self, spec: RunSpec, runs: &[Planned]) -> anyhow::Result<Vec<HostRun>> {
-        let mut works: Vec<(&str, Result<Work, String>)> = Vec::new();
+        // Each distinct commit's work, and for each run the place of its own.
+        let mut ids: Vec<&str> = Vec::new();
+        let mut works: Vec<Result<Work, String>> = Vec::new();
+        let mut which = Vec::with_capacity(runs.len());
         for p in runs {
-            if !works.iter().any(|(id, _)| *id == p.commit.id) {
-                works.push((p.commit.id.as_str(), self.work(p.commit, spec)?));
-            }
+            let i = match ids.iter().position(|id| *id == p.commit.id) {
+                Some(i) => i,
+                None => {
+                    ids.push(&p.commit.id);
+                    works.push(self.work(p.commit, spec)?);
+                    works.len() - 1
+                }
+            };
+            which.push(i);
         }
-        let work_of = |p: &Planned| {
-            works
-                .iter()
-                .find(|(id, _)| *id == p.commit.id)
-                .map(|(_, w)| w.as_ref())
-        };
         let asked: Vec<(usize, u64, &Work)> = runs
             .iter()
-            .filter_map(|p| match work_of(p) {
-                Some(Ok(w)) => Some((p.host, p.run, w)),
-                _ => None,
-            })
+            .zip(&which)
+            .filter_map(|(p, &i)| works[i].as_ref().ok().map(|w| (p.host, p.run, w)))
             .collect();
         let mut made = self.spread.some(&self.on, spec, &asked)?.into_iter();
         let hosts = self.on.hosts();
         let mut round = Vec::with_capacity(runs.len());
-        for p in runs {
-            let run = match work_of(p) {
-                Some(Ok(_)) => made
+        for (p, &i) in runs.iter().zip(&which) {
+            round.push(match &works[i] {
+                Ok(_) => made
                     .next()
                     .context("the hosts gave back fewer runs than were asked for")?,
-                Some(Err(reason)) => HostRun {
+                Err(reason) => HostRun {
                     host: hosts.get(p.host).cloned(),
                     outcome: RunOutcome::Failed {
                         reason: reason.clone(),
                     },
                 },
-                None => anyhow::bail!("no work was made for run {}", p.run),
-            };
-            round.push(run);
+            });
         }
         Ok(round)
     }
