@@ -6,6 +6,7 @@ const BAD: f64 = -0.105;
 const NOISE: Noise = Noise {
     sigma: 0.03,
     log_threshold: 0.0513,
+    steady: true,
 };
 
 fn run(pos: usize, log_tps: f64) -> Observation {
@@ -27,6 +28,17 @@ fn search_clean(
     mid: Option<usize>,
     skip: &[usize],
 ) -> (Vec<usize>, Conclusion) {
+    search_clean_with(n, k, mid, skip, NOISE)
+}
+
+/// [`search_clean`] reading the runs with `noise`.
+fn search_clean_with(
+    n: usize,
+    k: usize,
+    mid: Option<usize>,
+    skip: &[usize],
+    noise: Noise,
+) -> (Vec<usize>, Conclusion) {
     let mut s = PositionSearch::new(n, PosteriorConfig::default()).unwrap();
     for &p in skip {
         s.unmeasurable(p);
@@ -45,7 +57,7 @@ fn search_clean(
                     _ => BAD,
                 };
                 runs.push(run(m, level));
-                s.update(&runs, NOISE);
+                s.update(&runs, noise);
             }
             Step::Done(c) => return (visited, c),
         }
@@ -97,6 +109,42 @@ fn a_commit_between_two_steps_is_bad_like() {
     };
     s.update(&[between], NOISE);
     assert!(s.bad_like(5) > 0.9, "{:?}", s.posterior());
+}
+
+#[test]
+fn on_a_quiet_machine_a_commit_between_two_steps_is_strong_evidence() {
+    // 0.2% noise, levels 10.5% apart, a commit halfway down: each of its
+    // runs is some 26 noise widths from both levels. The search still
+    // finds the first step in about a bisection, not a crawl.
+    let quiet = Noise {
+        sigma: 0.002,
+        ..NOISE
+    };
+    for (n, k, mid) in [(400, 120, 300), (2200, 1815, 2144), (2200, 45, 714)] {
+        let (visited, c) = search_clean_with(n, k, Some(mid), &[], quiet);
+        assert_eq!(c, Conclusion::FirstBad(k), "{visited:?}");
+        let bits = (usize::BITS - n.leading_zeros()) as usize;
+        assert!(visited.len() <= bits + 3, "n {n} k {k}: {visited:?}");
+    }
+    // While the machine wanders, such a run stays weaker evidence.
+    let between = Observation {
+        bad_level: 2.0 * BAD,
+        ..run(5, BAD)
+    };
+    let bad_like = |noise: Noise| {
+        let mut s = PositionSearch::new(10, PosteriorConfig::default()).unwrap();
+        s.update(&[between], noise);
+        s.bad_like(5)
+    };
+    let wandering = Noise {
+        steady: false,
+        ..quiet
+    };
+    assert!(
+        bad_like(quiet) > bad_like(wandering),
+        "{}",
+        bad_like(wandering)
+    );
 }
 
 #[test]

@@ -147,6 +147,7 @@ impl Hunt<'_> {
         let noise = Noise {
             sigma: self.evidence.noise_sigma(),
             log_threshold: self.cfg.decision.log_threshold(),
+            steady: !self.evidence.drifting(),
         };
         search.update(&runs, noise);
         for pos in range.lo + 1..range.hi {
