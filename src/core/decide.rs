@@ -43,6 +43,15 @@ pub struct DecisionConfig {
     pub min_runs: usize,
     /// Most runs per side (and per classified commit) before giving up.
     pub max_runs: usize,
+    /// The run-to-run noise measured over a whole hunt (a standard
+    /// deviation of log throughput), below which a comparison never reads
+    /// its samples' own spread: four runs can sit closer together than
+    /// the machine's noise by chance, or all in one mode of it, and a
+    /// t-test on their spread alone then confirms a drop that is not
+    /// there. 0: the samples' spread alone (a comparison with no hunt
+    /// around it). Set for each look; not a knob.
+    #[serde(skip)]
+    pub noise_floor: f64,
 }
 
 impl Default for DecisionConfig {
@@ -53,6 +62,7 @@ impl Default for DecisionConfig {
             step_error: 0.01,
             min_runs: 4,
             max_runs: 20,
+            noise_floor: 0.0,
         }
     }
 }
@@ -165,7 +175,7 @@ pub struct Comparison {
 /// `1 - alpha` interval above `-threshold`. Fewer than `min_runs` a side is
 /// always unclear.
 pub fn compare(base: &[f64], new: &[f64], cfg: &DecisionConfig, threshold: f64) -> Comparison {
-    let estimate = estimate_change(base, new, cfg.alpha);
+    let estimate = estimate_with_floor(base, new, cfg.alpha, cfg.noise_floor);
     let enough = base.len() >= cfg.min_runs && new.len() >= cfg.min_runs;
     let verdict = verdict_of(
         enough,
@@ -187,7 +197,7 @@ pub fn compare_paired(pairs: &[(f64, f64)], cfg: &DecisionConfig, threshold: f64
     let ratios: Vec<f64> = pairs.iter().map(|(b, n)| n / b).collect();
     let clean = pairs.len() >= 3 && !has_outliers(&ratios);
     let estimate = clean
-        .then(|| paired_t(&ratios, cfg.alpha))
+        .then(|| paired_t(&ratios, cfg.alpha, cfg.noise_floor))
         .flatten()
         .unwrap_or_else(|| signed_rank(pairs, cfg.alpha));
     let enough = pairs.len() >= cfg.min_runs;
@@ -255,8 +265,14 @@ fn verdict_of(
 /// is two-sided at `1 - 2 alpha`, so each side is a one-sided `1 - alpha`
 /// bound.
 pub fn estimate_change(base: &[f64], new: &[f64], alpha: f64) -> (Change, f64, Method) {
+    estimate_with_floor(base, new, alpha, 0.0)
+}
+
+/// [`estimate_change`] with Welch's variances never below `floor`
+/// squared (see [`DecisionConfig::noise_floor`]).
+fn estimate_with_floor(base: &[f64], new: &[f64], alpha: f64, floor: f64) -> (Change, f64, Method) {
     let clean = base.len() >= 3 && new.len() >= 3 && !has_outliers(base) && !has_outliers(new);
-    if clean && let Some(result) = welch_log(base, new, alpha) {
+    if clean && let Some(result) = welch_log(base, new, alpha, floor) {
         return result;
     }
     rank_based(base, new, alpha)
@@ -293,9 +309,11 @@ fn change_of(shift: Result<stats::Shift, stats::StatsError>) -> Change {
     }
 }
 
-/// Student's t on the log ratios of pairs. `None` without spread.
-fn paired_t(ratios: &[f64], alpha: f64) -> Option<(Change, f64, Method)> {
+/// Student's t on the log ratios of pairs, their variance never below
+/// that of two runs of `floor` noise each. `None` without spread.
+fn paired_t(ratios: &[f64], alpha: f64, floor: f64) -> Option<(Change, f64, Method)> {
     let (mean, var, n) = log_mean_var(ratios);
+    let var = var.max(2.0 * floor * floor);
     let se = (var / n).sqrt();
     if se <= 0.0 || !se.is_finite() || n < 2.0 {
         return None;
@@ -324,10 +342,12 @@ fn t_change(
     (change, t_dist.cdf(d / se), method)
 }
 
-/// Welch's t-test on log throughput. `None` when both samples have no spread.
-fn welch_log(base: &[f64], new: &[f64], alpha: f64) -> Option<(Change, f64, Method)> {
+/// Welch's t-test on log throughput, each sample's variance never below
+/// `floor` squared. `None` when both samples have no spread.
+fn welch_log(base: &[f64], new: &[f64], alpha: f64, floor: f64) -> Option<(Change, f64, Method)> {
     let (ma, va, na) = log_mean_var(base);
     let (mb, vb, nb) = log_mean_var(new);
+    let (va, vb) = (va.max(floor * floor), vb.max(floor * floor));
     let (sa, sb) = (va / na, vb / nb);
     let se2 = sa + sb;
     if se2 <= 0.0 || !se2.is_finite() {
@@ -566,6 +586,71 @@ mod tests {
         assert_eq!(c.method, Method::MannWhitney);
         assert!(has_outliers(&base));
         assert!(!has_outliers(&new));
+    }
+
+    #[test]
+    fn runs_closer_together_than_the_hunts_noise_do_not_confirm_a_drop() {
+        // Four runs a side 0.2% apart, 6% down, on a machine whose runs
+        // have spread 3% all hunt: what the runs alone say is not to be
+        // believed.
+        let base = [100.0, 100.3, 99.8, 100.1];
+        let new = [94.0, 94.2, 93.9, 94.1];
+        let floored = DecisionConfig {
+            noise_floor: 0.03,
+            ..cfg()
+        };
+        assert_eq!(
+            compare(&base, &new, &cfg(), 0.05).verdict,
+            Verdict::Regressed
+        );
+        let c = compare(&base, &new, &floored, 0.05);
+        assert_eq!(c.verdict, Verdict::Unclear, "{c:?}");
+        // Five pairs in time, as closely alike (signed ranks need five).
+        let pairs: Vec<(f64, f64)> = base
+            .iter()
+            .copied()
+            .chain([99.9])
+            .zip(new.iter().copied().chain([94.05]))
+            .collect();
+        assert_eq!(
+            compare_paired(&pairs, &cfg(), 0.05).verdict,
+            Verdict::Regressed
+        );
+        assert_eq!(
+            compare_paired(&pairs, &floored, 0.05).verdict,
+            Verdict::Unclear
+        );
+        // A drop far beyond that noise still stands on four runs a side.
+        let far: Vec<f64> = new.iter().map(|v| v * 0.85).collect();
+        let c = compare(&base, &far, &floored, 0.05);
+        assert_eq!(c.verdict, Verdict::Regressed, "{c:?}");
+    }
+
+    fn sample() -> impl proptest::strategy::Strategy<Value = Vec<f64>> {
+        proptest::collection::vec(80.0f64..120.0, 2..10)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_noise_floor_only_makes_a_verdict_less_sure(
+            base in sample(),
+            new in sample(),
+            drop in 0.8f64..1.1,
+            floor in 0.0f64..0.1,
+        ) {
+            let new: Vec<f64> = new.iter().map(|v| v * drop).collect();
+            let floored = DecisionConfig { noise_floor: floor, ..cfg() };
+            let pairs: Vec<(f64, f64)> = base.iter().copied().zip(new.iter().copied()).collect();
+            for (with, without) in [
+                (compare(&base, &new, &floored, 0.05), compare(&base, &new, &cfg(), 0.05)),
+                (compare_paired(&pairs, &floored, 0.05), compare_paired(&pairs, &cfg(), 0.05)),
+            ] {
+                if with.verdict != Verdict::Unclear {
+                    proptest::prop_assert_eq!(with.verdict, without.verdict);
+                }
+                proptest::prop_assert_eq!(with.change.pct, without.change.pct);
+            }
+        }
     }
 
     fn reference() -> Reference {

@@ -51,7 +51,7 @@ pub fn compare_blocked(blocks: &[Block], cfg: &DecisionConfig, threshold: f64) -
     let n_new: usize = both.iter().map(|(_, n)| n.len()).sum();
     let clean = n_base >= 3 && n_new >= 3 && !residuals_have_outliers(&both);
     let estimate = clean
-        .then(|| fixed_effect(&both, cfg.alpha))
+        .then(|| fixed_effect(&both, cfg.alpha, cfg.noise_floor))
         .flatten()
         .unwrap_or_else(|| stratified_ranks(&both, cfg.alpha));
     let enough = n_base >= cfg.min_runs && n_new >= cfg.min_runs;
@@ -96,9 +96,10 @@ fn combined(cells: &Cells) -> f64 {
     cells.diffs.iter().map(|(d, w)| d * w).sum::<f64>() / weights
 }
 
-/// The fixed-effect estimate with its t interval; `None` without
-/// residual degrees of freedom or spread.
-fn fixed_effect(strata: &[Stratum], alpha: f64) -> Option<(Change, f64, Method)> {
+/// The fixed-effect estimate with its t interval, the pooled variance
+/// never below `floor` squared; `None` without residual degrees of
+/// freedom or spread.
+fn fixed_effect(strata: &[Stratum], alpha: f64, floor: f64) -> Option<(Change, f64, Method)> {
     let cells = cells(strata);
     let shift = combined(&cells);
     let weights: f64 = cells.diffs.iter().map(|(_, w)| w).sum();
@@ -111,7 +112,7 @@ fn fixed_effect(strata: &[Stratum], alpha: f64) -> Option<(Change, f64, Method)>
     if df < 1.0 {
         return None;
     }
-    let variance = (cells.within + interaction) / df;
+    let variance = ((cells.within + interaction) / df).max(floor * floor);
     let se = (variance / weights).sqrt();
     if se <= 0.0 || !se.is_finite() {
         return None;

@@ -175,7 +175,7 @@ impl Hunt<'_> {
             runs
         };
         let (lo, hi) = (runs(range.lo), runs(range.hi));
-        let (d, threshold) = (&self.cfg.decision, self.cfg.decision.threshold);
+        let (d, threshold) = (&self.decision(), self.cfg.decision.threshold);
         let cmp = if drifting {
             decide::compare_paired(&self.evidence.pairs(&lo, &hi), d, threshold)
         } else {

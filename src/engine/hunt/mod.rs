@@ -513,6 +513,16 @@ impl<'a> Hunt<'a> {
         )
     }
 
+    /// The hunt's decision knobs, with the noise measured so far as the
+    /// floor of every comparison's spread
+    /// ([`DecisionConfig::noise_floor`]).
+    fn decision(&self) -> DecisionConfig {
+        DecisionConfig {
+            noise_floor: self.evidence.noise().map_or(0.0, |n| n.sigma),
+            ..self.cfg.decision
+        }
+    }
+
     /// The decision knobs for one look of a check that looks after every
     /// round: half the error rate (a Pocock-like spending). When the noise
     /// has shown wild runs (outliers, two modes), a few runs a side can
@@ -521,7 +531,7 @@ impl<'a> Hunt<'a> {
     fn per_look(&self) -> DecisionConfig {
         let d = DecisionConfig {
             alpha: self.cfg.decision.alpha * self.alpha_share,
-            ..self.cfg.decision
+            ..self.decision()
         };
         let wild = self
             .evidence
