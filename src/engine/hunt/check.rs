@@ -8,7 +8,7 @@
 //! failed check tells which of the two commits was misjudged.
 
 use super::evidence::blocks;
-use super::{Hunt, HuntError, Measured, Range};
+use super::{Hunt, HuntError, Measured, Range, Spans};
 use crate::core::bisect::Outcome;
 use crate::core::decide::{self, Comparison, Verdict};
 use crate::core::stats;
@@ -36,8 +36,9 @@ pub(super) struct Check {
     before: Option<Comparison>,
     /// The first bad-like commit against the range's bad end, when checked.
     after: Option<Comparison>,
-    /// First run number of the check.
-    pub(super) since: u64,
+    /// The runs of the pair the check counts: those of earlier checks of
+    /// the same pair, and its own.
+    pub(super) spans: Spans,
 }
 
 impl Hunt<'_> {
@@ -50,10 +51,10 @@ impl Hunt<'_> {
         last_good: usize,
         first_bad: usize,
         range: Range,
-        since: u64,
+        spans: &Spans,
     ) -> Vec<(usize, Option<Outcome>)> {
-        let mut both = self.evidence.samples_since(last_good, since);
-        both.extend(self.evidence.samples_since(first_bad, since));
+        let mut both = self.evidence.samples_in(last_good, spans);
+        both.extend(self.evidence.samples_in(first_bad, spans));
         let end_runs = |pos: usize| self.evidence.recent_runs(pos, self.cfg.reference_window);
         let d = self.per_look();
         let at_good = decide::compare_blocked(&blocks(&end_runs(range.lo), &both), &d, d.threshold);
@@ -221,14 +222,14 @@ impl Hunt<'_> {
                         }
                         .into());
                     }
-                    let cmp = self.compare_positions(lo, hi, since, threshold);
+                    let cmp = self.compare_positions(lo, hi, &Spans::since(since), threshold);
                     return Ok(Comparison {
                         verdict: Verdict::Unclear,
                         ..cmp
                     });
                 }
             }
-            let cmp = self.compare_positions(lo, hi, since, threshold);
+            let cmp = self.compare_positions(lo, hi, &Spans::since(since), threshold);
             let runs = cmp.n_base.min(cmp.n_new);
             // "No regression" ends the hunt for good: it waits for two more
             // runs a side than a drop does, so that a good endpoint whose
@@ -336,8 +337,8 @@ impl Hunt<'_> {
     ) -> anyhow::Result<Vec<Range>> {
         let cmp = check.side_by_side;
         if first_bad == last_good + 1 {
-            let before_runs = self.evidence.samples_since(last_good, check.since);
-            let after_runs = self.evidence.samples_since(first_bad, check.since);
+            let before_runs = self.evidence.samples_in(last_good, &check.spans);
+            let after_runs = self.evidence.samples_in(first_bad, &check.spans);
             let tps = |runs: &[RunSample]| runs.iter().map(|r| r.tps).collect::<Vec<f64>>();
             let before = stats::median(&tps(&before_runs));
             let after = stats::median(&tps(&after_runs));
@@ -438,7 +439,7 @@ impl Hunt<'_> {
     /// run cap.
     pub(super) fn unexplained(&self, range: Range, cmp: &Comparison) -> Option<f64> {
         let threshold = self.cfg.decision.threshold;
-        let whole = self.compare_positions(range.lo, range.hi, 0, threshold);
+        let whole = self.compare_positions(range.lo, range.hi, &Spans::since(0), threshold);
         let culprit = cmp.change.low_pct.min(cmp.change.pct).max(-99.0);
         let rest = 100.0 * ((1.0 + whole.change.pct / 100.0) / (1.0 + culprit / 100.0) - 1.0);
         (rest <= -100.0 * threshold).then_some(rest)
@@ -509,6 +510,28 @@ impl Hunt<'_> {
             self.commits[good].short()
         ));
         let since = self.seq + 1;
+        let earlier = self.checked.get(&(good, bad)).cloned().unwrap_or_default();
+        let check = self.measure_pair(good, bad, range, Spans::after(earlier, since));
+        if self.seq >= since {
+            self.checked
+                .entry((good, bad))
+                .or_default()
+                .push((since, self.seq));
+        }
+        check
+    }
+
+    /// Measures `good` and `bad` in turn until their comparison over
+    /// `spans` settles (and, when it shows the drop, the rest of the drop
+    /// on either side) or this check reaches the run cap.
+    fn measure_pair(
+        &mut self,
+        good: usize,
+        bad: usize,
+        range: Range,
+        spans: Spans,
+    ) -> anyhow::Result<Check> {
+        let since = spans.start();
         let hunt_rest = !self.cfg.first_only;
         let before_end = (hunt_rest && good != range.lo).then_some(range.lo);
         let after_end = (hunt_rest && bad != range.hi).then_some(range.hi);
@@ -523,7 +546,7 @@ impl Hunt<'_> {
         loop {
             for &pos in &order {
                 if let Measured::Unmeasurable(_) = self.measure(pos)? {
-                    let cmp = self.compare_positions(good, bad, since, d.threshold);
+                    let cmp = self.compare_positions(good, bad, &spans, d.threshold);
                     return Ok(Check {
                         side_by_side: Comparison {
                             verdict: Verdict::Unclear,
@@ -531,15 +554,15 @@ impl Hunt<'_> {
                         },
                         before: None,
                         after: None,
-                        since,
+                        spans,
                     });
                 }
             }
             let check = Check {
-                side_by_side: self.compare_positions(good, bad, since, d.threshold),
+                side_by_side: self.compare_positions(good, bad, &spans, d.threshold),
                 before: before_end.map(|lo| self.compare_end(lo, good, since, true)),
                 after: after_end.map(|hi| self.compare_end(hi, bad, since, false)),
-                since,
+                spans: spans.clone(),
             };
             if self.evidence.runs_since(bad, since).len() >= d.max_runs {
                 return Ok(check);

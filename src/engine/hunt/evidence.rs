@@ -24,6 +24,43 @@ pub(super) const DRIFT_WINDOW: usize = 3;
 /// Rounds more than this many apart are not paired side by side.
 pub(super) const PAIR_GAP: u64 = 3;
 
+/// Which runs of a pair a side-by-side comparison counts: those made
+/// during earlier checks of the same pair, and every run from `since` on.
+/// A pair the search proposes again after its check refused it is judged
+/// on all its side-by-side runs, not on a fresh handful that may, by
+/// chance, say what the earlier ones did not.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(super) struct Spans {
+    /// Runs `first..=last` of each earlier check.
+    earlier: Vec<(u64, u64)>,
+    since: u64,
+}
+
+impl Spans {
+    /// Every run from `since` on.
+    pub(super) fn since(since: u64) -> Spans {
+        Spans::after(Vec::new(), since)
+    }
+
+    /// The runs of the `earlier` checks, and every run from `since` on.
+    pub(super) fn after(earlier: Vec<(u64, u64)>, since: u64) -> Spans {
+        Spans { earlier, since }
+    }
+
+    /// The first run of the latest span.
+    pub(super) fn start(&self) -> u64 {
+        self.since
+    }
+
+    fn holds(&self, run: u64) -> bool {
+        run >= self.since
+            || self
+                .earlier
+                .iter()
+                .any(|&(first, last)| (first..=last).contains(&run))
+    }
+}
+
 /// The runs of every position of the history, in time order.
 #[derive(Debug, Clone)]
 pub(super) struct Evidence {
@@ -195,14 +232,12 @@ impl Evidence {
     /// The runs of `base` and `new` made since `since`, paired with each
     /// other's neighbours in time on the same host.
     pub(super) fn pairs_since(&self, base: usize, new: usize, since: u64) -> Vec<(f64, f64)> {
-        let since_of = |pos: usize| -> Vec<RunSample> {
-            self.runs[pos]
-                .iter()
-                .filter(|r| r.run >= since)
-                .cloned()
-                .collect()
-        };
-        self.pairs(&since_of(base), &since_of(new))
+        self.pairs_in(base, new, &Spans::since(since))
+    }
+
+    /// The runs of `base` and `new` in `spans`, paired side by side.
+    pub(super) fn pairs_in(&self, base: usize, new: usize, spans: &Spans) -> Vec<(f64, f64)> {
+        self.pairs(&self.samples_in(base, spans), &self.samples_in(new, spans))
     }
 
     /// Runs of two commits paired with each other's neighbours in time,
@@ -225,9 +260,14 @@ impl Evidence {
 
     /// The runs of `pos` made since run `since`.
     pub(super) fn samples_since(&self, pos: usize, since: u64) -> Vec<RunSample> {
+        self.samples_in(pos, &Spans::since(since))
+    }
+
+    /// The runs of `pos` in `spans`.
+    pub(super) fn samples_in(&self, pos: usize, spans: &Spans) -> Vec<RunSample> {
         self.runs[pos]
             .iter()
-            .filter(|r| r.run >= since)
+            .filter(|r| spans.holds(r.run))
             .cloned()
             .collect()
     }
@@ -321,6 +361,27 @@ mod tests {
         assert!((near - (200f64.ln() + 400f64.ln()) / 2.0).abs() < 1e-12);
         assert_eq!(e.level_near(0, &sample(1), 1), Some(100f64.ln()));
         assert_eq!(Evidence::new(1).level_near(0, &sample(1), 3), None);
+    }
+
+    #[test]
+    fn spans_hold_the_runs_of_earlier_checks_and_the_latest_ones() {
+        let e = evidence(
+            2,
+            &[
+                (0, 100.0),
+                (0, 101.0),
+                (0, 102.0),
+                (1, 90.0),
+                (0, 103.0),
+                (0, 104.0),
+            ],
+        );
+        let spans = Spans::after(vec![(2, 3)], 5);
+        let runs: Vec<u64> = e.samples_in(0, &spans).iter().map(|r| r.run).collect();
+        assert_eq!(runs, [2, 3, 5, 6]);
+        assert_eq!(spans.start(), 5);
+        assert_eq!(e.samples_in(0, &Spans::since(4)).len(), 2);
+        assert_eq!(e.samples_in(1, &spans).len(), 0);
     }
 
     #[test]

@@ -29,7 +29,7 @@ use crate::progress::{Progress, ProgressEvent, Timing};
 use crate::report::findings::{
     Culprit, HuntOutcome, HuntReport, Judgement, TestedCommit, Totals, UnresolvedRange,
 };
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -46,7 +46,7 @@ mod search;
 mod tests;
 
 use budget::{Budget, Costs};
-use evidence::Evidence;
+use evidence::{Evidence, Spans};
 use search::Settled;
 
 /// How many times a range's ends are measured side by side to settle a
@@ -181,6 +181,9 @@ pub struct Hunt<'a> {
     /// Hosts whose last run gave no result, in [`Lab::hosts`] order: a
     /// round shared among several commits gives them none of their own.
     failing_hosts: Vec<bool>,
+    /// The runs (first, last) of each side-by-side check of a pair of
+    /// positions, (good, bad): a pair checked again counts them all.
+    checked: HashMap<(usize, usize), Vec<(u64, u64)>>,
 }
 
 impl<'a> Hunt<'a> {
@@ -218,6 +221,7 @@ impl<'a> Hunt<'a> {
             },
             run_seconds: None,
             failing_hosts: vec![false; hosts.max(1)],
+            checked: HashMap::new(),
         }
     }
 
@@ -267,7 +271,7 @@ impl<'a> Hunt<'a> {
                         .into(),
                 );
                 let threshold = self.cfg.decision.threshold;
-                let cmp = self.compare_positions(0, self.bad(), 0, threshold);
+                let cmp = self.compare_positions(0, self.bad(), &Spans::since(0), threshold);
                 return self.finish(HuntOutcome::Inconclusive, cmp);
             }
             other => other?,
@@ -494,19 +498,25 @@ impl<'a> Hunt<'a> {
     /// While the machine drifts, only runs made side by side are set
     /// against each other, pair by pair. Runs of different hosts are
     /// never set against each other.
-    fn compare_positions(&self, base: usize, new: usize, since: u64, threshold: f64) -> Comparison {
+    fn compare_positions(
+        &self,
+        base: usize,
+        new: usize,
+        spans: &Spans,
+        threshold: f64,
+    ) -> Comparison {
         let cfg = self.per_look();
         if self.evidence.drifting() {
             return decide::compare_paired(
-                &self.evidence.pairs_since(base, new, since),
+                &self.evidence.pairs_in(base, new, spans),
                 &cfg,
                 threshold,
             );
         }
         decide::compare_blocked(
             &evidence::blocks(
-                &self.evidence.samples_since(base, since),
-                &self.evidence.samples_since(new, since),
+                &self.evidence.samples_in(base, spans),
+                &self.evidence.samples_in(new, spans),
             ),
             &cfg,
             threshold,

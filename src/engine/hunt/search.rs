@@ -163,17 +163,28 @@ impl Hunt<'_> {
             self.commits[last_good].short(),
             check.side_by_side.change.pct
         ));
-        if *failures >= self.cfg.max_verify_failures
-            || (last_good == range.lo && first_bad == range.hi)
-        {
-            self.give_up(range, last_good, first_bad, check.side_by_side);
+        let whole = last_good == range.lo && first_bad == range.hi;
+        if *failures >= self.cfg.max_verify_failures || whole {
+            // Checks that keep refusing what the search proposes may mean
+            // there is no drop left to find: the range's ends, side by
+            // side, tell that from a drop that cannot be pinned.
+            let gone = if whole {
+                None
+            } else {
+                self.settle_doubt(range)?
+            };
+            if let Some(gone) = gone {
+                self.drop_not_held(range, gone, true)?;
+            } else {
+                self.give_up(range, last_good, first_bad, check.side_by_side);
+            }
             return Ok(Settled::Done(Vec::new()));
         }
         Ok(Settled::Again(self.after_failed_check(
             last_good,
             first_bad,
             range,
-            check.since,
+            &check.spans,
         )))
     }
 }

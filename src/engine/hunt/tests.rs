@@ -65,7 +65,12 @@ fn a_drop_that_vanishes_blames_nobody_and_stays_cheap() {
         .run()
         .unwrap();
     assert!(report.culprits.is_empty(), "{:?}", report.culprits);
-    assert_eq!(report.outcome, HuntOutcome::NoRegression);
+    assert_eq!(
+        report.outcome,
+        HuntOutcome::NoRegression,
+        "{:#?}",
+        report.notes
+    );
     // The bad end's slow first runs read as a machine whose speed changed
     // (to any observer they are one), so reference runs then come every
     // other run and runs are compared pair by pair: 113 runs. Without the
@@ -303,6 +308,29 @@ fn hunt_in_doubt<'a>(
     let state = hunt.range_holds(Range { lo: 0, hi: 64 }, unsure);
     assert!(matches!(state, RangeState::InDoubt(_)), "{state:?}");
     hunt
+}
+
+#[test]
+fn a_pair_checked_again_is_judged_on_every_side_by_side_run_it_had() {
+    let commits = bare_commits(64);
+    let mut lab = step_lab(&commits, 23, 0.0);
+    let mut silent = Silent;
+    let mut hunt = Hunt::new(HuntConfig::default(), commits, &mut lab, &mut silent);
+    hunt.endpoints().unwrap();
+    let range = Range { lo: 0, hi: 64 };
+    // Both after the step: no drop between them.
+    let first = hunt.verify(40, 41, range).unwrap();
+    assert_ne!(first.side_by_side.verdict, Verdict::Regressed);
+    // A run the search makes in between is not side by side: not counted.
+    hunt.measure(40).unwrap();
+    let second = hunt.verify(40, 41, range).unwrap();
+    let own = hunt.evidence.samples_since(40, second.spans.start()).len();
+    assert!(own >= 1);
+    assert_eq!(second.side_by_side.n_base, first.side_by_side.n_base + own);
+    // Another pair starts afresh.
+    let other = hunt.verify(41, 42, range).unwrap();
+    let own = hunt.evidence.samples_since(41, other.spans.start()).len();
+    assert_eq!(other.side_by_side.n_base, own);
 }
 
 #[test]
