@@ -29,7 +29,7 @@ pub(super) const PAIR_GAP: u64 = 3;
 /// A pair the search proposes again after its check refused it is judged
 /// on all its side-by-side runs, not on a fresh handful that may, by
 /// chance, say what the earlier ones did not.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone)]
 pub(super) struct Spans {
     /// Runs `first..=last` of each earlier check.
     earlier: Vec<(u64, u64)>,

@@ -527,8 +527,13 @@ impl<'a> Hunt<'a> {
     /// floor of every comparison's spread
     /// ([`DecisionConfig::noise_floor`]).
     fn decision(&self) -> DecisionConfig {
+        self.decision_under(self.evidence.noise())
+    }
+
+    /// [`Hunt::decision`] with the noise already estimated.
+    fn decision_under(&self, noise: Option<stats::NoiseEstimate>) -> DecisionConfig {
         DecisionConfig {
-            noise_floor: self.evidence.noise().map_or(0.0, |n| n.sigma),
+            noise_floor: noise.map_or(0.0, |n| n.sigma),
             ..self.cfg.decision
         }
     }
@@ -539,14 +544,13 @@ impl<'a> Hunt<'a> {
     /// differ by which runs landed in the slow mode, so such checks wait
     /// for twice as many runs and spend a quarter of the error rate a look.
     fn per_look(&self) -> DecisionConfig {
+        let noise = self.evidence.noise();
         let d = DecisionConfig {
             alpha: self.cfg.decision.alpha * self.alpha_share,
-            ..self.decision()
+            ..self.decision_under(noise)
         };
-        let wild = self
-            .evidence
-            .noise()
-            .is_some_and(|n| n.differences >= 20 && n.wild_fraction > self.wild_limit());
+        let wild =
+            noise.is_some_and(|n| n.differences >= 20 && n.wild_fraction > self.wild_limit());
         if wild {
             DecisionConfig {
                 alpha: d.alpha / 4.0,
