@@ -42,6 +42,7 @@ pub mod posterior;
 mod rounds;
 mod run_length;
 mod search;
+mod tested;
 #[cfg(test)]
 mod tests;
 
@@ -710,6 +711,7 @@ impl<'a> Hunt<'a> {
                 },
             })
             .collect();
+        let tested = tested::with_confirmed(tested, &self.culprits, &self.commits);
         let measured = self.evidence.total_runs();
         HuntReport {
             outcome,
