@@ -87,10 +87,11 @@ pub struct TargetArgs {
     #[serde(flatten)]
     pub lab: LabArgs,
     /// pgbench clients for the hunt (one count: a hunt decides on one).
-    #[arg(long, value_name = "N", value_parser = one_client_count)]
+    #[arg(long, value_name = "N", value_parser = one_client_count, allow_hyphen_values = true)]
     pub clients: Option<u32>,
-    /// Smallest drop worth hunting, in percent.
-    #[arg(long, value_name = "PCT")]
+    /// Smallest drop worth hunting, in percent: 5 or 5% (default: the
+    /// profile's `threshold`, else 5).
+    #[arg(long, value_name = "PCT", value_parser = percent, allow_hyphen_values = true)]
     pub threshold: Option<f64>,
     /// Most runs of one commit before it is judged unsure.
     #[arg(long, value_name = "N")]
@@ -129,6 +130,51 @@ fn one_client_count(text: &str) -> Result<u32, String> {
         Ok(n) if n > 0 => Ok(n),
         _ => Err(format!(
             "`{text}` is not a client count: give a number of at least 1"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentages_are_read_with_or_without_the_sign() {
+        assert_eq!(percent("5"), Ok(5.0));
+        assert_eq!(percent("5%"), Ok(5.0));
+        assert_eq!(percent(" 2.5 % "), Ok(2.5));
+        assert!(
+            percent("-5")
+                .unwrap_err()
+                .contains("positive percentage, e.g. 5")
+        );
+        for bad in ["0", "100", "150%", "five", "%", ""] {
+            assert!(percent(bad).unwrap_err().contains("5 or 5%"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_negative_client_count_is_named_as_such() {
+        assert!(
+            one_client_count("-4")
+                .unwrap_err()
+                .contains("not a client count")
+        );
+    }
+}
+
+/// `--threshold`: a percentage as people write it, `5` or `5%`, more than
+/// 0 and less than 100 (a drop of 100% is a server that does nothing).
+pub fn percent(text: &str) -> Result<f64, String> {
+    let number = text.trim().trim_end_matches('%').trim_end();
+    match number.parse::<f64>() {
+        Ok(pct) if pct > 0.0 && pct < 100.0 => Ok(pct),
+        Ok(pct) if pct < 0.0 => Err(format!(
+            "`{text}`: a drop is given as a positive percentage, e.g. {}",
+            -pct
+        )),
+        _ => Err(format!(
+            "`{text}` is not a percentage between 0 and 100: write it as 5 or 5%"
         )),
     }
 }

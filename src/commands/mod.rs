@@ -127,6 +127,15 @@ pub fn run() -> anyhow::Result<ExitCode> {
             let _ = e.print();
             return Ok(ExitCode::from(judge::EXIT_ABORT));
         }
+        Err(e) if e.kind() == clap::error::ErrorKind::InvalidSubcommand => {
+            let args: Vec<String> = std::env::args().skip(1).collect();
+            let Some(hint) = endpoints_hint(&args) else {
+                e.exit()
+            };
+            let _ = e.print();
+            eprintln!("\n{hint}");
+            return Ok(ExitCode::from(EXIT_USAGE));
+        }
         Err(e) => e.exit(),
     };
     match cli.command {
@@ -141,6 +150,25 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Some(Command::Judge(args)) => Ok(judge::command(&args)),
         Some(Command::HostRun) => host_run::command(),
     }
+}
+
+/// `pgbisect v1.0 v2.0`, as `git bisect start BAD GOOD` is typed: two
+/// revisions where a subcommand was expected. The hint names the flags a
+/// hunt takes its endpoints from, in the order git bisect takes them.
+fn endpoints_hint(args: &[String]) -> Option<String> {
+    let leading = args.iter().take_while(|a| !a.starts_with('-')).count();
+    let [first, second, rest @ ..] = args else {
+        return None;
+    };
+    if leading != 2 {
+        return None;
+    }
+    let tail: String = rest.iter().map(|a| format!(" {a}")).collect();
+    Some(format!(
+        "a hunt takes its endpoints as flags: did you mean \
+         `pgbisect --good {first} --bad {second}{tail}`? (git bisect's \
+         `start BAD GOOD` order is the other way round: check which one is fast)"
+    ))
 }
 
 /// The exit code for an error that ended a command.
@@ -165,6 +193,19 @@ pub fn exit_code_for(err: &anyhow::Error) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn two_revisions_without_flags_get_the_flags_named() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let hint = endpoints_hint(&args(&["v1.0", "v2.0", "--clients", "8"])).unwrap();
+        assert!(
+            hint.contains("`pgbisect --good v1.0 --bad v2.0 --clients 8`"),
+            "{hint}"
+        );
+        assert_eq!(endpoints_hint(&args(&["frobnicate"])), None);
+        let err = Cli::try_parse_from(["pgbisect", "v1.0", "v2.0"]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::InvalidSubcommand);
+    }
     use clap::CommandFactory;
 
     #[test]

@@ -158,9 +158,18 @@ pub fn range_after(candidates: usize, steps: u32) -> usize {
     n
 }
 
-/// `8h`, `90m`, `1h30m`, `3600s` or `3600` (seconds) as a time budget:
-/// read as [`crate::time::parse_duration`] reads it, and more than zero.
+/// `8h`, `90m`, `1h30m` or `3600s` as a time budget: read as
+/// [`crate::time::parse_duration`] reads it, more than zero, and with a
+/// unit: a budget is a night, and `--time-budget 8` meaning eight seconds
+/// would end a hunt before its first build, so a bare number is refused
+/// with the readings it may have meant.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let bare = text.trim();
+    if !bare.is_empty() && bare.parse::<f64>().is_ok() {
+        return Err(format!(
+            "`{text}` has no unit: write {bare}h, {bare}m or {bare}s"
+        ));
+    }
     crate::time::parse_duration(text)
         .ok()
         .filter(|seconds| *seconds > 0.0)
@@ -189,7 +198,10 @@ mod tests {
         assert_eq!(parse_duration("90m"), Ok(Duration::from_secs(5400)));
         assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
         assert_eq!(parse_duration("3600s"), Ok(Duration::from_secs(3600)));
-        assert_eq!(parse_duration("3600"), Ok(Duration::from_secs(3600)));
+        assert_eq!(
+            parse_duration("8"),
+            Err("`8` has no unit: write 8h, 8m or 8s".to_string())
+        );
         for bad in ["", "h", "8x", "1h30", "0h", "-1h"] {
             let err = parse_duration(bad).unwrap_err();
             assert!(err.contains("8h, 90m"), "{bad}: {err}");
