@@ -20,7 +20,7 @@ pub enum ProfileError {
         source: std::io::Error,
     },
     #[error(
-        "in the profile {path}: {message}\nhint: `pgbisect profiles` lists the bundled profiles; the README lists every key"
+        "in the profile {path}: {message}\nhint: `pgbisect profiles` lists the bundled profiles; docs/src/profiles.md lists every key"
     )]
     Parse { path: PathBuf, message: String },
     #[error("in the profile {path}: {message}")]
