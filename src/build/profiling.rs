@@ -7,7 +7,10 @@
 //! frame pointers (and, where gcc has the flag, in leaf functions too)
 //! costs a percent or two of speed and nothing at build time, and keeps the
 //! symbols PostgreSQL installs unstripped enough for `perf` to name every
-//! function. The flags go into `CFLAGS`, so they enter the build tree's
+//! function. Debug information (`-g`, which does not change the code gcc
+//! generates) lets the profile name the static functions gcc inlined into
+//! their callers, as `exec_bind_message` is into `PostgresMain`
+//! (`crate::perf::inline`). The flags go into `CFLAGS`, so they enter the build tree's
 //! and the install's key: profiled builds never mix with the ones a hunt's
 //! verdicts were measured on.
 
@@ -16,9 +19,9 @@ use super::{BuildSettings, DEFAULT_CFLAGS};
 /// The flags added to `CFLAGS` for profiled builds.
 pub fn profiling_cflags() -> &'static [&'static str] {
     if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
-        &["-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer"]
+        &["-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer", "-g"]
     } else {
-        &["-fno-omit-frame-pointer"]
+        &["-fno-omit-frame-pointer", "-g"]
     }
 }
 

@@ -21,6 +21,7 @@
 pub mod diff;
 pub mod flame;
 pub mod fold;
+pub mod inline;
 pub mod record;
 
 pub use diff::{FunctionChange, ProfileDiff};

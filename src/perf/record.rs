@@ -11,6 +11,7 @@
 //! this user, is common (containers, `perf_event_paranoid` at 3): that is
 //! an [`Unavailable`] the report prints, never an error that ends a hunt.
 
+use super::inline;
 use super::{CallGraph, Request, Sampler};
 use crate::proc::{self, Ended, Interrupted};
 use std::path::Path;
@@ -78,6 +79,9 @@ impl Sampler for PerfSampler {
         .map(String::from);
         match self.run(&script, SCRIPT_LIMIT)? {
             Ok(text) if text.trim().is_empty() => Ok(Err(Unavailable::NoSamples)),
+            // Functions the compiler inlined, named from the debug
+            // information (see `inline`).
+            Ok(text) => Ok(Ok(inline::expand(&text, &inline::Addr2line::default()))),
             other => Ok(other),
         }
     }
