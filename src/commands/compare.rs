@@ -102,7 +102,7 @@ pub(super) fn command(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     let _lock = work.create_and_lock()?;
     let (b, b_label) = side_b(&repo, &work.checkout(), &a, args)?;
     let plan = Plan {
-        profile: load_profile(lab_args.profile.as_deref())?,
+        profile: load_profile(lab_args)?,
         config: HuntConfig {
             decision,
             clients: args.clients[0],

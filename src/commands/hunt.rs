@@ -109,7 +109,7 @@ pub(super) struct Plan {
 
 /// Resolves the endpoints, the profile and the decision's bounds.
 pub(super) fn resolve_plan(args: &TargetArgs, first_only: bool) -> anyhow::Result<Plan> {
-    let profile = load_profile(args.lab.profile.as_deref())?;
+    let profile = load_profile(&args.lab)?;
     let (Some(good), Some(bad)) = (&args.good, &args.bad) else {
         return Err(UsageError(
             "a hunt needs --good REV and --bad REV (a fast and a later, slower commit)\n\
