@@ -59,6 +59,7 @@ impl WorkTree {
         } else {
             git
         };
+        check_head_is_in(&git, repo, &dir)?;
         let work_tree = WorkTree { git, dir };
         work_tree.finish_interrupted_checkout()?;
         Ok(work_tree)
@@ -201,6 +202,23 @@ fn open_private(repo: &Repo, dir: &Path) -> Result<Repository, RepoError> {
             dir.display()
         ))(e)),
     }
+}
+
+/// The commit checked out in the private work tree must be one of the
+/// user's repository: a work dir made for another repository would fail
+/// at the first checkout with libgit2's "cannot be peeled".
+fn check_head_is_in(git: &Repository, repo: &Repo, dir: &Path) -> Result<(), RepoError> {
+    let Some(head) = git.head().ok().and_then(|h| h.target()) else {
+        return Ok(()); // nothing checked out yet
+    };
+    if git.find_commit(head).is_ok() {
+        return Ok(());
+    }
+    Err(RepoError::ForeignWorkTree {
+        path: dir.to_path_buf(),
+        head: head.to_string(),
+        repo: repo.location().to_path_buf(),
+    })
 }
 
 /// Settings that keep checked-out files byte-identical to the commits,
