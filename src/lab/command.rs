@@ -229,7 +229,7 @@ fn no_result(script: &str, err: &bench::ParseError) -> String {
         ),
         bench::ParseError::BadTps { line } => format!(
             "benchmark command `{script}` {NO_RESULT}: its line {line:?} is not a positive \
-             number (0 means nothing completed); {what}"
+             number (0 means no transaction completed in the run); {what}"
         ),
     }
 }
