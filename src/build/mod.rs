@@ -258,7 +258,7 @@ impl Builder {
         let build_root = dirs.build.clone();
         let logs = dirs.logs.clone();
         for dir in [&build_root, &logs] {
-            crate::workspace::create_dir(dir).map_err(BuildError::io("create", dir))?;
+            crate::folders::create_dir(dir).map_err(BuildError::io("create", dir))?;
         }
         let cache = InstallCache::open(&dirs.installs, cache_limit)?;
         let jobs = settings

@@ -288,7 +288,7 @@ fn patched(
 }
 
 fn write_outputs(report: &CompareReport, out_dir: &Path, args: &CompareArgs) -> anyhow::Result<()> {
-    crate::workspace::create_dir(out_dir)
+    crate::folders::create_dir(out_dir)
         .with_context(|| format!("cannot create {}", out_dir.display()))?;
     let json = serde_json::to_string_pretty(report).context("cannot encode the comparison")?;
     let title = format!("{} against {}", report.b_label, report.a_label);

@@ -168,7 +168,7 @@ pub fn exit_code_for(err: &anyhow::Error) -> u8 {
 fn unsafe_folder(err: &anyhow::Error) -> bool {
     err.chain().any(|e| {
         e.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| crate::workspace::unsafe_level(io).is_some())
+            .is_some_and(|io| crate::folders::unsafe_level(io).is_some())
     })
 }
 
@@ -182,7 +182,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let file = tmp.path().join("logs");
         std::fs::write(&file, "").unwrap();
-        let io = crate::workspace::create_dir(&file.join("x")).unwrap_err();
+        let io = crate::folders::create_dir(&file.join("x")).unwrap_err();
         let err = anyhow::Error::new(io).context("cannot create the logs");
         assert_eq!(exit_code_for(&err), EXIT_USAGE);
         let other = anyhow::Error::new(std::io::Error::other("disk on fire"));

@@ -57,7 +57,7 @@ impl CommandLab {
         runs_dir: &Path,
     ) -> anyhow::Result<Self> {
         for dir in [&dirs.logs, &dirs.installs, &runs_dir.to_path_buf()] {
-            crate::workspace::create_dir(dir)
+            crate::folders::create_dir(dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
         }
         Ok(CommandLab {
@@ -142,7 +142,7 @@ impl CommandLab {
         if marker.exists() {
             return Ok(Prepared::Ready { cached: true });
         }
-        crate::workspace::create_dir(&prefix)
+        crate::folders::create_dir(&prefix)
             .with_context(|| format!("cannot create {}", prefix.display()))?;
         let log = self.dirs.logs.join(format!("build-{}.log", commit.id));
         let started = Instant::now();

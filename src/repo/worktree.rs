@@ -40,7 +40,7 @@ impl WorkTree {
     /// The caller must hold the work directory's lock: locks and half-done
     /// checkouts left in `dir` by an interrupted run are cleaned up here.
     pub fn open_or_create(repo: &Repo, dir: &Path) -> Result<WorkTree, RepoError> {
-        crate::workspace::create_dir(dir).map_err(RepoError::io("create", dir))?;
+        crate::folders::create_dir(dir).map_err(RepoError::io("create", dir))?;
         let dir = dir
             .canonicalize()
             .map_err(RepoError::io("resolve the path of", dir))?;
@@ -245,7 +245,7 @@ fn share_objects(repo: &Repo, git_dir: &Path) -> Result<bool, RepoError> {
     if fs::read_to_string(&alternates).ok().as_deref() == Some(wanted.as_str()) {
         return Ok(false);
     }
-    crate::workspace::create_dir(&info).map_err(RepoError::io("create", &info))?;
+    crate::folders::create_dir(&info).map_err(RepoError::io("create", &info))?;
     crate::files::write(&alternates, wanted).map_err(RepoError::io("write", &alternates))?;
     Ok(true)
 }

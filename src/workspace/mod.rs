@@ -20,14 +20,13 @@
 //! ```
 
 mod lock;
-mod owned;
 mod plan_key;
 
 pub use lock::{Busy, Lock};
-pub use owned::{absolute, check_dir, create_dir, create_dir_for, unsafe_level};
 pub use plan_key::{PlanFlags, PlanKey};
 
 use crate::error::UsageError;
+use crate::folders::{absolute, create_dir, unsafe_level};
 use crate::lab::LabDirs;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
