@@ -39,7 +39,7 @@ plain=$(profile plain "")
 slow=$(profile slow "sleep 0.3;")
 
 held=0 failed=0
-declare -A tried ok
+declare -A tried ok kind_name # kind_name: the table's name of each kind added below
 probe() { # KIND WHAT CONDITION...
   local kind=$1 what=$2; shift 2
   tried[$kind]=$(( ${tried[$kind]:-0} + 1 ))
@@ -229,14 +229,170 @@ if [ "$(id -u)" = 0 ]; then
   probe link "a work dir of another user is refused" foreign_refused
 fi
 
+# ---------------------------------------------------------------------------
+# Hardening, second round: every level of the work dir, a full disk during
+# a build, relative work dirs, journals of other hunts or with repeated
+# lines, profile errors and misc messages. Self-contained: it makes its own
+# work dirs (w2-*), profiles and refs, and removes the refs it adds.
+echo "hardening (second round): work dir levels, full disk, journals, profiles, messages"
+kind_name[owner]="work dir levels: owner, mode, links"
+kind_name[disk]="full disk during a build: resumable"
+kind_name[journal]="journals: own plan, each run once"
+kind_name[config]="profiles and flags: clear usage errors"
+refused() { # CODE TEXT: the last command exited CODE saying TEXT
+  [ "$rc" = "$1" ] && has "$out" "$2"
+}
+fresh_hunt() { # NAME: a finished hunt in $work/w2-NAME (sets $w)
+  w="$work/w2-$1"; rm -rf "$w" "$w.json"; hunt "$w" "$plain"
+}
+if [ "$(id -u)" = 0 ]; then
+  fresh_hunt open; chmod 777 "$w"
+  hunt "$w" "$plain"
+  probe owner "a work dir open to all (777) is refused" refused 2 "writable by other users"
+  rm -rf "$work/w2-openparent" && mkdir -p "$work/w2-openparent" && chmod 777 "$work/w2-openparent"
+  hunt "$work/w2-openparent/w" "$plain"
+  opened_parent() { refused 2 "w2-openparent is writable by other users" && [ ! -e "$work/w2-openparent/w" ]; }
+  probe owner "a work dir inside a folder open to all is refused before it is made" opened_parent
+  for level in installs hunts logs; do
+    fresh_hunt "foreign-$level"; chown nobody "$w/$level"
+    hunt "$w" "$plain"
+    probe owner "$level/ owned by another user is refused" refused 2 "$level belongs to another user"
+  done
+  fresh_hunt foreign-plan; plan_dir=$(ls -d "$w"/hunts/*); chown nobody "$plan_dir"
+  before=$(stat -c %Y "$plan_dir/result.json")
+  hunt "$w" "$plain"
+  plan_refused() { refused 2 "belongs to another user" && [ "$(stat -c %Y "$plan_dir/result.json")" = "$before" ]; }
+  probe owner "hunts/<plan> owned by another user is refused, nothing written in it" plan_refused
+  fresh_hunt group-logs; chmod 775 "$w/logs"
+  hunt "$w" "$plain"
+  probe owner "a logs/ writable by its group is refused" refused 2 "chmod go-w"
+  fresh_hunt linked-installs; rm -rf "$work/w2-elsewhere"; mkdir -p "$work/w2-elsewhere"
+  mv "$w/installs" "$work/w2-elsewhere/installs" && ln -s "$work/w2-elsewhere/installs" "$w/installs"
+  hunt "$w" "$plain"
+  probe owner "a linked installs/ is refused" refused 2 "installs is a symbolic link"
+  fresh_hunt linked-plan; plan_dir=$(ls -d "$w"/hunts/*)
+  mv "$plan_dir" "$work/w2-elsewhere/plan" && ln -s "$work/w2-elsewhere/plan" "$plan_dir"
+  before=$(stat -c %Y "$work/w2-elsewhere/plan/result.json")
+  hunt "$w" "$plain"
+  linked_plan() { refused 2 "symbolic link" && [ "$(stat -c %Y "$work/w2-elsewhere/plan/result.json")" = "$before" ]; }
+  probe owner "a linked hunts/<plan> is refused, its target untouched" linked_plan
+fi
+
+# A build that fills the disk: the hunt stops, the commit is not taken for
+# one that does not build, and once space is freed the rerun finds the
+# culprit. On an 8 MB tmpfs when mounting works (its log left empty), else
+# writing to /dev/full.
+w="$work/w2-full"; rm -rf "$w" "$w.json" "$work/w2-full.flag"; mkdir -p "$w"
+mounted=no
+if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=8m,mode=755 tmpfs "$w" 2>/dev/null; then mounted=yes; fi
+if [ "$mounted" = yes ]; then
+  fill='head -c 50000000 /dev/zero > \"$PGBISECT_PREFIX/big\"'
+else
+  fill='head -c 100000 /dev/zero > /dev/full'
+fi
+cat > "$work/full.toml" <<EOF
+[build]
+command = "mkdir -p \"\$PGBISECT_PREFIX\" && if [ -e $work/w2-full.flag ] && [ \"\$PGBISECT_COMMIT\" = $culprit ]; then $fill; exit 1; fi; cp level \"\$PGBISECT_PREFIX/level\""
+[benchmark]
+command = "awk -v l=\$(cat \"\$PGBISECT_PREFIX/level\") -v s=\$PGBISECT_RUN 'BEGIN { srand(s); printf \"tps = %.1f\\\\n\", l * (1 + 0.04 * (rand() - 0.5)) }'"
+EOF
+touch "$work/w2-full.flag"
+hunt "$w" "$work/full.toml"
+full_stops() {
+  refused 4 "no space left on device" && ! grep -q "\"commit\":\"$culprit\",\"prepared\":{\"unbuildable\"" "$w"/hunts/*/journal.jsonl
+}
+probe disk "a build filling the disk ($mounted tmpfs) stops the hunt; the commit is not journaled as unbuildable" full_stops
+rm -f "$work/w2-full.flag" "$w"/installs/*/big
+hunt "$w" "$work/full.toml"
+full_resumed() { [ "$rc" = 0 ] && culprit_is_right "$w.json"; }
+probe disk "space freed, the rerun builds it again and names the culprit" full_resumed
+if [ "$mounted" = yes ]; then umount "$w"; fi
+
+# A relative --work-dir: builds run in the checkout, where a relative
+# prefix would name another folder.
+rm -rf "$work/w2-rel" "$work/w2-rel.json"
+out=$(cd "$repo" && "$bin" --good good --bad bad --profile "$plain" --work-dir ../w2-rel --json "$work/w2-rel.json" 2>&1); rc=$?
+relative_ok() { [ "$rc" = 0 ] && culprit_is_right "$work/w2-rel.json" && ls "$work"/w2-rel/installs/*/level >/dev/null 2>&1; }
+probe config "a relative --work-dir installs into the work dir; the culprit is found" relative_ok
+
+# Journals: another plan's, repeated lines, an empty one.
+fresh_hunt journal-a; a_journal=$(ls "$w"/hunts/*/journal.jsonl)
+w="$work/w2-journal-b"; rm -rf "$w"; hunt "$w" "$plain" --threshold 10
+b_journal=$(ls "$w"/hunts/*/journal.jsonl); cp "$a_journal" "$b_journal"
+hunt "$w" "$plain" --threshold 10
+probe journal "a journal of another plan (other threshold) is refused" refused 2 "belongs to another hunt"
+fresh_hunt journal-dup
+python3 - "$w" <<'PY'
+import glob, json, sys
+path = glob.glob(sys.argv[1] + "/hunts/*/journal.jsonl")[0]
+lines = open(path).read().splitlines()
+runs = [l for l in lines if json.loads(l).get("event") == "run"]
+lines.insert(len(lines) // 2, runs[0])
+lines.append(runs[-1])
+open(path, "w").write("".join(l + "\n" for l in lines))
+PY
+hunt "$w" "$plain"
+dup_once() {
+  [ "$rc" = 0 ] && has "$out" "2 repeated journal lines skipped" && python3 - "$w" <<'PY'
+import glob, json, sys
+events = [json.loads(l) for l in open(glob.glob(sys.argv[1] + "/hunts/*/journal.jsonl")[0])]
+runs = len({e["run"] for e in events if e.get("event") == "run"})
+total = json.load(open(sys.argv[1] + ".json"))["totals"]["runs"]
+sys.exit(0 if total == runs else 1)
+PY
+}
+probe journal "a repeated journal line counts once, and is said" dup_once
+fresh_hunt journal-empty
+for j in "$w"/hunts/*/journal.jsonl; do : > "$j"; done
+out=$("$bin" resume --work-dir "$w" 2>&1 </dev/null); rc=$?
+empty_said() { has "$out" "holds no run yet: starting over" && ! has "$out" "^resuming the hunt"; }
+probe journal "resume with an empty journal says it starts over" empty_said
+
+# Profiles: settings a custom command ignores, zero timeouts, blank
+# commands, and a command that prints no number.
+custom_bad() { # PROFILE-TEXT EXPECTED: refused at load, nothing made
+  printf '%b' "$1" > "$work/bad2.toml"
+  rm -rf "$work/w2-bad"; hunt "$work/w2-bad" "$work/bad2.toml"
+  refused 2 "$2" && [ ! -e "$work/w2-bad" ]
+}
+bench_line='[benchmark]\ncommand = "echo tps = 5"\n'
+probe config "warmup-runs beside a benchmark command is refused" custom_bad "${bench_line}warmup-runs = 1000000\n" "warmup-runs is pgbench's"
+probe config "timeout = 0 is refused" custom_bad "${bench_line}timeout = 0\n" "timeout = 0"
+probe config "a blank benchmark command is refused" custom_bad '[benchmark]\ncommand = "  "\n' "command is empty"
+probe config "[server] settings beside a benchmark command are refused" custom_bad "${bench_line}[server.settings]\nfsync = false\n" "settings is for the PostgreSQL"
+printf '[benchmark]\ncommand = "echo score 12"\n' > "$work/nonumber.toml"
+rm -rf "$work/w2-nonumber"; hunt "$work/w2-nonumber" "$work/nonumber.toml" --max-runs 4
+no_number() { refused 4 "must print its result as a line" && ! has "$out" "pgbench printed" && ! has "$out" "nearby commit"; }
+probe config "a command printing no number is told what to print, not pgbench's hints" no_number
+
+# Misc messages.
+rm -rf "$work/w2-file"; touch "$work/w2-file"; hunt "$work/w2-file" "$plain"
+file_said() { refused 2 "is not a folder" && ! has "$out" "os error 17"; }
+probe config "a work dir that is a file: a usage error that says so" file_said
+repo2="$work/repo2"; rm -rf "$repo2" && git init -q -b main "$repo2"
+for i in 1 2 3; do echo "$i" > "$repo2/level"; git -C "$repo2" add -A; git -C "$repo2" commit -q -m "other $i"; done
+fresh_hunt other-repo
+out=$("$bin" --repo "$repo2" --good HEAD~2 --bad HEAD --profile "$plain" --work-dir "$w" 2>&1); rc=$?
+other_repo() { refused 2 "made for another repository" && ! has "$out" "cannot be peeled"; }
+probe config "a work dir of another repository: a usage error that says so" other_repo
+git -C "$repo" tag amb good && git -C "$repo" branch amb "$(git -C "$repo" rev-list --reverse HEAD | sed -n 2p)"
+rm -rf "$work/w2-amb"; out=$(cd "$repo" && "$bin" --good amb --bad bad --profile "$plain" --work-dir "$work/w2-amb" 2>&1); rc=$?
+probe config "a tag and a branch of one name: a usage error naming both" refused 2 "refs/tags/amb or refs/heads/amb"
+git -C "$repo" tag -d amb >/dev/null; git -C "$repo" branch -D amb >/dev/null
+rm -rf "$work/w2-runas"; hunt "$work/w2-runas" "$plain" --run-as nosuchuser
+runas_refused() { refused 2 "nosuchuser" && [ ! -e "$work/w2-runas" ]; }
+probe config "a bogus --run-as with a custom profile is a usage error before any work" runas_refused
+
+
 echo
 printf '%-40s %s\n' "probe" "held / tried"
-for kind in input kill hang link; do
+for kind in input kill hang link "${!kind_name[@]}"; do
   case $kind in
     input) name="bad inputs: clear error, right exit code";;
     kill) name="kill -9 at random points: exact resume";;
     hang) name="hangs injected: clean stop";;
     link) name="links and permissions: held";;
+    *) name=${kind_name[$kind]};;
   esac
   printf '%-40s %s / %s\n' "$name" "${ok[$kind]:-0}" "${tried[$kind]:-0}"
 done

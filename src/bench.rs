@@ -597,4 +597,32 @@ mod tests {
         );
         assert_eq!(PgbenchOptions::default().validate(), Ok(()));
     }
+
+    proptest::proptest! {
+        /// Any output, a killed pgbench's or a stranger's, is read without
+        /// panic, and a result is only ever taken from a `tps = ` line
+        /// holding a positive, finite number.
+        #[test]
+        fn any_output_reads_without_panic_or_invented_results(text in "(?s).{0,300}") {
+            if let Ok(report) = parse_output(&text) {
+                proptest::prop_assert!(report.tps.is_finite() && report.tps > 0.0);
+                proptest::prop_assert!(text.contains("tps = "));
+            }
+        }
+
+        #[test]
+        fn a_tps_line_is_taken_only_when_it_is_a_positive_number(
+            number in "[-+0-9.eEinfaN]{0,12}",
+            before in "(?s).{0,80}",
+        ) {
+            let text = format!("{before}\ntps = {number} (without initial connection time)\n");
+            let parsed: Option<f64> = number.parse().ok();
+            match parse_output(&text) {
+                Ok(report) => proptest::prop_assert_eq!(Some(report.tps), parsed),
+                Err(_) => proptest::prop_assert!(
+                    !parsed.is_some_and(|t| t.is_finite() && t > 0.0) || before.contains("tps = ")
+                ),
+            }
+        }
+    }
 }

@@ -14,7 +14,7 @@
 //! | engine | `engine` | loops over a lab: hunt, compare, judge, simulate, a release against where it left master |
 //! | labs | `lab` (`pg`, `command`, `replay`, `pool`), `build`, `server`, `bench`, `hosts` | turning commits into measurements, here or on other hosts |
 //! | services | `repo`, `profile`, `journal`, `report`, `notify`, `progress`, `machine`, `placement`, `perf` | git, workloads, results on disk, renderers, telling people, where the server and pgbench run, CPU profiles |
-//! | core | `core` (`stats`, `decide`, `bisect`), `model`, `error`, `time`, `files`, `proc` | pure decisions, the shared vocabulary, safe writes |
+//! | core | `core` (`stats`, `decide`, `bisect`), `model`, `error`, `time`, `files`, `folders`, `proc` | pure decisions, the shared vocabulary, safe writes and the folders they go in |
 //!
 //! The `Lab` trait itself (`lab/mod.rs`) belongs to the core's floor: the
 //! engine depends on the seam, never on a lab implementation.
@@ -26,6 +26,7 @@ pub mod core;
 pub mod engine;
 pub mod error;
 pub mod files;
+pub mod folders;
 pub mod hosts;
 pub mod journal;
 pub mod lab;

@@ -371,7 +371,83 @@ impl Profile {
                 "[benchmark] clients: give one or more counts >= 1".into(),
             ));
         }
-        Ok(())
+        self.check_commands().map_err(invalid)
+    }
+
+    /// Custom commands that cannot run, and settings they would silently
+    /// ignore: a custom build measured by pgbench against nothing
+    /// pgbisect built, PostgreSQL's build and server settings, pgbench's
+    /// options for a command that runs as it is written.
+    fn check_commands(&self) -> Result<(), String> {
+        let (build, bench) = (&self.build, &self.benchmark);
+        for (section, command) in [("build", &build.command), ("benchmark", &bench.command)] {
+            if command.as_deref().is_some_and(|c| c.trim().is_empty()) {
+                return Err(format!(
+                    "[{section}] command is empty: give the shell command to run, or remove \
+                     the key"
+                ));
+            }
+        }
+        for (section, timeout) in [("build", build.timeout), ("benchmark", bench.timeout)] {
+            if timeout == Some(0) {
+                return Err(format!(
+                    "[{section}] timeout = 0: give the seconds a command may take (1 or more), \
+                     or remove the key for the default"
+                ));
+            }
+        }
+        if build.command.is_some() && bench.command.is_none() {
+            return Err(
+                "[build] command is set but [benchmark] command is not: pgbench would not \
+                 measure what the custom build made; add [benchmark] command = \"...\" \
+                 (printing a `tps = N` line), or remove [build] command to build PostgreSQL"
+                    .into(),
+            );
+        }
+        if bench.command.is_none() {
+            return Ok(());
+        }
+        if !build.fixups.is_empty() {
+            return Err(
+                "[[build.fixups]] patch PostgreSQL builds only; with custom commands, \
+                        apply the patch in the [build] command instead"
+                    .into(),
+            );
+        }
+        let ignored =
+            |keys: &[(&'static str, bool)]| keys.iter().find(|(_, set)| *set).map(|k| k.0);
+        let pgbench = ignored(&[
+            ("duration", bench.duration.is_some()),
+            ("scale", bench.scale.is_some()),
+            ("mode", bench.mode.is_some()),
+            ("threads", bench.threads.is_some()),
+            ("warmup-runs", bench.warmup_runs.is_some()),
+            ("warmup-duration", bench.warmup_duration.is_some()),
+            ("extra-args", !bench.extra_args.is_empty()),
+            ("pgbench", bench.pgbench.is_some()),
+        ]);
+        if let Some(key) = pgbench {
+            return Err(format!(
+                "[benchmark] {key} is pgbench's; a custom [benchmark] command runs as it is \
+                 written and ignores it: remove {key}, or drop the command to use pgbench"
+            ));
+        }
+        let postgres = ignored(&[
+            ("[build] system", build.system.is_some()),
+            ("[build] configure", build.configure.is_some()),
+            ("[build] cflags", build.cflags.is_some()),
+            ("[build] meson", build.meson.is_some()),
+            ("[build] jobs", build.jobs.is_some()),
+            ("[server] settings", !self.server.settings.is_empty()),
+        ]);
+        match postgres {
+            Some(key) => Err(format!(
+                "{key} is for the PostgreSQL pgbisect builds and starts; with a custom \
+                 [benchmark] command nothing reads it: remove it (build and start what you \
+                 need in the commands), or drop the commands to build PostgreSQL"
+            )),
+            None => Ok(()),
+        }
     }
 
     /// True when the profile measures with its own shell commands.
@@ -504,8 +580,86 @@ mod tests {
     }
 
     #[test]
+    fn settings_custom_commands_would_ignore_are_refused() {
+        let bench = "[benchmark]\ncommand = \"b\"\n";
+        let refused = [
+            (
+                "[build]\ncommand = \"make\"\n".to_string(),
+                "[benchmark] command is not",
+            ),
+            (
+                format!("{bench}[[build.fixups]]\npatch = \"x.patch\"\ncommits = [\"abc\"]\n"),
+                "patch PostgreSQL builds only",
+            ),
+            (
+                format!("{bench}duration = 0\n"),
+                "[benchmark] duration is pgbench's",
+            ),
+            (
+                format!("{bench}warmup-runs = 1000000\n"),
+                "remove warmup-runs",
+            ),
+            (
+                format!("{bench}extra-args = [\"-n\"]\n"),
+                "extra-args is pgbench's",
+            ),
+            (
+                format!("{bench}[build]\njobs = 4\n"),
+                "[build] jobs is for the PostgreSQL",
+            ),
+            (
+                format!("{bench}[server.settings]\nfsync = false\n"),
+                "[server] settings",
+            ),
+            (format!("{bench}timeout = 0\n"), "[benchmark] timeout = 0"),
+            ("[build]\ntimeout = 0\n".to_string(), "[build] timeout = 0"),
+            (
+                "[benchmark]\ncommand = \"  \"\n".to_string(),
+                "[benchmark] command is empty",
+            ),
+            (
+                format!("{bench}[build]\ncommand = \"\"\n"),
+                "[build] command is empty",
+            ),
+        ];
+        for (text, says) in refused {
+            let err = Profile::parse(&text, Path::new("p.toml")).unwrap_err();
+            assert!(matches!(err, ProfileError::Invalid { .. }), "{text}: {err}");
+            let err = err.to_string();
+            assert!(
+                err.contains(says) && err.contains("p.toml"),
+                "{text}: {err}"
+            );
+        }
+        let fine = format!("[build]\ncommand = \"make\"\ntimeout = 60\n{bench}clients = 4\n");
+        Profile::parse(&fine, Path::new("p.toml")).unwrap();
+    }
+
+    #[test]
     fn bad_threshold_is_rejected() {
         let err = Profile::parse("[hunt]\nthreshold = 0\n", Path::new("x.toml")).unwrap_err();
         assert!(err.to_string().contains("threshold"));
+    }
+
+    proptest::proptest! {
+        /// Any text, a half-saved profile's or a stranger's, is read
+        /// without panic; what is accepted passes the checks again.
+        #[test]
+        fn any_text_reads_without_panic(text in "(?s).{0,300}") {
+            if let Ok(p) = Profile::parse(&text, Path::new("x.toml")) {
+                proptest::prop_assert!(p.validate(Path::new("x.toml")).is_ok());
+            }
+        }
+
+        /// A bundled profile cut anywhere is read without panic.
+        #[test]
+        fn cut_profiles_read_without_panic(which in 0..BUNDLED.len(), at in 0usize..4000) {
+            let text = BUNDLED[which].1;
+            let mut cut = at.min(text.len());
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            let _ = Profile::parse(&text[..cut], Path::new("x.toml"));
+        }
     }
 }

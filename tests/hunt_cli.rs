@@ -409,3 +409,53 @@ fn a_setting_none_of_the_versions_has_is_refused_before_building() {
         "{stderr}"
     );
 }
+
+/// A build that fails for lack of space stops the hunt without taking
+/// the commit for one that does not build; with space again, the rerun
+/// builds it and names it.
+#[test]
+fn a_full_disk_during_a_build_stops_the_hunt_and_the_rerun_builds_again() {
+    let (repo, shas) = history(&levels_with_drop_at(16, 9), &[]);
+    let work = tempfile::tempdir().unwrap();
+    let flag = work.path().join("disk-full");
+    std::fs::write(&flag, "").unwrap();
+    let full = format!(
+        "if [ -e {} ] && [ $PGBISECT_COMMIT = {} ]; then echo 'cp: error writing level: No space \
+         left on device'; exit 1; fi; test ! -e broken",
+        flag.display(),
+        shas[9]
+    );
+    let text = PROFILE.replace(
+        "command = \"test ! -e broken",
+        &format!("command = \"{full}"),
+    );
+    assert_ne!(text, PROFILE);
+    let profile = work.path().join("full.toml");
+    std::fs::write(&profile, text).unwrap();
+    let w = work.path().join("w");
+    let json = work.path().join("out.json");
+    let args = [
+        "--good",
+        "good",
+        "--bad",
+        "bad",
+        "--profile",
+        profile.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    let out = pgbisect(repo.path(), &w, &args);
+    assert_code(&out, 4);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no space left on device"), "{stderr}");
+    assert!(stderr.contains("rerun the same command"), "{stderr}");
+    let journal = std::fs::read_to_string(only_hunt_dir(&w).join("journal.jsonl")).unwrap();
+    assert!(!journal.contains("unbuildable"), "{journal}");
+    std::fs::remove_file(&flag).unwrap();
+    let out = pgbisect(repo.path(), &w, &args);
+    assert_code(&out, 0);
+    assert_eq!(
+        common::json(&json)["culprits"][0]["commit"],
+        shas[9].as_str()
+    );
+}

@@ -817,3 +817,51 @@ fn a_shallow_clone_that_cuts_the_range_says_to_unshallow() {
     assert!(err.contains("share no history"), "{err}");
     assert!(!err.contains("unshallow"), "{err}");
 }
+
+#[test]
+fn a_name_that_is_a_tag_and_a_branch_of_other_commits_is_refused() {
+    let mut t = TestRepo::new();
+    let shas = t.chain("main", 3);
+    t.git(&["tag", "amb", &shas[0]]);
+    t.git(&["branch", "amb", &shas[1]]);
+    let repo = t.open();
+    let err = repo.resolve("amb").unwrap_err();
+    assert!(matches!(err, RepoError::AmbiguousName { .. }), "{err}");
+    assert!(err.is_usage());
+    let text = err.to_string();
+    assert!(text.contains("refs/tags/amb or refs/heads/amb"), "{text}");
+    assert!(
+        text.contains(&shas[0][..8]) && text.contains(&shas[1][..8]),
+        "{text}"
+    );
+    assert_eq!(repo.resolve("refs/tags/amb").unwrap().id, shas[0]);
+    assert_eq!(repo.resolve("refs/heads/amb").unwrap().id, shas[1]);
+    // A tag and a branch on the same commit mean one thing.
+    t.git(&["branch", "-f", "amb", &shas[0]]);
+    assert_eq!(t.open().resolve("amb").unwrap().id, shas[0]);
+}
+
+#[test]
+fn a_work_tree_made_for_another_repository_is_refused_with_what_to_do() {
+    let mut first = TestRepo::new();
+    let a = first.chain("main", 2);
+    let scratch = TempDir::new().unwrap();
+    let dir = scratch.path().join("checkout");
+    let mut tree = WorkTree::open_or_create(&first.open(), &dir).unwrap();
+    tree.checkout(&a[1]).unwrap();
+    drop(tree);
+    let mut second = TestRepo::new();
+    second.chain("other", 2);
+    let err = WorkTree::open_or_create(&second.open(), &dir)
+        .err()
+        .unwrap();
+    assert!(matches!(err, RepoError::ForeignWorkTree { .. }), "{err}");
+    assert!(err.is_usage());
+    let text = err.to_string();
+    assert!(text.contains("made for another repository"), "{text}");
+    assert!(
+        text.contains(&a[1]) && text.contains("--work-dir"),
+        "{text}"
+    );
+    assert!(!text.contains("peeled"), "{text}");
+}

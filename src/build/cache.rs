@@ -44,7 +44,7 @@ pub(crate) struct InstallCache {
 impl InstallCache {
     /// `limit` installs are kept (at least one: the one just made).
     pub(crate) fn open(root: &Path, limit: usize) -> Result<InstallCache, BuildError> {
-        fs::create_dir_all(root).map_err(BuildError::io("create", root))?;
+        crate::folders::create_dir(root).map_err(BuildError::io("create", root))?;
         Ok(InstallCache {
             root: root.to_path_buf(),
             limit: limit.max(1),

@@ -218,7 +218,7 @@ pub(crate) fn patch_files(steps: &[Step], dir: &Path) -> Result<Vec<PathBuf>, Bu
     let mut paths = Vec::new();
     for step in steps {
         if let Action::Patch { name, text } = &step.action {
-            crate::files::create_dir(dir).map_err(BuildError::io("create", dir))?;
+            crate::folders::create_dir(dir).map_err(BuildError::io("create", dir))?;
             let path = dir.join(name);
             crate::files::write(&path, text).map_err(BuildError::io("write", &path))?;
             paths.push(path);

@@ -203,14 +203,53 @@ fn rejected_tool(tool: &str, found: Option<PathBuf>) -> String {
     )
 }
 
+/// Free bytes under which a failed build is taken for one the disk
+/// stopped: its output may not even have reached the log.
+const NEARLY_FULL: u64 = 8 << 20;
+
+/// A failed build's output, or the file systems it wrote to (the log's
+/// first), that say the disk was full: an error of the machine, not of
+/// the commit, so the commit is built again once there is room.
+pub(crate) fn disk_full(text: &str, wrote_to: &[&Path]) -> Option<BuildError> {
+    let path = wrote_to.first()?.to_path_buf();
+    if text.contains("No space left on device") || text.contains("Disk quota exceeded") {
+        return Some(BuildError::DiskFull {
+            path,
+            detail: last_lines(text, QUOTED_TAIL),
+        });
+    }
+    let (at, free) = wrote_to
+        .iter()
+        .filter_map(|p| Some((p, free_bytes(p)?)))
+        .min_by_key(|(_, free)| *free)?;
+    (free < NEARLY_FULL).then(|| BuildError::DiskFull {
+        path: at.to_path_buf(),
+        detail: format!(
+            "{free} bytes are free on the file system of {} (the build's output may be \
+             missing from its log)",
+            at.display()
+        ),
+    })
+}
+
+/// Bytes an unprivileged user may still write on the file system of
+/// `path` (or of its nearest existing parent).
+fn free_bytes(path: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let existing = path.ancestors().find(|p| p.exists())?;
+    let c = std::ffi::CString::new(existing.as_os_str().as_bytes()).ok()?;
+    // SAFETY: `c` is a NUL-terminated path and `stat` is written by statvfs only.
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut stat) } != 0 {
+        return None;
+    }
+    Some(stat.f_bavail.saturating_mul(stat.f_frsize))
+}
+
 /// Output that means the machine, not the commit, is at fault.
 pub(crate) fn environment_trouble(text: &str, command: &str, log: &Path) -> Option<BuildError> {
-    let tail = || last_lines(text, QUOTED_TAIL);
-    if text.contains("No space left on device") {
-        return Some(BuildError::DiskFull {
-            path: log.to_path_buf(),
-            detail: tail(),
-        });
+    if let Some(full) = disk_full(text, &[log]) {
+        return Some(full);
     }
     if text.contains("no acceptable C compiler found") {
         return Some(BuildError::MissingTool {
@@ -314,6 +353,11 @@ mod tests {
         );
         assert!(matches!(bison, Some(BuildError::MissingTool { tool, .. }) if tool == "bison"));
         assert!(environment_trouble("a.c:1: error: oops", "make", log).is_none());
+        assert!(matches!(
+            disk_full("cp: write error: Disk quota exceeded\n", &[log]),
+            Some(BuildError::DiskFull { .. })
+        ));
+        assert!(disk_full("", &[]).is_none());
     }
 
     #[test]

@@ -31,6 +31,7 @@ mod tree;
 
 pub use cache::{LAST_USED_FILE, STAMP_FILE, Stamp, read_stamp};
 pub use compat::report_flags as compat_report_flags;
+pub(crate) use log::disk_full;
 pub use profiling::profiling_cflags;
 
 use crate::lab::LabDirs;
@@ -140,7 +141,9 @@ pub enum BuildError {
     },
     #[error(
         "no space left on device while building (at {}):\n{detail}\n\
-         hint: free space on that file system, or keep fewer installs (--cache-size)",
+         hint: free space on that file system, or keep fewer installs (--cache-size), \
+         then rerun the same command: the commit is built again, not taken for one that \
+         does not build",
         path.display()
     )]
     DiskFull { path: PathBuf, detail: String },
@@ -255,7 +258,7 @@ impl Builder {
         let build_root = dirs.build.clone();
         let logs = dirs.logs.clone();
         for dir in [&build_root, &logs] {
-            crate::files::create_dir(dir).map_err(BuildError::io("create", dir))?;
+            crate::folders::create_dir(dir).map_err(BuildError::io("create", dir))?;
         }
         let cache = InstallCache::open(&dirs.installs, cache_limit)?;
         let jobs = settings

@@ -234,7 +234,7 @@ impl TreeBuild<'_> {
                 super::cache::remove_dir_if_present(self.tree)?;
             }
         }
-        fs::create_dir_all(self.tree).map_err(BuildError::io("create", self.tree))?;
+        crate::folders::create_dir(self.tree).map_err(BuildError::io("create", self.tree))?;
         // Without a state, an interrupted configure is redone next time.
         let _ = fs::remove_file(&state_path);
         if !log.run(&mut command)? {
@@ -346,7 +346,8 @@ impl TreeBuild<'_> {
                         .stage
                         .join(PREFIX.trim_start_matches('/'))
                         .join(stage_dir);
-                    fs::create_dir_all(&needed).map_err(BuildError::io("create", &needed))?;
+                    crate::folders::create_dir(&needed)
+                        .map_err(BuildError::io("create", &needed))?;
                 }
                 let installed = INSTALLED_DIRS.iter().filter(exists).copied().chain(
                     INSTALLED_IF_RULE

@@ -102,7 +102,7 @@ pub(super) fn command(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     let _lock = work.create_and_lock()?;
     let (b, b_label) = side_b(&repo, &work.checkout(), &a, args)?;
     let plan = Plan {
-        profile: load_profile(lab_args.profile.as_deref())?,
+        profile: load_profile(lab_args)?,
         config: HuntConfig {
             decision,
             clients: args.clients[0],
@@ -288,7 +288,7 @@ fn patched(
 }
 
 fn write_outputs(report: &CompareReport, out_dir: &Path, args: &CompareArgs) -> anyhow::Result<()> {
-    std::fs::create_dir_all(out_dir)
+    crate::folders::create_dir(out_dir)
         .with_context(|| format!("cannot create {}", out_dir.display()))?;
     let json = serde_json::to_string_pretty(report).context("cannot encode the comparison")?;
     let title = format!("{} against {}", report.b_label, report.a_label);

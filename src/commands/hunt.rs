@@ -109,7 +109,7 @@ pub(super) struct Plan {
 
 /// Resolves the endpoints, the profile and the decision's bounds.
 pub(super) fn resolve_plan(args: &TargetArgs, first_only: bool) -> anyhow::Result<Plan> {
-    let profile = load_profile(args.lab.profile.as_deref())?;
+    let profile = load_profile(&args.lab)?;
     let (Some(good), Some(bad)) = (&args.good, &args.bad) else {
         return Err(UsageError(
             "a hunt needs --good REV and --bad REV (a fast and a later, slower commit)\n\
@@ -272,7 +272,7 @@ fn run_hunt(
     let profile_json =
         serde_json::to_string_pretty(&plan.profile).context("cannot encode the profile")?;
     write_file(&hunt.profile(), &profile_json)?;
-    let past = Journal::load(&hunt.journal())?;
+    let past = Journal::past(&hunt.journal(), &[&key.folder_name(), &hunt.name])?;
     let mut progress = crate::progress::for_stderr();
     for record in &plan.resolution {
         progress.event(&ProgressEvent::Note(record.line()));
@@ -307,10 +307,14 @@ fn run_hunt(
         &hunt.runs(),
         held.as_ref().map(|h| (h, "")),
     )?;
-    let mut lab = ReplayLab::new(real_lab.as_mut(), &past);
+    let mut lab = ReplayLab::new(real_lab.as_mut(), &past.events);
     if lab.replayable_runs() > 0 {
+        let repeated = match past.repeated {
+            0 => String::new(),
+            n => format!(" ({n} repeated journal lines skipped: each run counts once)"),
+        };
         progress.event(&ProgressEvent::Note(format!(
-            "resuming the hunt in {}: {} runs from its journal are reused",
+            "resuming the hunt in {}: {} runs from its journal are reused{repeated}",
             hunt.dir().display(),
             lab.replayable_runs()
         )));
@@ -340,7 +344,7 @@ fn run_hunt(
     machine.placement = place_and_check(&plan, &watch, held.is_some(), progress.as_mut());
     let mut commits = vec![plan.good.clone()];
     commits.extend(candidates);
-    let (earlier, processes) = crate::journal::spent::spent_before(&past);
+    let (earlier, processes) = crate::journal::spent::spent_before(&past.events);
     let mut hunt_run = Hunt::new(plan.config, commits, &mut lab, progress.as_mut())
         .with_earlier(earlier, processes)
         .with_journal(&mut journal)

@@ -21,12 +21,28 @@ use crate::server::{RunAs, ServerError};
 use std::path::Path;
 use std::sync::Arc;
 
-/// The profile named by `--profile`, or the default one.
-pub(super) fn load_profile(name: Option<&str>) -> anyhow::Result<Profile> {
-    Ok(match name {
+/// The profile named by `--profile`, or the default one, with the user
+/// that is to run PostgreSQL (`--run-as`, or the profile's) checked to
+/// exist before any work, whatever the lab: a custom command does not use
+/// it, but a typo there is a typo.
+pub(super) fn load_profile(args: &LabArgs) -> anyhow::Result<Profile> {
+    let profile = match args.profile.as_deref() {
         Some(p) => Profile::load(p)?,
         None => Profile::default(),
-    })
+    };
+    if let Some(name) = args.run_as.as_deref().or(profile.server.run_as.as_deref()) {
+        let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+        let known = crate::server::is_root() || crate::server::lookup_user(&passwd, name).is_some();
+        let checked = if known {
+            RunAs::resolve(Some(name)).map(drop)
+        } else {
+            Err(ServerError::NoSuchUser {
+                name: name.to_string(),
+            })
+        };
+        checked.map_err(|e| UsageError(e.to_string()))?;
+    }
+    Ok(profile)
 }
 
 /// The lab for `plan`, measuring on the hosts `on` holds (its jobs
@@ -38,7 +54,6 @@ pub(super) fn make_lab_on(
     on: Option<(&Held, &str)>,
 ) -> anyhow::Result<Box<dyn Lab>> {
     let repo = open_repo(plan)?;
-    check_custom_commands(&plan.profile)?;
     if let Some(benchmark) = &plan.profile.benchmark.command {
         let worktree = WorkTree::open_or_create(&repo, &plan.work.checkout())?;
         let seconds = std::time::Duration::from_secs;
@@ -209,28 +224,6 @@ fn check_reachable(run_as: &RunAs, plan: &Plan) -> anyhow::Result<()> {
     })
 }
 
-/// Settings that a profile's custom commands would silently ignore are
-/// refused: a custom build measured by pgbench against nothing pgbisect
-/// built, fixups that apply to PostgreSQL builds only, pgbench's run
-/// length for a command that runs as long as it runs.
-fn check_custom_commands(profile: &Profile) -> anyhow::Result<()> {
-    let (build, bench) = (&profile.build, &profile.benchmark);
-    let problem = if build.command.is_some() && bench.command.is_none() {
-        "[build] command is set but [benchmark] command is not: pgbench would not measure \
-         what the custom build made; add [benchmark] command = \"...\" (printing a \
-         `tps = N` line), or remove [build] command to build PostgreSQL"
-    } else if bench.command.is_some() && !build.fixups.is_empty() {
-        "[[build.fixups]] patch PostgreSQL builds only; with custom commands, apply the \
-         patch in the [build] command instead"
-    } else if bench.command.is_some() && (bench.duration.is_some() || bench.scale.is_some()) {
-        "[benchmark] duration and scale are pgbench's; a custom [benchmark] command runs \
-         as it is written: remove them, or drop the command to use pgbench"
-    } else {
-        return Ok(());
-    };
-    Err(UsageError(format!("the profile: {problem}")).into())
-}
-
 /// The profile's `[build]` as the builder's settings.
 pub(super) fn build_settings(profile: &Profile) -> anyhow::Result<BuildSettings> {
     let b = &profile.build;
@@ -262,42 +255,4 @@ pub(super) fn build_settings(profile: &Profile) -> anyhow::Result<BuildSettings>
             .collect(),
         timeout: b.timeout,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn profile(toml_text: &str) -> Profile {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("p.toml");
-        std::fs::write(&path, toml_text).unwrap();
-        Profile::load(path.to_str().unwrap()).unwrap()
-    }
-
-    #[test]
-    fn settings_custom_commands_would_ignore_are_refused() {
-        let refused = [
-            (
-                "[build]\ncommand = \"make\"\n",
-                "[benchmark] command is not",
-            ),
-            (
-                "[benchmark]\ncommand = \"b\"\n[[build.fixups]]\npatch = \"x.patch\"\ncommits = [\"abc\"]\n",
-                "patch PostgreSQL builds only",
-            ),
-            (
-                "[benchmark]\ncommand = \"b\"\nduration = 0\n",
-                "duration and scale",
-            ),
-        ];
-        for (text, says) in refused {
-            let err = check_custom_commands(&profile(text)).unwrap_err();
-            assert!(err.to_string().contains(says), "{text}: {err}");
-            assert!(err.downcast_ref::<UsageError>().is_some());
-        }
-        let fine = "[build]\ncommand = \"make\"\n[benchmark]\ncommand = \"b\"\n";
-        check_custom_commands(&profile(fine)).unwrap();
-        check_custom_commands(&Profile::default()).unwrap();
-    }
 }

@@ -183,11 +183,21 @@ pub fn exit_code_for(err: &anyhow::Error) -> u8 {
         || err
             .downcast_ref::<crate::server::settings::SettingError>()
             .is_some()
+        || unsafe_folder(err)
     {
         EXIT_USAGE
     } else {
         EXIT_RUNTIME_ERROR
     }
+}
+
+/// Whether `err` comes from a folder pgbisect would write under that is
+/// not safe (another user's, open to others, a link): the user fixes that.
+fn unsafe_folder(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| crate::folders::unsafe_level(io).is_some())
+    })
 }
 
 #[cfg(test)]
@@ -207,6 +217,18 @@ mod tests {
         assert_eq!(err.kind(), clap::error::ErrorKind::InvalidSubcommand);
     }
     use clap::CommandFactory;
+
+    #[test]
+    fn a_folder_unsafe_to_write_under_is_a_usage_error_however_deep() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("logs");
+        std::fs::write(&file, "").unwrap();
+        let io = crate::folders::create_dir(&file.join("x")).unwrap_err();
+        let err = anyhow::Error::new(io).context("cannot create the logs");
+        assert_eq!(exit_code_for(&err), EXIT_USAGE);
+        let other = anyhow::Error::new(std::io::Error::other("disk on fire"));
+        assert_eq!(exit_code_for(&other), EXIT_RUNTIME_ERROR);
+    }
 
     #[test]
     fn definitions_are_consistent() {

@@ -59,6 +59,11 @@ pub(super) fn load(hunt: &HuntDir) -> anyhow::Result<RunArgs> {
             path.display()
         )
     })?;
+    anyhow::ensure!(
+        run.target.good.is_some() && run.target.bad.is_some(),
+        "{} is not a saved pgbisect hunt: it names no --good and --bad",
+        path.display()
+    );
     // Hunts save the search they use; one saved without it was begun
     // before there was a choice, with the candidate-by-candidate search.
     if run.target.search.is_none() {
@@ -78,8 +83,16 @@ pub(super) fn command(args: &ResumeArgs) -> anyhow::Result<ExitCode> {
         .work_dir()?
         .choose_hunt(args.at.hunt.as_deref(), COMMAND_FILE)?;
     let run = load(&hunt)?;
+    let journaled = crate::journal::Journal::load(&hunt.journal())?
+        .iter()
+        .any(|e| matches!(e, crate::journal::Event::Run { .. }));
+    let how = if journaled {
+        "resuming the hunt"
+    } else {
+        "its journal holds no run yet: starting over the hunt"
+    };
     eprintln!(
-        "resuming the hunt in {}: --good {} --bad {}",
+        "{how} in {}: --good {} --bad {}",
         hunt.dir().display(),
         run.target.good.as_deref().unwrap_or("?"),
         run.target.bad.as_deref().unwrap_or("?")
@@ -136,6 +149,8 @@ mod tests {
         let hunt = HuntDir::at(dir.path());
         let mut args = RunArgs::default();
         args.target.lab.profile = Some("smoke".into());
+        args.target.good = Some("v1".into());
+        args.target.bad = Some("v2".into());
         save(&hunt, &args, dir.path(), dir.path()).unwrap();
         let back = load(&hunt).unwrap();
         assert_eq!(back.target.lab.profile.as_deref(), Some("smoke"));
@@ -166,5 +181,31 @@ mod tests {
         );
         assert_eq!(back.mail_to, ["perf@example.org"]);
         assert_eq!(back.format.0, crate::report::Format::Markdown);
+    }
+
+    proptest::proptest! {
+        /// Whatever is left in `command.json` (cut by a full disk, edited
+        /// by hand), reading it never panics, and what is accepted names
+        /// the hunt's endpoints.
+        #[test]
+        fn any_saved_command_reads_without_panic(
+            text in "(?s).{0,200}",
+            cut in 0usize..2000,
+            junk in "[{}\\[\\]\":,a-z0-9 ]{0,20}",
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let hunt = HuntDir::at(dir.path());
+            let saved = include_str!("../../tests/fixtures/command-0.1.json");
+            let mut cut = cut.min(saved.len());
+            while !saved.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            for body in [text, format!("{}{junk}", &saved[..cut]), "{}".to_string()] {
+                std::fs::write(hunt.command(), &body).unwrap();
+                if let Ok(run) = load(&hunt) {
+                    proptest::prop_assert!(run.target.good.is_some() && run.target.bad.is_some());
+                }
+            }
+        }
     }
 }

@@ -87,7 +87,7 @@ impl Slurm {
 
     /// Submits `job` to `host`: its Slurm job id.
     fn submit(&self, host: &str, job: &Job) -> anyhow::Result<Result<String, String>> {
-        crate::files::create_dir(&self.jobs_dir)
+        crate::folders::create_dir(&self.jobs_dir)
             .with_context(|| format!("cannot create {}", self.jobs_dir.display()))?;
         let (script, status) = self.files(&job.name);
         let _ = std::fs::remove_file(&status);

@@ -8,10 +8,11 @@
 
 pub mod spent;
 
+use crate::error::UsageError;
 use crate::model::{Prepared, RunOutcome};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -144,9 +145,61 @@ impl Journal {
     }
 
     /// Reads every complete event of the journal at `path`; a last line cut
-    /// short by a crash is ignored. A missing file is an empty journal.
+    /// short by a crash is ignored, and so is a line repeating a run or a
+    /// preparation read before (see [`Past::repeated`]). A missing file is
+    /// an empty journal.
     pub fn load(path: &Path) -> anyhow::Result<Vec<Event>> {
         Ok(read_journal(path)?.events)
+    }
+
+    /// The past of the hunt whose plan is named `plans` (its folder name,
+    /// or the name an earlier release gave it), from its journal at
+    /// `path`. A journal whose `start` lines name another plan is refused:
+    /// its runs are of other commits, settings or thresholds, and would be
+    /// taken for this hunt's.
+    pub fn past(path: &Path, plans: &[&str]) -> anyhow::Result<Past> {
+        let read = read_journal(path)?;
+        let foreign = read.events.iter().find_map(|e| match e {
+            Event::Start { plan, .. } if !plans.contains(&plan.as_str()) => Some(plan),
+            _ => None,
+        });
+        if let Some(other) = foreign {
+            return Err(UsageError(format!(
+                "the journal {} belongs to another hunt (plan {other}), not to this one \
+                 (plan {}): its runs were made with other endpoints, settings or thresholds\n\
+                 hint: move it away (`mv {} {}.other`) to start this hunt afresh, or rerun \
+                 the command of the hunt it belongs to",
+                path.display(),
+                plans.first().copied().unwrap_or("?"),
+                path.display(),
+                path.display()
+            ))
+            .into());
+        }
+        Ok(Past {
+            events: read.events,
+            repeated: read.repeated,
+        })
+    }
+}
+
+/// A hunt's journal as a resumed hunt replays it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Past {
+    pub events: Vec<Event>,
+    /// Lines left out because they repeat a run (same run number and
+    /// commit) or a preparation read before: a line copied twice counts
+    /// once.
+    pub repeated: usize,
+}
+
+impl Past {
+    /// Runs in the journal.
+    pub fn runs(&self) -> usize {
+        self.events
+            .iter()
+            .filter(|e| matches!(e, Event::Run { .. }))
+            .count()
     }
 }
 
@@ -160,6 +213,37 @@ struct Read {
     /// Whether the intact part ends a line (a last event may lack its
     /// newline when the write was cut right before it).
     ends_with_newline: bool,
+    /// Lines repeating a run or a preparation read before, left out.
+    repeated: usize,
+}
+
+/// Runs (by number, with their commit) and preparations read so far, to
+/// tell a repeated line from a new one.
+#[derive(Default)]
+struct Seen {
+    runs: HashMap<u64, String>,
+    prepared: HashSet<String>,
+}
+
+impl Seen {
+    /// Whether `event` is new; a run number seen before with another
+    /// commit is damage (two hunts mixed), an error.
+    fn fresh(&mut self, event: &Event) -> Result<bool, String> {
+        match event {
+            Event::Run { run, commit, .. } => match self.runs.get(run) {
+                Some(c) if c == commit => Ok(false),
+                Some(c) => Err(format!(
+                    "it holds run {run} twice, of {c} and of {commit} (two hunts mixed?)"
+                )),
+                None => {
+                    self.runs.insert(*run, commit.clone());
+                    Ok(true)
+                }
+            },
+            Event::Prepared { commit, .. } => Ok(self.prepared.insert(commit.clone())),
+            _ => Ok(true),
+        }
+    }
 }
 
 /// Reads the journal at `path`. Every line but the last must be an event
@@ -178,7 +262,9 @@ fn read_journal(path: &Path) -> anyhow::Result<Read> {
         len: bytes.len(),
         intact: 0,
         ends_with_newline: true,
+        repeated: 0,
     };
+    let mut seen = Seen::default();
     let mut start = 0;
     for (i, line) in bytes.split_inclusive(|b| *b == b'\n').enumerate() {
         let end = start + line.len();
@@ -191,9 +277,16 @@ fn read_journal(path: &Path) -> anyhow::Result<Read> {
             },
             Err(e) => Some(Err(anyhow::Error::new(e).context("not UTF-8"))),
         };
+        let event = event.map(|e| {
+            e.and_then(|event| match seen.fresh(&event) {
+                Ok(fresh) => Ok((fresh, event)),
+                Err(damage) => Err(anyhow::anyhow!(damage)),
+            })
+        });
         match event {
             None => {}
-            Some(Ok(event)) => read.events.push(event),
+            Some(Ok((true, event))) => read.events.push(event),
+            Some(Ok((false, _))) => read.repeated += 1,
             Some(Err(_)) if end == bytes.len() => break,
             Some(Err(e)) => {
                 return Err(e).with_context(|| {
@@ -313,6 +406,136 @@ mod tests {
         std::fs::write(&path, [format!("{line}\n").as_bytes(), b"\xff"].concat()).unwrap();
         assert_eq!(std::fs::read(&path).unwrap().last(), Some(&0xff));
         assert_eq!(Journal::open(&path).unwrap().cut(), 1);
+    }
+
+    fn start(plan: &str) -> Event {
+        Event::Start {
+            good: "g".into(),
+            bad: "b".into(),
+            plan: plan.into(),
+            at: "now".into(),
+        }
+    }
+
+    fn write_events(path: &Path, events: &[Event]) {
+        let text: String = events
+            .iter()
+            .map(|e| serde_json::to_string(e).unwrap() + "\n")
+            .collect();
+        std::fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn a_repeated_line_counts_once_and_is_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.jsonl");
+        write_events(&path, &[start("p"), run(1), run(2), run(2), run(3)]);
+        let past = Journal::past(&path, &["p"]).unwrap();
+        assert_eq!(past.events, vec![start("p"), run(1), run(2), run(3)]);
+        assert_eq!((past.runs(), past.repeated), (3, 1));
+        assert_eq!(Journal::load(&path).unwrap().len(), 4);
+        // The same run number with another commit is damage, not a repeat.
+        let mut other = run(2);
+        if let Event::Run { commit, .. } = &mut other {
+            *commit = "def".into();
+        }
+        write_events(&path, &[start("p"), run(1), run(2), other, run(3)]);
+        let err = format!("{:#}", Journal::past(&path, &["p"]).unwrap_err());
+        assert!(err.contains("line 4 of the journal"), "{err}");
+        assert!(err.contains("run 2 twice, of abc and of def"), "{err}");
+    }
+
+    #[test]
+    fn a_journal_of_another_plan_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.jsonl");
+        write_events(&path, &[start("theirs"), run(1)]);
+        let err = Journal::past(&path, &["mine", "old-name"]).unwrap_err();
+        assert!(err.downcast_ref::<UsageError>().is_some());
+        let err = err.to_string();
+        assert!(
+            err.contains("another hunt (plan theirs)") && err.contains("(plan mine)"),
+            "{err}"
+        );
+        assert!(err.contains("mv "), "{err}");
+        write_events(&path, &[start("old-name"), run(1), start("mine")]);
+        assert_eq!(
+            Journal::past(&path, &["mine", "old-name"]).unwrap().runs(),
+            1
+        );
+        assert_eq!(
+            Journal::past(&dir.path().join("none"), &["mine"]).unwrap(),
+            Past::default()
+        );
+    }
+
+    fn events_strategy() -> impl proptest::strategy::Strategy<Value = Vec<Event>> {
+        use proptest::prelude::*;
+        proptest::collection::vec(1u64..40, 0..12).prop_map(|runs| {
+            let mut events = vec![start("p")];
+            events.extend(runs.into_iter().map(|n| {
+                let mut e = run(n);
+                if let Event::Run { commit, .. } = &mut e {
+                    // One commit a run number, as a hunt journals them.
+                    *commit = ["abc", "def", "123"][n as usize % 3].into();
+                }
+                e
+            }));
+            events
+        })
+    }
+
+    proptest::proptest! {
+        /// Whatever a kill, a disk or a person leaves in the file, reading
+        /// it never panics, and garbage is never taken for events: each
+        /// event read comes from a line that is one.
+        #[test]
+        fn any_bytes_read_without_panic_or_invented_events(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400)) {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("journal.jsonl");
+            std::fs::write(&path, &bytes).unwrap();
+            if let Ok(events) = Journal::load(&path) {
+                let text = String::from_utf8_lossy(&bytes);
+                let lines: Vec<&str> = text.lines().map(str::trim).collect();
+                for e in events {
+                    let found = lines.iter().any(|l| serde_json::from_str::<Event>(l).ok() == Some(e.clone()));
+                    proptest::prop_assert!(found, "{e:?} from {text:?}");
+                }
+            }
+            let _ = Journal::past(&path, &["p"]);
+            let _ = Journal::open(&path);
+        }
+
+        /// A journal whose lines are repeated, or cut anywhere, reads back
+        /// as its events each once, or (cut before its last line) as an
+        /// error naming the damaged line.
+        #[test]
+        fn repeats_count_once_and_cuts_are_found(
+            events in events_strategy(),
+            repeat in proptest::collection::vec(0usize..20, 0..4),
+            cut in 0usize..2000,
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("journal.jsonl");
+            let mut written = events.clone();
+            for r in repeat {
+                written.push(events[r % events.len()].clone());
+            }
+            let mut seen = Seen::default();
+            let want: Vec<Event> = written.iter().filter(|e| seen.fresh(e).unwrap()).cloned().collect();
+            let lines: Vec<String> = written.iter().map(|e| serde_json::to_string(e).unwrap()).collect();
+            let text = lines.join("\n") + "\n";
+            std::fs::write(&path, &text).unwrap();
+            let past = Journal::past(&path, &["p"]).unwrap();
+            proptest::prop_assert_eq!(&past.events, &want);
+            proptest::prop_assert_eq!(past.repeated, written.len() - want.len());
+            let cut = cut.min(text.len());
+            std::fs::write(&path, &text.as_bytes()[..cut]).unwrap();
+            match Journal::past(&path, &["p"]) {
+                Ok(p) => proptest::prop_assert!(p.events.len() <= want.len()),
+                Err(e) => proptest::prop_assert!(format!("{e:#}").contains("is damaged"), "{e:#}"),
+            }
+        }
     }
 
     #[test]

@@ -57,7 +57,7 @@ impl CommandLab {
         runs_dir: &Path,
     ) -> anyhow::Result<Self> {
         for dir in [&dirs.logs, &dirs.installs, &runs_dir.to_path_buf()] {
-            crate::files::create_dir(dir)
+            crate::folders::create_dir(dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
         }
         Ok(CommandLab {
@@ -142,7 +142,7 @@ impl CommandLab {
         if marker.exists() {
             return Ok(Prepared::Ready { cached: true });
         }
-        crate::files::create_dir(&prefix)
+        crate::folders::create_dir(&prefix)
             .with_context(|| format!("cannot create {}", prefix.display()))?;
         let log = self.dirs.logs.join(format!("build-{}.log", commit.id));
         let started = Instant::now();
@@ -160,6 +160,14 @@ impl CommandLab {
                 });
             }
         };
+        // A full disk is the machine's fault, not the commit's: the hunt
+        // stops, nothing is journaled, and the build is made again.
+        let wrote_to = [log.as_path(), prefix.as_path(), self.worktree.path()];
+        if !status.success()
+            && let Some(full) = crate::build::disk_full(&text, &wrote_to)
+        {
+            return Err(full.into());
+        }
         if !status.success() {
             return Ok(Prepared::Unbuildable {
                 reason: format!(
@@ -200,8 +208,29 @@ pub(crate) fn read_run(
             output: Some(output),
         }),
         Err(e) => RunOutcome::Failed {
-            reason: format!("benchmark command `{script}` printed no result: {e}"),
+            reason: no_result(script, &e),
         },
+    }
+}
+
+/// Said of a benchmark command whose output holds no result, in the
+/// reason of its failed runs (the hunt's hint is about the command then,
+/// not the commit).
+pub const NO_RESULT: &str = "printed no result";
+
+/// Why a run of the custom command `script` has no result: what it must
+/// print, not pgbench's lines.
+fn no_result(script: &str, err: &bench::ParseError) -> String {
+    let what = "a custom benchmark command must print its result as a line `tps = N` \
+                (N > 0, higher is faster), e.g. `echo \"tps = $score\"`";
+    match err {
+        bench::ParseError::NoTps { tail } => format!(
+            "benchmark command `{script}` {NO_RESULT}: {what}; its last lines were:\n{tail}"
+        ),
+        bench::ParseError::BadTps { line } => format!(
+            "benchmark command `{script}` {NO_RESULT}: its line {line:?} is not a positive \
+             number (0 means no transaction completed in the run); {what}"
+        ),
     }
 }
 
@@ -257,6 +286,44 @@ impl Lab for CommandLab {
         match &self.commands.build {
             Some(b) => format!("build: {b}; benchmark: {}", self.commands.benchmark),
             None => format!("benchmark: {}", self.commands.benchmark),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_without_a_result_is_told_what_to_print() {
+        let out = read_run("./bench", Ok(()), "score: 12\n", PathBuf::from("o"));
+        let RunOutcome::Failed { reason } = out else {
+            panic!("{out:?}");
+        };
+        assert!(
+            reason.contains("must print its result as a line `tps = N`"),
+            "{reason}"
+        );
+        assert!(
+            reason.contains("score: 12") && !reason.contains("pgbench"),
+            "{reason}"
+        );
+        let out = read_run("./bench", Ok(()), "tps = 0\n", PathBuf::from("o"));
+        assert!(matches!(out, RunOutcome::Failed { reason } if reason.contains("not a positive")));
+    }
+
+    proptest::proptest! {
+        /// Any output of a custom command is read without panic, and is a
+        /// measurement only when it holds a `tps = ` line.
+        #[test]
+        fn any_output_reads_without_panic(text in "(?s).{0,300}", ok in proptest::bool::ANY) {
+            let exit = if ok { Ok(()) } else { Err("exit status: 1".to_string()) };
+            match read_run("b", exit, &text, PathBuf::from("o")) {
+                RunOutcome::Measured(m) => {
+                    proptest::prop_assert!(ok && text.contains("tps = ") && m.tps > 0.0);
+                }
+                RunOutcome::Failed { reason } => proptest::prop_assert!(reason.contains("`b`")),
+            }
         }
     }
 }

@@ -89,7 +89,7 @@ impl OnHosts {
     ) -> anyhow::Result<Result<String, String>> {
         if !local.is_dir() {
             // No build command: an empty install, for the runs' folder.
-            crate::files::create_dir(local)?;
+            crate::folders::create_dir(local)?;
         }
         self.sent.ensure(host, local, &self.key(commit))
     }
@@ -158,7 +158,7 @@ impl Lab for PoolLab {
         if matches!(prepared, Prepared::Ready { .. }) {
             let local = self.builder.prefix(commit);
             if !local.is_dir() {
-                crate::files::create_dir(&local)?;
+                crate::folders::create_dir(&local)?;
             }
             self.on.sent.everywhere(&local, &self.on.key(commit))?;
         }

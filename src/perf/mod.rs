@@ -174,7 +174,7 @@ pub fn write_comparison(
     after: &Folded,
     title: &str,
 ) -> std::io::Result<Written> {
-    crate::files::create_dir(dir)?;
+    crate::folders::create_dir(dir)?;
     crate::files::write(&dir.join("before.folded"), before.to_text())?;
     crate::files::write(&dir.join("after.folded"), after.to_text())?;
     let diff = ProfileDiff::between(before, after);

@@ -58,7 +58,7 @@ const SCRIPT_LIMIT: Duration = Duration::from_secs(300);
 
 impl Sampler for PerfSampler {
     fn record(&self, req: &Request) -> anyhow::Result<Result<String, Unavailable>> {
-        crate::files::create_dir(&req.scratch)?;
+        crate::folders::create_dir(&req.scratch)?;
         let scratch = tempfile::Builder::new()
             .prefix("perf-")
             .tempdir_in(&req.scratch)?;
@@ -122,7 +122,7 @@ impl PerfSampler {
     /// a second by recording `true` into a private folder under `scratch`:
     /// before builds are made for profiling, not after.
     pub fn probe(&self, scratch: &Path) -> anyhow::Result<Result<(), Unavailable>> {
-        crate::files::create_dir(scratch)?;
+        crate::folders::create_dir(scratch)?;
         let dir = tempfile::Builder::new()
             .prefix("perf-probe-")
             .tempdir_in(scratch)?;

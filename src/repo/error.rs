@@ -40,6 +40,33 @@ pub enum RepoError {
     )]
     AmbiguousRevision { rev: String },
 
+    /// A name that is a tag and a branch of different commits.
+    #[error(
+        "revision '{rev}' is ambiguous: it names {}; git would take the tag with a \
+         warning\nhint: say which you mean: {choices}",
+        refs.join(" and ")
+    )]
+    AmbiguousName {
+        rev: String,
+        refs: Vec<String>,
+        choices: String,
+    },
+
+    /// The work dir's checkout was made for another repository.
+    #[error(
+        "the work dir's checkout {} was made for another repository (or for commits since \
+         removed from this one): its commit {head} is not in {}\nhint: give each repository a work dir of its own (--work-dir), or remove {} \
+         to start this one afresh",
+        path.display(),
+        repo.display(),
+        path.display()
+    )]
+    ForeignWorkTree {
+        path: PathBuf,
+        head: String,
+        repo: PathBuf,
+    },
+
     /// The revision names a tree or a blob.
     #[error("revision '{rev}' names a {kind}, not a commit; give a tag, a branch or a commit SHA")]
     NotACommit { rev: String, kind: String },

@@ -196,6 +196,7 @@ impl Repo {
     }
 
     fn find_commit(&self, rev: &str) -> Result<git2::Commit<'_>, RepoError> {
+        self.check_unambiguous(rev)?;
         let object = match self.git.revparse_single(rev) {
             Ok(object) => object,
             Err(e) => return Err(self.revision_error(rev, e)),
@@ -204,6 +205,35 @@ impl Repo {
         object.peel_to_commit().map_err(|_| RepoError::NotACommit {
             rev: rev.to_string(),
             kind: kind.map_or("non-commit object", |k| k.str()).to_string(),
+        })
+    }
+
+    /// A name that is both a tag and a branch (or a remote branch) of
+    /// different commits is refused: git takes the tag with a warning, and
+    /// a hunt between the wrong endpoints costs a night.
+    fn check_unambiguous(&self, rev: &str) -> Result<(), RepoError> {
+        let found: Vec<(String, git2::Oid)> = ["refs/tags/", "refs/heads/", "refs/remotes/"]
+            .iter()
+            .filter_map(|space| {
+                let name = format!("{space}{rev}");
+                let commit = self.git.find_reference(&name).ok()?.peel_to_commit().ok()?;
+                Some((name, commit.id()))
+            })
+            .collect();
+        if found.iter().all(|(_, id)| *id == found[0].1) {
+            return Ok(());
+        }
+        Err(RepoError::AmbiguousName {
+            rev: rev.to_string(),
+            refs: found
+                .iter()
+                .map(|(name, id)| format!("{name} ({:.8})", id.to_string()))
+                .collect(),
+            choices: found
+                .into_iter()
+                .map(|(name, _)| name)
+                .collect::<Vec<_>>()
+                .join(" or "),
         })
     }
 

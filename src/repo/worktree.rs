@@ -40,7 +40,7 @@ impl WorkTree {
     /// The caller must hold the work directory's lock: locks and half-done
     /// checkouts left in `dir` by an interrupted run are cleaned up here.
     pub fn open_or_create(repo: &Repo, dir: &Path) -> Result<WorkTree, RepoError> {
-        crate::files::create_dir(dir).map_err(RepoError::io("create", dir))?;
+        crate::folders::create_dir(dir).map_err(RepoError::io("create", dir))?;
         let dir = dir
             .canonicalize()
             .map_err(RepoError::io("resolve the path of", dir))?;
@@ -59,6 +59,7 @@ impl WorkTree {
         } else {
             git
         };
+        check_head_is_in(&git, repo, &dir)?;
         let work_tree = WorkTree { git, dir };
         work_tree.finish_interrupted_checkout()?;
         Ok(work_tree)
@@ -203,6 +204,23 @@ fn open_private(repo: &Repo, dir: &Path) -> Result<Repository, RepoError> {
     }
 }
 
+/// The commit checked out in the private work tree must be one of the
+/// user's repository: a work dir made for another repository would fail
+/// at the first checkout with libgit2's "cannot be peeled".
+fn check_head_is_in(git: &Repository, repo: &Repo, dir: &Path) -> Result<(), RepoError> {
+    let Some(head) = git.head().ok().and_then(|h| h.target()) else {
+        return Ok(()); // nothing checked out yet
+    };
+    if git.find_commit(head).is_ok() {
+        return Ok(());
+    }
+    Err(RepoError::ForeignWorkTree {
+        path: dir.to_path_buf(),
+        head: head.to_string(),
+        repo: repo.location().to_path_buf(),
+    })
+}
+
 /// Settings that keep checked-out files byte-identical to the commits,
 /// whatever the user's global git configuration says.
 fn configure(git: &Repository, dir: &Path) -> Result<(), RepoError> {
@@ -227,7 +245,7 @@ fn share_objects(repo: &Repo, git_dir: &Path) -> Result<bool, RepoError> {
     if fs::read_to_string(&alternates).ok().as_deref() == Some(wanted.as_str()) {
         return Ok(false);
     }
-    fs::create_dir_all(&info).map_err(RepoError::io("create", &info))?;
+    crate::folders::create_dir(&info).map_err(RepoError::io("create", &info))?;
     crate::files::write(&alternates, wanted).map_err(RepoError::io("write", &alternates))?;
     Ok(true)
 }

@@ -387,12 +387,12 @@ impl Server {
             });
         }
         self.run_as.check_reachable(&self.data_dir)?;
-        std::fs::create_dir_all(&self.socket_dir).map_err(|e| {
+        crate::folders::create_dir_for(&self.socket_dir, self.run_as.uid()).map_err(|e| {
             ServerError::io(format!("cannot create {}", self.socket_dir.display()), e)
         })?;
         self.run_as.hand_over(&self.socket_dir)?;
         if let Some(parent) = self.log.parent() {
-            std::fs::create_dir_all(parent)
+            crate::folders::create_dir(parent)
                 .map_err(|e| ServerError::io(format!("cannot create {}", parent.display()), e))?;
         }
         std::fs::OpenOptions::new()

@@ -24,7 +24,7 @@ struct Entry {
 
 /// Records a started server; returns the entry's path.
 pub(super) fn register(dir: &Path, server: &Server, pid: u32) -> Result<PathBuf, ServerError> {
-    crate::files::create_dir(dir)
+    crate::folders::create_dir(dir)
         .map_err(|e| ServerError::io(format!("cannot create {}", dir.display()), e))?;
     let owner_pid = std::process::id();
     let entry = Entry {

@@ -62,6 +62,14 @@ impl RunAs {
         }
     }
 
+    /// The uid of the user, when it is not the current one.
+    pub fn uid(&self) -> Option<u32> {
+        match self {
+            RunAs::CurrentUser => None,
+            RunAs::User { uid, .. } => Some(*uid),
+        }
+    }
+
     /// A name for messages.
     pub fn describe(&self) -> String {
         match self {

@@ -93,7 +93,7 @@ impl DataTemplate {
                 )
             })?;
         }
-        std::fs::create_dir_all(&self.dir)
+        crate::folders::create_dir_for(&self.dir, run_as.uid())
             .map_err(|e| ServerError::io(format!("cannot create {}", self.dir.display()), e))?;
         run_as.hand_over(&self.dir)?;
         run_as.check_reachable(&self.dir)?;
@@ -214,7 +214,7 @@ pub fn fresh_copy(template: &DataTemplate, dest: &Path) -> Result<Duration, Serv
     }
     remove_cut(&sibling(dest, ".old"))?;
     if let Some(parent) = dest.parent() {
-        std::fs::create_dir_all(parent)
+        crate::folders::create_dir(parent)
             .map_err(|e| ServerError::io(format!("cannot create {}", parent.display()), e))?;
     }
     // Copied beside it and renamed into place: a copy cut short (its

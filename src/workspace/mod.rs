@@ -26,7 +26,7 @@ pub use lock::{Busy, Lock};
 pub use plan_key::{PlanFlags, PlanKey};
 
 use crate::error::UsageError;
-use crate::files;
+use crate::folders::{absolute, create_dir, unsafe_level};
 use crate::lab::LabDirs;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
@@ -54,24 +54,32 @@ impl WorkDir {
     }
 
     /// The work dir given by `--work-dir`, or the default one of `repo`
-    /// (default: the current directory).
+    /// (default: the current directory), made absolute: builds and
+    /// benchmarks run in the checkout, where a relative path would name
+    /// another folder.
     pub fn given_or_default(work_dir: Option<&Path>, repo: Option<&Path>) -> anyhow::Result<Self> {
-        match work_dir {
-            Some(w) => Ok(WorkDir::at(w)),
-            None => default_for_repo(repo.unwrap_or(Path::new("."))).map(WorkDir::at),
-        }
+        let root = match work_dir {
+            Some(w) => w.to_path_buf(),
+            None => default_for_repo(repo.unwrap_or(Path::new(".")))?,
+        };
+        let root = absolute(&root)
+            .with_context(|| format!("cannot make the work dir {} absolute", root.display()))?;
+        Ok(WorkDir::at(root))
     }
 
     pub fn root(&self) -> &Path {
         &self.root
     }
 
-    /// Creates the work dir (and its parents) if needed, and takes its lock.
+    /// Creates the work dir (and its parents) if needed, each level
+    /// checked (see [`create_dir`]), and takes its lock.
     pub fn create_and_lock(&self) -> anyhow::Result<Lock> {
-        files::create_dir(&self.root)
-            .with_context(|| format!("cannot create the work dir {}", self.root.display()))?;
-        files::check_owner(&self.root).map_err(|e| UsageError(e.to_string()))?;
+        create_dir(&self.root).map_err(|e| self.refused(e))?;
         Lock::acquire(&self.root)
+    }
+
+    fn refused(&self, err: std::io::Error) -> anyhow::Error {
+        refusal(err, &format!("the work dir {}", self.root.display()))
     }
 
     /// The private git work tree commits are checked out in.
@@ -204,6 +212,16 @@ impl WorkDir {
     }
 }
 
+/// An error creating `what` (a folder pgbisect writes under): a usage
+/// error when one of its levels is not safe to write under (the user
+/// fixes that), else the error with what was being done.
+pub fn refusal(err: std::io::Error, what: &str) -> anyhow::Error {
+    match unsafe_level(&err) {
+        Some(level) => UsageError(format!("{what}: {level}")).into(),
+        None => anyhow::Error::new(err).context(format!("cannot create {what}")),
+    }
+}
+
 /// A past hunt's folder and when the file it was looked up by was written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PastHunt {
@@ -233,13 +251,10 @@ impl HuntDir {
         &self.dir
     }
 
+    /// Creates the hunt's folder, every level checked (see [`create_dir`]).
     pub fn create(&self) -> anyhow::Result<()> {
-        if let Some(hunts) = self.dir.parent() {
-            files::create_dir(hunts)
-                .with_context(|| format!("cannot create {}", hunts.display()))?;
-        }
-        files::create_dir(&self.dir)
-            .with_context(|| format!("cannot create {}", self.dir.display()))
+        create_dir(&self.dir)
+            .map_err(|e| refusal(e, &format!("the hunt's folder {}", self.dir.display())))
     }
 
     pub fn journal(&self) -> PathBuf {
@@ -371,5 +386,34 @@ mod tests {
         hunt_with(&work, "a", RESULT_FILE, 1);
         let err = work.choose_hunt(Some("b"), RESULT_FILE).unwrap_err();
         assert!(err.to_string().contains("known: a"), "{err}");
+    }
+
+    #[test]
+    fn a_relative_work_dir_is_made_absolute_once() {
+        let cwd = std::env::current_dir().unwrap();
+        let work = WorkDir::given_or_default(Some(Path::new("../w/./x")), None).unwrap();
+        assert_eq!(work.root(), cwd.parent().unwrap().join("w/x"));
+        assert!(work.lab_dirs().installs.is_absolute());
+    }
+
+    #[test]
+    fn a_work_dir_that_is_a_file_or_open_to_others_is_a_usage_error() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("w");
+        std::fs::write(&file, "").unwrap();
+        let err = WorkDir::at(&file).create_and_lock().unwrap_err();
+        assert!(err.downcast_ref::<UsageError>().is_some(), "{err}");
+        assert!(err.to_string().contains("is not a folder"), "{err}");
+        assert!(!err.to_string().contains("os error"), "{err}");
+        let open = tmp.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let err = WorkDir::at(&open).create_and_lock().unwrap_err();
+        assert!(err.to_string().contains("writable by other users"), "{err}");
+        let hunt = WorkDir::at(open.join("w")).hunt("h");
+        let err = hunt.create().unwrap_err();
+        assert!(err.downcast_ref::<UsageError>().is_some(), "{err}");
+        assert!(!open.join("w").exists());
     }
 }

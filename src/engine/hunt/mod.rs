@@ -106,8 +106,8 @@ impl Default for HuntConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum HuntError {
     #[error(
-        "the {which} endpoint {commit} cannot be measured: {reason}\n\
-         hint: pick a nearby commit that builds and runs as --{which}"
+        "the {which} endpoint {commit} cannot be measured: {reason}\nhint: {}",
+        endpoint_hint(which, reason)
     )]
     EndpointUnmeasurable {
         which: &'static str,
@@ -121,6 +121,19 @@ pub enum HuntError {
     /// The next build or run would end after the time budget.
     #[error("the time budget ran out")]
     OutOfTime,
+}
+
+/// What to do about an endpoint that cannot be measured: fix a custom
+/// benchmark command that prints no result (another commit would not
+/// help), else pick another commit.
+fn endpoint_hint(which: &str, reason: &str) -> String {
+    if reason.contains(crate::lab::command::NO_RESULT) {
+        "make the profile's [benchmark] command print a line `tps = N` for every run (try it \
+         by hand in a checkout of the commit), then rerun"
+            .to_string()
+    } else {
+        format!("pick a nearby commit that builds and runs as --{which}")
+    }
 }
 
 #[derive(Debug, Default)]

@@ -100,7 +100,7 @@ fn serve_into(request: &Request, answer: &mut Answer) -> anyhow::Result<()> {
     let dirs = LabDirs::under(&request.lab);
     let runs_dir = request.lab.join("runs");
     for dir in [&dirs.templates, &dirs.data, &dirs.logs, &runs_dir] {
-        crate::files::create_dir(dir)
+        crate::folders::create_dir(dir)
             .with_context(|| format!("cannot create {}", dir.display()))?;
     }
     run_as.check_reachable(&dirs.data).map_err(|e| {
@@ -209,7 +209,7 @@ fn stop_unrecorded(dirs: &LabDirs) -> anyhow::Result<usize> {
 /// The custom script, in the host's lab folder, named by its text.
 fn write_script(lab: &Path, text: &str) -> anyhow::Result<PathBuf> {
     let dir = lab.join("scripts");
-    crate::files::create_dir(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    crate::folders::create_dir(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let name = crate::core::fingerprint::fingerprint(text);
     let path = dir.join(format!("{name}.sql"));
     crate::files::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;

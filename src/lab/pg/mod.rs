@@ -132,7 +132,7 @@ impl PgLab {
         }
         let dirs = [&cfg.dirs.logs, &cfg.dirs.templates, &cfg.dirs.data];
         for dir in dirs.into_iter().chain([&cfg.runs_dir]) {
-            crate::files::create_dir(dir)
+            crate::folders::create_dir(dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
         }
         let reaped = server::reap_leftovers(&cfg.dirs.servers)?;
@@ -313,7 +313,7 @@ impl PgLab {
         let template = plan.template_spec(&self.place());
         let mut job = self.job(&plan, &template)?;
         let logs = self.cfg.runs_dir.join("why-logs");
-        crate::files::create_dir(&logs)
+        crate::folders::create_dir_for(&logs, self.cfg.run_as.uid())
             .with_context(|| format!("cannot create {}", logs.display()))?;
         self.cfg.run_as.hand_over(&logs)?;
         job.transaction_log = Some(logs.join(format!("{:05}-{}", spec.run, commit.short())));

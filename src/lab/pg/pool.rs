@@ -149,7 +149,7 @@ fn stage_self(work: &Path) -> anyhow::Result<(PathBuf, String)> {
     let dir = work.join("host-tools").join(&key);
     let program = dir.join("pgbisect");
     if !program.is_file() {
-        crate::files::create_dir(&dir)
+        crate::folders::create_dir(&dir)
             .with_context(|| format!("cannot create {}", dir.display()))?;
         let part = dir.join("pgbisect.part");
         std::fs::copy(&exe, &part)

@@ -55,7 +55,7 @@ impl ServerProfiler for PerfProfiler {
         Ok(match recording.finish()? {
             Ok(folded) => {
                 self.recorded += 1;
-                crate::files::create_dir(&self.dir)?;
+                crate::folders::create_dir(&self.dir)?;
                 let path = self.dir.join(format!("profile-{}.folded", self.recorded));
                 crate::files::write(&path, folded.to_text())?;
                 json!({ "folded": path, "samples": folded.samples() })

@@ -1,0 +1,259 @@
+//! Folders pgbisect writes under, checked at every level.
+//!
+//! pgbisect runs as root from cron, in a work dir often under `/var/tmp`.
+//! Whoever can rename or replace a folder on the way to where pgbisect
+//! writes decides what it writes over and what it runs: an `installs/`
+//! swapped by another user has root run that user's `run.sh`, a swapped
+//! `hunts/<plan>` has root write reports into a folder of their choice.
+//! Checking only the work dir itself is not enough, so every folder from
+//! `/` down to the one pgbisect writes into must be:
+//!
+//! - a real folder, not a symbolic link to one;
+//! - owned by the user pgbisect runs as, or by root (or, for the folders
+//!   handed to the user that runs PostgreSQL, by that user);
+//! - not writable by group or others, unless it has the sticky bit, as
+//!   `/tmp` and `/var/tmp` do (where nobody can rename what others made).
+//!
+//! Folders are created one level at a time, each checked before the next
+//! is made in it, with mode 0755 (less what the umask takes away).
+
+use std::fs::DirBuilder;
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::path::{Component, Path, PathBuf};
+
+/// Creates the folder `dir` and its missing parents, checking every level
+/// from `/` down (see the module's documentation).
+pub fn create_dir(dir: &Path) -> io::Result<()> {
+    create_dir_for(dir, None)
+}
+
+/// As [`create_dir`], with the last level allowed to belong to the user
+/// `server` (uid) that runs PostgreSQL: its data, socket and log folders.
+pub fn create_dir_for(dir: &Path, server: Option<u32>) -> io::Result<()> {
+    let dir = absolute(dir)?;
+    let levels: Vec<&Path> = dir.ancestors().collect();
+    for level in levels.into_iter().rev() {
+        let last = level == dir;
+        match std::fs::symlink_metadata(level) {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => make(level)?,
+            Err(e) => return Err(e),
+        }
+        check_level(level, if last { server } else { None })?;
+    }
+    Ok(())
+}
+
+/// Checks every level of the existing folder `dir`, from `/` down.
+pub fn check_dir(dir: &Path) -> io::Result<()> {
+    let dir = absolute(dir)?;
+    for level in dir.ancestors().collect::<Vec<_>>().into_iter().rev() {
+        check_level(level, None)?;
+    }
+    Ok(())
+}
+
+/// `path` made absolute (against the current directory) with its `.` and
+/// `..` taken out, so that every level of it is one that is checked.
+pub fn absolute(path: &Path) -> io::Result<PathBuf> {
+    let joined = std::path::absolute(path)?;
+    let mut out = PathBuf::new();
+    for part in joined.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    Ok(out)
+}
+
+fn make(level: &Path) -> io::Result<()> {
+    match DirBuilder::new().mode(0o755).create(level) {
+        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// What is wrong with one level of a path pgbisect writes under.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unsafe {
+    #[error(
+        "{} is a symbolic link; pgbisect does not follow links on the way to where it writes\n\
+         hint: remove the link, or give the real folder (--work-dir \"$(realpath {})\")",
+        path.display(),
+        path.display()
+    )]
+    Link { path: PathBuf },
+    #[error(
+        "{} is not a folder; pgbisect needs a folder there\n\
+         hint: move it away, or pass another --work-dir",
+        path.display()
+    )]
+    NotAFolder { path: PathBuf },
+    #[error(
+        "{} belongs to another user (uid {owner}), not to the user pgbisect runs as \
+         (uid {me}) or root: that user could swap what pgbisect writes and runs there\n\
+         hint: `chown {me} {}` if it is yours to take, or pass another --work-dir",
+        path.display(),
+        path.display()
+    )]
+    Foreign { path: PathBuf, owner: u32, me: u32 },
+    #[error(
+        "{} is writable by other users (mode {mode:04o}): they could swap what pgbisect \
+         writes and runs there\n\
+         hint: `chmod go-w {}`, or pass another --work-dir",
+        path.display(),
+        path.display()
+    )]
+    Writable { path: PathBuf, mode: u32 },
+}
+
+impl From<Unsafe> for io::Error {
+    fn from(e: Unsafe) -> io::Error {
+        io::Error::new(io::ErrorKind::PermissionDenied, e)
+    }
+}
+
+/// Checks one level: a real folder, owned by this user, root or
+/// `server`, not writable by group or others unless sticky.
+fn check_level(level: &Path, server: Option<u32>) -> io::Result<()> {
+    let meta = std::fs::symlink_metadata(level)?;
+    let path = level.to_path_buf();
+    if meta.file_type().is_symlink() {
+        return Err(Unsafe::Link { path }.into());
+    }
+    if !meta.is_dir() {
+        return Err(Unsafe::NotAFolder { path }.into());
+    }
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let owner = meta.uid();
+    if owner != me && owner != 0 && Some(owner) != server {
+        return Err(Unsafe::Foreign { path, owner, me }.into());
+    }
+    let mode = meta.permissions().mode() & 0o7777;
+    let sticky = mode & 0o1000 != 0;
+    if mode & 0o022 != 0 && !sticky {
+        return Err(Unsafe::Writable { path, mode }.into());
+    }
+    Ok(())
+}
+
+/// The [`Unsafe`] level behind an error of [`create_dir`], if that is
+/// what it is.
+pub fn unsafe_level(err: &io::Error) -> Option<&Unsafe> {
+    err.get_ref()?.downcast_ref::<Unsafe>()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn mode(path: &Path, mode: u32) {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    fn refusal(dir: &Path) -> Unsafe {
+        let err = create_dir(dir).unwrap_err();
+        unsafe_level(&err)
+            .cloned()
+            .unwrap_or_else(|| panic!("{err}"))
+    }
+
+    #[test]
+    fn every_level_made_is_checked_and_closed_to_others() {
+        let tmp = tempfile::tempdir().unwrap();
+        let deep = tmp.path().join("w/hunts/plan");
+        create_dir(&deep).unwrap();
+        for level in ["w", "w/hunts", "w/hunts/plan"] {
+            let m = std::fs::metadata(tmp.path().join(level)).unwrap();
+            assert_eq!(m.permissions().mode() & 0o777, 0o755, "{level}");
+        }
+        // Again: everything is there and fine.
+        create_dir(&deep).unwrap();
+        check_dir(&deep).unwrap();
+    }
+
+    #[test]
+    fn a_level_open_to_others_is_refused_at_any_depth() {
+        let tmp = tempfile::tempdir().unwrap();
+        let w = tmp.path().join("w");
+        create_dir(&w.join("hunts")).unwrap();
+        mode(&w, 0o777);
+        let err = refusal(&w.join("hunts/plan"));
+        assert_eq!(
+            err,
+            Unsafe::Writable {
+                path: w.clone(),
+                mode: 0o777
+            }
+        );
+        assert!(err.to_string().contains("chmod go-w"), "{err}");
+        assert!(!w.join("hunts/plan").exists());
+        mode(&w, 0o755);
+        mode(&w.join("hunts"), 0o775);
+        assert!(matches!(
+            refusal(&w.join("hunts/plan")),
+            Unsafe::Writable { .. }
+        ));
+        // A sticky folder (as /tmp) is fine: nobody renames what others made.
+        mode(&w.join("hunts"), 0o1777);
+        create_dir(&w.join("hunts/plan")).unwrap();
+    }
+
+    #[test]
+    fn links_and_files_on_the_way_are_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let w = tmp.path().join("w");
+        create_dir(&w).unwrap();
+        let elsewhere = tmp.path().join("elsewhere");
+        create_dir(&elsewhere).unwrap();
+        symlink(&elsewhere, w.join("installs")).unwrap();
+        let err = refusal(&w.join("installs/abc"));
+        assert_eq!(
+            err,
+            Unsafe::Link {
+                path: w.join("installs")
+            }
+        );
+        assert!(!elsewhere.join("abc").exists());
+        std::fs::write(w.join("file"), "").unwrap();
+        assert!(matches!(
+            refusal(&w.join("file")),
+            Unsafe::NotAFolder { .. }
+        ));
+        assert!(matches!(
+            refusal(&w.join("file/x")),
+            Unsafe::NotAFolder { .. }
+        ));
+    }
+
+    #[test]
+    fn a_level_of_another_user_is_refused_unless_handed_to_the_server() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return; // only root can give a folder away
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let w = tmp.path().join("w");
+        create_dir(&w.join("hunts/plan")).unwrap();
+        std::os::unix::fs::chown(w.join("hunts"), Some(65534), None).unwrap();
+        let err = refusal(&w.join("hunts/plan"));
+        assert!(matches!(err, Unsafe::Foreign { owner: 65534, .. }), "{err}");
+        assert!(err.to_string().contains("chown 0"), "{err}");
+        // The server's own folder, handed over, is fine as the last level.
+        create_dir_for(&w.join("hunts"), Some(65534)).unwrap();
+    }
+
+    #[test]
+    fn relative_paths_are_made_absolute_without_dots() {
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(absolute(Path::new("a/./b/../c")).unwrap(), cwd.join("a/c"));
+        assert_eq!(absolute(Path::new("/x/../y")).unwrap(), PathBuf::from("/y"));
+    }
+}
