@@ -4,7 +4,7 @@
 
 use super::args::LabArgs;
 use super::hosts::Held;
-use super::hunt::Plan;
+use super::plan::Plan;
 use crate::build::{BuildSettings, BuildSystem, Fixup};
 use crate::error::UsageError;
 use crate::lab::Lab;
@@ -20,14 +20,6 @@ use crate::repo::{Repo, WorkTree};
 use crate::server::{RunAs, ServerError};
 use std::path::Path;
 use std::sync::Arc;
-
-/// The profile named by `--profile`, or the default one.
-pub(super) fn load_profile(name: Option<&str>) -> anyhow::Result<Profile> {
-    Ok(match name {
-        Some(p) => Profile::load(p)?,
-        None => Profile::default(),
-    })
-}
 
 /// The lab for `plan`, measuring on the hosts `on` holds (its jobs
 /// named `<hunt's job prefix><tag><run>`) or, without hosts, here.

@@ -2,7 +2,7 @@
 //! sweep, how many runs, within the time budget, kept in the hunt's
 //! folder so a resumed hunt does not make them again.
 
-use super::hunt::write_file;
+use super::output::write_file;
 use crate::core::why::{CpuFinding, Why};
 use crate::engine::hunt::budget::Budget;
 use crate::engine::why::{self, WhyPlan};
