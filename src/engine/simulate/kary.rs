@@ -40,7 +40,7 @@ impl KaryRow {
     /// Wall time of the mean hunt: builds one after another (each copied
     /// to every host), then rounds that each cost one run.
     pub fn wall_seconds(&self, costs: &Costs, copy: f64) -> f64 {
-        let costs = super::options::with_copies(costs, self.rounds.hosts, copy);
+        let costs = super::wall::with_copies(costs, self.rounds.hosts, copy);
         self.mean_builds * costs.build + self.mean_rounds * costs.per_run()
     }
 }

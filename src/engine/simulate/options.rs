@@ -9,7 +9,7 @@
 //! standard table, unchanged, so earlier figures stay comparable.
 
 use super::journal_noise::JournalNoise;
-use super::wall::{Costs, WallSummary, format_duration};
+use super::wall::{Costs, WallSummary, format_duration, with_copies};
 use super::{NoiseModel, Scenario, ScenarioResult, evaluate_on_hosts, pba, standard_scenarios};
 use super::{table_header, table_row};
 use crate::engine::hunt::HuntConfig;
@@ -172,18 +172,6 @@ pub fn run_and_print(
         super::kary::write(&results, (trials, seed), &cfg, options.hosts, wall, out)?;
     }
     Ok(results)
-}
-
-/// Over several hosts a build costs its compile and a copy of the
-/// install to every host, one after another.
-pub(super) fn with_copies(costs: &Costs, hosts: usize, copy: f64) -> Costs {
-    if hosts <= 1 {
-        return *costs;
-    }
-    Costs {
-        build: costs.build + hosts as f64 * copy,
-        ..*costs
-    }
 }
 
 /// What the hunts over several hosts made: rounds beside all hosts' runs.
