@@ -24,10 +24,7 @@ use std::collections::{BTreeSet, HashMap};
 
 pub mod hosts;
 pub mod journal_noise;
-pub mod kary;
 pub mod options;
-pub mod pba;
-pub mod run_length_study;
 pub mod wall;
 
 /// How run-to-run noise behaves.

@@ -103,7 +103,7 @@ pub fn format_duration(seconds: f64) -> String {
 
 /// Over several hosts a build costs its compile and a copy of the
 /// install to every host, one after another.
-pub(super) fn with_copies(costs: &Costs, hosts: usize, copy: f64) -> Costs {
+pub fn with_copies(costs: &Costs, hosts: usize, copy: f64) -> Costs {
     if hosts <= 1 {
         return *costs;
     }
