@@ -44,6 +44,7 @@ const FLOORS: &[(&str, &[&str])] = &[
             "lab::replay",
             "lab::pool",
             "lab::spread",
+            "lab::sim",
         ],
     ),
     ("workspace", &["workspace"]),

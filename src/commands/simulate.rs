@@ -37,7 +37,7 @@ pub struct SimulateArgs {
     /// drift:CV:STEP:BOUND (default: gaussian:3).
     #[arg(long, value_name = "MODEL", conflicts_with = "noise_from_journal",
           value_parser = crate::engine::simulate::options::parse_noise)]
-    pub noise: Option<crate::engine::simulate::NoiseModel>,
+    pub noise: Option<crate::lab::sim::NoiseModel>,
     /// Noise of your own scenario as measured by a real hunt: its
     /// WORK_DIR/hunts/<hunt>/journal.jsonl.
     #[arg(long, value_name = "FILE")]

@@ -344,7 +344,7 @@ mod tests {
     #[test]
     fn frame_pointer_builds_are_made_only_when_the_budget_has_room_for_them() {
         use crate::engine::hunt::{Hunt, HuntConfig};
-        use crate::engine::simulate::{History, NoiseModel, SimLab};
+        use crate::lab::sim::{History, NoiseModel, SimLab};
         let history = History {
             len: 24,
             steps: vec![(11, 0.85)],
