@@ -5,16 +5,17 @@
 //! boundary (git, the build, the server, pgbench) sits behind a trait.
 //! Dependencies run one way, from the top of this table down; a test
 //! (`tests/layers.rs`) reads the `use` lines and fails on an import from a
-//! floor above.
+//! floor above, and on two modules or two files (also of one folder) that
+//! import each other.
 //!
 //! | floor | modules | own |
 //! |-------|---------|-----|
 //! | commands | `commands` | flags, dispatch, one file per subcommand |
-//! | workspace | `workspace` | the work dir: paths, lock, a hunt's plan key |
 //! | engine | `engine` | loops over a lab: hunt, compare, judge, simulate, a release against where it left master |
-//! | labs | `lab` (`pg`, `command`, `replay`, `pool`), `build`, `server`, `bench`, `hosts` | turning commits into measurements, here or on other hosts |
+//! | workspace | `workspace` | the work dir: paths, lock, a hunt's plan key (from the hunt's settings, `core::hunt_config`) |
+//! | labs | `lab` (`pg`, `command`, `replay`, `pool`, `sim`: the simulated labs), `build`, `server`, `bench`, `hosts` | turning commits into measurements, here or on other hosts |
 //! | services | `repo`, `profile`, `journal`, `report`, `notify`, `progress`, `machine`, `placement`, `perf` | git, workloads, results on disk, renderers, telling people, where the server and pgbench run, CPU profiles |
-//! | core | `core` (`stats`, `decide`, `bisect`), `model`, `error`, `time`, `files`, `folders`, `proc` | pure decisions, the shared vocabulary, safe writes and the folders they go in |
+//! | core | `core` (`stats`, `decide`, `bisect`, `hunt_config`), `model`, `error`, `time`, `files`, `folders`, `proc` | pure decisions, the shared vocabulary, safe writes and the folders they go in |
 //!
 //! The `Lab` trait itself (`lab/mod.rs`) belongs to the core's floor: the
 //! engine depends on the seam, never on a lab implementation.

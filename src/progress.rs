@@ -444,7 +444,7 @@ mod tests {
     #[test]
     fn bars_follow_a_whole_hunt_on_a_hidden_target() {
         use crate::engine::hunt::{Hunt, HuntConfig};
-        use crate::engine::simulate::{History, NoiseModel, SimLab};
+        use crate::lab::sim::{History, NoiseModel, SimLab};
         use crate::report::findings::Judgement::{BadEndpoint, GoodEndpoint};
         let history = History {
             len: 30,

@@ -2,8 +2,8 @@
 //! cache hits (also from a new builder), an incremental rebuild after a
 //! header change, and a commit that does not compile.
 //!
-//! Needs `PGBISECT_TEST_PG_SOURCE` (set by scripts/test.sh); skipped when
-//! it is unset. Every step shares one build tree, so PostgreSQL is built
+//! Needs `PGBISECT_TEST_PG_SOURCE` (set by scripts/test.sh); without it
+//! the test says it is skipped, and fails under CI. Every step shares one build tree, so PostgreSQL is built
 //! from scratch once (about 4 minutes on 2 cores with a cold ccache).
 
 mod common;
@@ -15,18 +15,6 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
-
-fn source_dir() -> Option<PathBuf> {
-    match std::env::var_os("PGBISECT_TEST_PG_SOURCE") {
-        Some(dir) => Some(PathBuf::from(dir)),
-        None => {
-            eprintln!(
-                "build tests skipped: PGBISECT_TEST_PG_SOURCE is not set (scripts/test.sh sets it)"
-            );
-            None
-        }
-    }
-}
 
 fn installed(outcome: BuildOutcome) -> (PathBuf, bool, f64, PathBuf) {
     match outcome {
@@ -81,7 +69,9 @@ struct Setup {
 
 #[test]
 fn build_cache_incremental_and_failure() {
-    let Some(source) = source_dir() else { return };
+    let Some(source) = common::pg_source() else {
+        return;
+    };
     // Fixed names under one temp dir: ccache sees the same relative paths
     // on every run, so a second run of this test is fast.
     let tmp = tempfile::tempdir().unwrap();

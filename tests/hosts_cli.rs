@@ -3,7 +3,8 @@
 //! config in `PGBISECT_TEST_SSH_CONFIG`) and a single-node Slurm cluster
 //! (`PGBISECT_TEST_SLURM_NODE`, `PGBISECT_TEST_SLURM_PARTITION`), as
 //! `scripts/hosts-setup.sh` sets them up and `scripts/test.sh` exports
-//! them. Without them the tests say they are skipped.
+//! them (with `CI=true` or `PGBISECT_HOST_TESTS=1`). Without them the
+//! tests say they are skipped, and fail under CI.
 //!
 //! Each hunt must name the right culprit and count every run once, also
 //! when a job is killed mid-run, a host goes away, or the coordinator is
@@ -18,13 +19,10 @@ use std::time::{Duration, Instant};
 
 /// The ssh host names and their config file, or `None` (skipped).
 fn ssh_setup() -> Option<(Vec<String>, PathBuf)> {
-    let (Ok(hosts), Ok(config)) = (
-        std::env::var("PGBISECT_TEST_SSH_HOSTS"),
-        std::env::var("PGBISECT_TEST_SSH_CONFIG"),
-    ) else {
-        eprintln!("skipped: no PGBISECT_TEST_SSH_HOSTS (scripts/hosts-setup.sh sets them up)");
-        return None;
-    };
+    const HOW: &str = "scripts/hosts-setup.sh sets them up, as root: \
+                       PGBISECT_HOST_TESTS=1 scripts/test.sh";
+    let hosts = require_env("PGBISECT_TEST_SSH_HOSTS", HOW)?;
+    let config = require_env("PGBISECT_TEST_SSH_CONFIG", HOW)?;
     Some((
         hosts.split(',').map(str::to_string).collect(),
         config.into(),
@@ -33,13 +31,10 @@ fn ssh_setup() -> Option<(Vec<String>, PathBuf)> {
 
 /// The Slurm node and partition, or `None` (skipped).
 fn slurm_setup() -> Option<(String, String)> {
-    let (Ok(node), Ok(partition)) = (
-        std::env::var("PGBISECT_TEST_SLURM_NODE"),
-        std::env::var("PGBISECT_TEST_SLURM_PARTITION"),
-    ) else {
-        eprintln!("skipped: no PGBISECT_TEST_SLURM_NODE (scripts/hosts-setup.sh sets it up)");
-        return None;
-    };
+    const HOW: &str = "scripts/hosts-setup.sh sets it up, as root: \
+                       PGBISECT_HOST_TESTS=1 scripts/test.sh";
+    let node = require_env("PGBISECT_TEST_SLURM_NODE", HOW)?;
+    let partition = require_env("PGBISECT_TEST_SLURM_PARTITION", HOW)?;
     Some((node, partition))
 }
 
@@ -368,10 +363,7 @@ fn a_killed_ssh_coordinator_is_cleaned_up_after_and_holds_its_hosts() {
 /// slowing every statement down (`scripts/make-history.sh`); its SHA. `None`
 /// (skipped) without the source.
 fn pg_history(dir: &Path, commits: usize, slow: usize) -> Option<String> {
-    let Ok(source) = std::env::var("PGBISECT_TEST_PG_SOURCE") else {
-        eprintln!("skipped: no PGBISECT_TEST_PG_SOURCE (scripts/test.sh sets it)");
-        return None;
-    };
+    let source = pg_source()?;
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/make-history.sh");
     let out = Command::new(script)
         .arg(dir)

@@ -4,7 +4,10 @@
 //! one way, from commands down to the pure core. This test reads every
 //! source file (test code left out), collects the `crate::...` paths it
 //! names, and fails on a path to a floor above, or on a cycle between
-//! modules, naming the file and the path.
+//! modules, naming the file and the path. It also reads the `super::` and
+//! `self::` paths and fails on a cycle between the files of one folder
+//! (say `commands::hunt` and `commands::lab`): a folder's `mod.rs` is its
+//! face, so only paths between a module and its own folder are left out.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -43,10 +46,11 @@ const FLOORS: &[(&str, &[&str])] = &[
             "lab::replay",
             "lab::pool",
             "lab::spread",
+            "lab::sim",
         ],
     ),
-    ("engine", &["engine"]),
     ("workspace", &["workspace"]),
+    ("engine", &["engine"]),
     ("commands", &["commands"]),
 ];
 
@@ -99,21 +103,27 @@ fn module_path(src: &Path, file: &Path) -> String {
     parts.join("::")
 }
 
-/// The `crate::a::b` paths a file names outside comments and test code,
-/// with `use crate::{a, b::c}` groups opened up.
-fn crate_paths(text: &str) -> Vec<String> {
-    let code: String = text
-        .split("#[cfg(test)]")
+/// A file's text without comment lines and test code.
+fn code_of(text: &str) -> String {
+    text.split("#[cfg(test)]")
         .next()
         .unwrap_or("")
         .lines()
         .filter(|l| !l.trim_start().starts_with("//"))
         .collect::<Vec<_>>()
-        .join("\n");
+        .join("\n")
+}
+
+/// The paths after `prefix` in `code`, with `{a, b::c}` groups opened up.
+fn paths_after(code: &str, prefix: &str) -> Vec<String> {
     let mut found = Vec::new();
-    let mut rest = code.as_str();
-    while let Some(at) = rest.find("crate::") {
-        rest = &rest[at + "crate::".len()..];
+    let mut rest = code;
+    while let Some(at) = rest.find(prefix) {
+        let before = rest[..at].chars().next_back();
+        rest = &rest[at + prefix.len()..];
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+            continue;
+        }
         if let Some(group) = rest.strip_prefix('{') {
             let end = group.find('}').unwrap_or(group.len());
             for item in group[..end].split(',') {
@@ -125,8 +135,62 @@ fn crate_paths(text: &str) -> Vec<String> {
             .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
             .unwrap_or(rest.len());
         found.push(rest[..end].trim_end_matches(':').to_string());
+        rest = &rest[end..];
     }
     found
+}
+
+/// The `crate::a::b` paths a file names outside comments and test code,
+/// with `use crate::{a, b::c}` groups opened up.
+fn crate_paths(text: &str) -> Vec<String> {
+    paths_after(&code_of(text), "crate::")
+}
+
+/// Every path a file names outside comments and test code, as a path from
+/// the crate: `crate::a`, and `super::a` and `self::a` read from the file's
+/// module (`module`, as [`module_path`] gives it: a `mod.rs` is its
+/// folder).
+fn all_paths(text: &str, module: &str) -> Vec<String> {
+    let code = code_of(text);
+    let here: Vec<&str> = module.split("::").filter(|p| !p.is_empty()).collect();
+    let mut found = paths_after(&code, "crate::");
+    let join = |base: &[&str], rest: &str| {
+        let mut parts: Vec<&str> = base.to_vec();
+        let mut rest = rest;
+        while let Some(tail) = rest.strip_prefix("super::") {
+            parts.pop();
+            rest = tail;
+        }
+        parts.push(rest);
+        parts.join("::")
+    };
+    let parent = &here[..here.len().saturating_sub(1)];
+    found.extend(
+        paths_after(&code, "super::")
+            .iter()
+            .filter(|p| !p.is_empty())
+            .map(|p| join(parent, p)),
+    );
+    found.extend(
+        paths_after(&code, "self::")
+            .iter()
+            .filter(|p| !p.is_empty())
+            .map(|p| join(&here, p)),
+    );
+    found
+}
+
+/// The file module (of `modules`) that `path` names: its longest prefix.
+fn file_of<'a>(path: &str, modules: &'a BTreeSet<String>) -> Option<&'a String> {
+    modules
+        .iter()
+        .filter(|m| path == m.as_str() || path.starts_with(&format!("{m}::")))
+        .max_by_key(|m| m.len())
+}
+
+/// Whether one of `a` and `b` is the other's folder (or the same module).
+fn nested(a: &str, b: &str) -> bool {
+    a == b || a.starts_with(&format!("{b}::")) || b.starts_with(&format!("{a}::"))
 }
 
 #[test]
@@ -164,6 +228,37 @@ fn dependencies_run_from_commands_down_to_the_core() {
     assert!(
         cycles.is_empty(),
         "import cycles between modules:\n{}",
+        cycles.join("\n")
+    );
+}
+
+#[test]
+fn no_two_files_import_each_other_even_within_a_folder() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let modules: BTreeSet<String> = files
+        .iter()
+        .map(|f| module_path(&src, f))
+        .filter(|m| m != "lib" && m != "main")
+        .collect();
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in &files {
+        let module = module_path(&src, file);
+        if !modules.contains(&module) || module.ends_with("tests") || module == "testing" {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).unwrap();
+        for path in all_paths(&text, &module) {
+            if let Some(to) = file_of(&path, &modules).filter(|to| !nested(&module, to)) {
+                edges.entry(module.clone()).or_default().insert(to.clone());
+            }
+        }
+    }
+    let cycles = find_cycles(&edges);
+    assert!(
+        cycles.is_empty(),
+        "import cycles between files:\n{}",
         cycles.join("\n")
     );
 }
@@ -218,4 +313,54 @@ fn the_checker_sees_upward_paths_and_groups() {
     edges.insert("a".to_string(), BTreeSet::from(["b".to_string()]));
     edges.insert("b".to_string(), BTreeSet::from(["a".to_string()]));
     assert_eq!(find_cycles(&edges), ["a -> b -> a"]);
+}
+
+#[test]
+fn the_checker_sees_a_cycle_between_files_of_one_folder() {
+    let hunt = "use super::lab::make_lab;\nuse super::{args::TargetArgs, plan::Plan};";
+    let lab = "use super::hunt::Plan;\nfn f() { self::inner::g(); super::super::model::x(); }";
+    assert_eq!(
+        all_paths(hunt, "commands::hunt"),
+        [
+            "commands::lab::make_lab",
+            "commands::args::TargetArgs",
+            "commands::plan::Plan"
+        ]
+    );
+    assert_eq!(
+        all_paths(lab, "commands::lab"),
+        [
+            "commands::hunt::Plan",
+            "model::x",
+            "commands::lab::inner::g"
+        ]
+    );
+    assert_eq!(
+        all_paths("use super::engine::hunt;", "commands"),
+        ["engine::hunt"]
+    );
+    let modules: BTreeSet<String> = ["commands", "commands::hunt", "commands::lab", "model"]
+        .map(String::from)
+        .into();
+    assert_eq!(
+        file_of("commands::hunt::Plan", &modules).map(String::as_str),
+        Some("commands::hunt")
+    );
+    assert!(nested("commands", "commands::hunt"));
+    assert!(!nested("commands::hunt", "commands::lab"));
+    let mut edges = BTreeMap::new();
+    for (from, text) in [("commands::hunt", hunt), ("commands::lab", lab)] {
+        for path in all_paths(text, from) {
+            if let Some(to) = file_of(&path, &modules).filter(|to| !nested(from, to)) {
+                edges
+                    .entry(from.to_string())
+                    .or_insert_with(BTreeSet::new)
+                    .insert(to.clone());
+            }
+        }
+    }
+    assert_eq!(
+        find_cycles(&edges),
+        ["commands::hunt -> commands::lab -> commands::hunt"]
+    );
 }

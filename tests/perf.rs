@@ -85,7 +85,12 @@ fn a_server_under_pgbench_is_profiled_down_to_the_executor() {
     let folded = match profile.unwrap() {
         Ok(folded) => folded,
         Err(why @ Unavailable::NotPermitted { .. }) => {
-            eprintln!("skipped: {why}");
+            let what = format!("leave to profile ({why})");
+            common::require(
+                None::<()>,
+                &what,
+                "run as root, or lower kernel.perf_event_paranoid",
+            );
             return;
         }
         Err(why) => panic!("{why}"),

@@ -205,7 +205,11 @@ fn allowed_cpus_of(pid: u32) -> Option<CpuSet> {
 #[test]
 fn a_pinned_server_and_its_backends_run_on_the_cpus_named() {
     let Some(bin) = pg_bin() else { return };
-    let Some(mine) = pin::current_affinity() else {
+    let Some(mine) = common::require(
+        pin::current_affinity(),
+        "this process's CPU affinity",
+        "a Linux /proc/self/status with Cpus_allowed_list",
+    ) else {
         return;
     };
     let cpu = mine.highest(1);
@@ -427,14 +431,17 @@ fn reap_stops_servers_a_dead_run_left_behind() {
 /// Set in the child process of `reap_stops_servers_of_a_killed_process`.
 const HELPER_WORK: &str = "PGBISECT_TEST_HELPER_WORK";
 
-/// Not a test of its own: run by `reap_stops_servers_of_a_killed_process`
-/// in a child process, which starts a server and waits to be killed.
+/// Not a test of its own, hence ignored: the child process of
+/// `reap_stops_servers_of_a_killed_process` (which runs it with
+/// `--ignored`) starts a server and waits to be killed.
 #[test]
+#[ignore = "the child process of reap_stops_servers_of_a_killed_process"]
 fn helper_starts_a_server_and_waits_to_be_killed() {
-    let Some(work) = std::env::var_os(HELPER_WORK).map(PathBuf::from) else {
-        return;
-    };
-    let Some(bin) = pg_bin() else { return };
+    let work = PathBuf::from(
+        std::env::var_os(HELPER_WORK)
+            .expect("run by reap_stops_servers_of_a_killed_process, which sets its work dir"),
+    );
+    let bin = pg_bin().expect("the parent test found the PostgreSQL binaries");
     let run_as = RunAs::resolve(None).unwrap();
     let (template, _) = template(&bin, &work, &run_as);
     let data_dir = work.join("child/data");
@@ -467,6 +474,7 @@ fn reap_stops_servers_of_a_killed_process() {
         .args([
             "--exact",
             "helper_starts_a_server_and_waits_to_be_killed",
+            "--ignored",
             "--nocapture",
         ])
         .env(HELPER_WORK, work.path())

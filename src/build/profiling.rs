@@ -19,7 +19,11 @@ use super::{BuildSettings, DEFAULT_CFLAGS};
 /// The flags added to `CFLAGS` for profiled builds.
 pub fn profiling_cflags() -> &'static [&'static str] {
     if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
-        &["-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer", "-g"]
+        &[
+            "-fno-omit-frame-pointer",
+            "-mno-omit-leaf-frame-pointer",
+            "-g",
+        ]
     } else {
         &["-fno-omit-frame-pointer", "-g"]
     }

@@ -2,8 +2,9 @@
 //! several client counts, the runs of the two sides alternating.
 
 use super::args::LabArgs;
-use super::hunt::{Plan, check_writable_file};
-use super::lab::{load_profile, make_lab_on, why_lab};
+use super::lab::{make_lab_on, why_lab};
+use super::output::check_writable_file;
+use super::plan::{Plan, load_profile};
 use crate::core::decide::DecisionConfig;
 use crate::engine::compare::{CompareReport, chart_series, measure, table};
 use crate::engine::hunt::HuntConfig;

@@ -4,202 +4,34 @@
 //! the hunt's folder, runs the hunt over the lab with its journal, writes
 //! the reports, and tells whoever asked how it ended, also on failure.
 
-use super::args::{ReportFormat, TargetArgs};
 use super::hosts::Held;
-use super::lab::{build_settings, load_profile, make_lab_on};
-use crate::core::decide::DecisionConfig;
+use super::lab::{build_settings, make_lab_on};
+use super::output::{check_writable_file, write_file};
+use super::plan::{Plan, resolve_plan};
+use super::run_args::{RunArgs, save};
+use crate::engine::hunt::Hunt;
 use crate::engine::hunt::budget::{self, Budget};
 use crate::engine::hunt::posterior::candidates_a_round;
-use crate::engine::hunt::{Hunt, HuntConfig};
-use crate::engine::release_check::{self, Sides};
+use crate::engine::release_check;
 use crate::error::{EXIT_CULPRIT_FOUND, EXIT_INCONCLUSIVE, EXIT_NO_REGRESSION, UsageError};
 use crate::journal::{Event, Journal};
 use crate::lab::replay::ReplayLab;
 use crate::machine::Machine;
 use crate::machine::steady::{self, Watch};
-use crate::model::{Commit, LabTotals};
+use crate::model::LabTotals;
 use crate::notify::{Ending, HuntEnd, Notifier};
 use crate::placement::{Placement, Policy};
-use crate::profile::{Profile, RunLength};
 use crate::progress::{Progress, ProgressEvent};
 use crate::repo::Repo;
-use crate::report::findings::{EndpointResolution, HuntOutcome, HuntReport, ReleaseCheck};
+use crate::report::findings::{HuntOutcome, HuntReport, ReleaseCheck};
 use crate::report::{self, Format};
-use crate::workspace::{HuntDir, PlanFlags, PlanKey, WorkDir};
+use crate::workspace::{HuntDir, PlanFlags, PlanKey};
 use anyhow::Context;
-use clap::Args;
-use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::SystemTime;
-
-/// Where and what to hunt. Saved with each hunt (`command.json`), so
-/// `resume` can run it again as it was given: a renamed field here must
-/// keep reading the files earlier releases wrote (see the test below).
-#[derive(Debug, Args, Clone, Default, Serialize, Deserialize)]
-#[serde(default)]
-pub struct RunArgs {
-    #[command(flatten)]
-    #[serde(flatten)]
-    pub target: TargetArgs,
-    /// Stop after the first culprit instead of finding every step.
-    #[arg(long)]
-    pub first_only: bool,
-    /// End within this much wall time (e.g. 8h, 90m, 1h30m) with what was
-    /// found by then; rerunning the same command goes on from there.
-    #[arg(long, value_name = "DURATION", conflicts_with = "deadline")]
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub time_budget: Option<String>,
-    /// End by this local time of day (HH:MM, e.g. 07:00: the next such
-    /// time) with what was found by then.
-    #[arg(long, value_name = "HH:MM")]
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub deadline: Option<String>,
-    /// Write the result as JSON to this file.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Shell command run when the hunt ends, also on failure; it gets
-    /// PGBISECT_OUTCOME, PGBISECT_EXIT_CODE, PGBISECT_RESULT,
-    /// PGBISECT_REPORT, PGBISECT_REASON and PGBISECT_CULPRITS.
-    #[arg(long, value_name = "CMD")]
-    pub notify_cmd: Option<String>,
-    /// Mail the result (or the failure) to this address; repeatable.
-    #[arg(long, value_name = "ADDR")]
-    pub mail_to: Vec<String>,
-    /// SMTP relay for --mail-to, without TLS or login
-    /// (default: the local /usr/sbin/sendmail).
-    #[arg(long, value_name = "HOST:PORT")]
-    pub smtp: Option<String>,
-    /// Sender of the mail (default: pgbisect@<hostname>).
-    #[arg(long, value_name = "ADDR")]
-    pub mail_from: Option<String>,
-    /// What to print at the end: text (72 columns, for the mailing list),
-    /// markdown or json.
-    #[arg(long, value_enum, default_value_t)]
-    pub format: ReportFormat,
-    /// Do not measure each culprit against its parent again with
-    /// instruments (client sweep, statement latencies, wait events).
-    #[arg(long)]
-    pub no_why: bool,
-    #[command(flatten)]
-    #[serde(flatten)]
-    pub why: super::why::WhyArgs,
-    #[command(flatten)]
-    #[serde(flatten)]
-    pub on: super::hosts::HostArgs,
-}
-
-/// What a hunt (or a judgement against one) measures, resolved from the
-/// flags and the profile.
-pub(super) struct Plan {
-    pub(super) profile: Profile,
-    pub(super) config: HuntConfig,
-    pub(super) good: Commit,
-    pub(super) bad: Commit,
-    /// How `--good` and `--bad` became `good` and `bad`.
-    pub(super) resolution: Vec<EndpointResolution>,
-    /// The release given as `--good`, when `good` is where it left the
-    /// line of `bad`.
-    pub(super) release: Option<Sides>,
-    pub(super) repo_dir: PathBuf,
-    pub(super) work: WorkDir,
-}
-
-/// Resolves the endpoints, the profile and the decision's bounds.
-pub(super) fn resolve_plan(args: &TargetArgs, first_only: bool) -> anyhow::Result<Plan> {
-    let profile = load_profile(&args.lab)?;
-    let (Some(good), Some(bad)) = (&args.good, &args.bad) else {
-        return Err(UsageError(
-            "a hunt needs --good REV and --bad REV (a fast and a later, slower commit)\n\
-             hint: pgbisect --good REL9_5_0 --bad master --clients 128; see pgbisect --help"
-                .into(),
-        )
-        .into());
-    };
-    let repo_dir = args.lab.repo_dir();
-    let repo = Repo::open(&repo_dir)?;
-    let ends = repo.endpoints(good, bad)?;
-    let config = hunt_config(args, first_only, &profile)?;
-    let work = args.lab.work_dir()?;
-    Ok(Plan {
-        profile,
-        config,
-        resolution: ends.records(),
-        release: ends.moved().then(|| Sides {
-            given: ends.good.name().to_string(),
-            release: ends.good.commit.clone(),
-            merge_base: ends.start.clone(),
-            branch: ends.good_branch.clone(),
-            left: ends.bad_line(),
-        }),
-        good: ends.start,
-        bad: ends.bad.commit,
-        repo_dir,
-        work,
-    })
-}
-
-/// The hunt's settings: flags first, then the profile, then defaults.
-fn hunt_config(
-    args: &TargetArgs,
-    first_only: bool,
-    profile: &Profile,
-) -> anyhow::Result<HuntConfig> {
-    let threshold_pct = args.threshold.or(profile.hunt.threshold).unwrap_or(5.0);
-    if !(threshold_pct > 0.0 && threshold_pct < 100.0) {
-        return Err(UsageError(format!(
-            "--threshold {threshold_pct}: give a percentage between 0 and 100, e.g. 5"
-        ))
-        .into());
-    }
-    let listed = profile
-        .benchmark
-        .clients
-        .as_ref()
-        .map(|c| c.to_vec())
-        .unwrap_or_default();
-    if args.clients.is_none() && listed.len() > 1 {
-        let list: Vec<String> = listed.iter().map(u32::to_string).collect();
-        return Err(UsageError(format!(
-            "the profile gives clients = [{}], but a hunt decides on one client count: \
-             give --clients N; to measure them all side by side, use \
-             `pgbisect compare A B --clients {}`",
-            list.join(", "),
-            list.join(",")
-        ))
-        .into());
-    }
-    let clients = args.clients.or(listed.first().copied()).unwrap_or(1);
-    if clients == 0 {
-        return Err(UsageError("--clients must be at least 1".into()).into());
-    }
-    let mut decision = DecisionConfig {
-        threshold: threshold_pct / 100.0,
-        ..DecisionConfig::default()
-    };
-    if let Some(m) = args.max_runs.or(profile.hunt.max_runs) {
-        if m < decision.min_runs {
-            return Err(UsageError(format!(
-                "--max-runs {m}: at least {} runs are needed to decide anything",
-                decision.min_runs
-            ))
-            .into());
-        }
-        decision.max_runs = m;
-    }
-    Ok(HuntConfig {
-        decision,
-        clients,
-        first_only: first_only || profile.hunt.first_only.unwrap_or(false),
-        choose_run_length: args.run_length.or(profile.benchmark.run_length)
-            == Some(RunLength::Auto),
-        search: args.search.or(profile.hunt.search).unwrap_or_default(),
-        candidates: args.candidates,
-        ..HuntConfig::default()
-    })
-}
 
 /// A hunt that reached a verdict, and where its result files are.
 struct Finished {
@@ -291,7 +123,7 @@ fn run_hunt(
     saved.target.search = Some(plan.config.search);
     let hosts = held.as_ref().map_or(0, |h| h.backend.hosts().len());
     saved.target.candidates = Some(candidates_a_round(hosts, plan.config.candidates) as u32);
-    super::resume::save(&hunt, &saved, &plan.repo_dir, plan.work.root())?;
+    save(&hunt, &saved, &plan.repo_dir, plan.work.root())?;
     let watch = Watch::default();
     let (release_check, release_cost) = check_release(
         (&plan, args, &hunt),
@@ -562,51 +394,9 @@ fn work_dir_in_repo(work: &Path, repo: &Path) -> Option<String> {
     })
 }
 
-/// Fails at once, before hours of measuring, when `path` cannot take a
-/// file: its folder is missing, or it is a folder itself.
-pub(super) fn check_writable_file(path: &Path, flag: &str) -> anyhow::Result<()> {
-    let folder = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let problem = if path.is_dir() {
-        "is a directory"
-    } else if !folder.is_dir() {
-        "is in a folder that does not exist"
-    } else {
-        return Ok(());
-    };
-    Err(UsageError(format!(
-        "{flag} {}: {problem}; give a file path in an existing folder",
-        path.display()
-    ))
-    .into())
-}
-
-pub(super) fn write_file(path: &Path, body: &str) -> anyhow::Result<()> {
-    crate::files::write(path, body).with_context(|| format!("cannot write {}", path.display()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_profile_listing_several_client_counts_needs_one_for_a_hunt() {
-        let profile = Profile::load("read-only-scaling").unwrap();
-        let err = hunt_config(&TargetArgs::default(), false, &profile).unwrap_err();
-        let text = err.to_string();
-        assert!(text.contains("clients = [1, 16, 32, 64, 128]"), "{text}");
-        assert!(text.contains("give --clients N"), "{text}");
-        assert!(text.contains("--clients 1,16,32,64,128"), "{text}");
-        let args = TargetArgs {
-            clients: Some(16),
-            ..TargetArgs::default()
-        };
-        assert_eq!(hunt_config(&args, false, &profile).unwrap().clients, 16);
-        let one = Profile::load("smoke").unwrap();
-        hunt_config(&TargetArgs::default(), false, &one).unwrap();
-    }
 
     #[test]
     fn a_work_dir_inside_the_repository_gets_a_word() {
@@ -617,19 +407,5 @@ mod tests {
         assert!(note.contains(".git/info/exclude"), "{note}");
         let other = tempfile::tempdir().unwrap();
         assert_eq!(work_dir_in_repo(other.path(), tmp.path()), None);
-    }
-
-    #[test]
-    fn an_output_file_that_cannot_be_written_is_refused_before_anything_runs() {
-        let tmp = tempfile::tempdir().unwrap();
-        assert!(check_writable_file(&tmp.path().join("out.json"), "--json").is_ok());
-        assert!(check_writable_file(Path::new("out.json"), "--json").is_ok());
-        let missing = check_writable_file(&tmp.path().join("no/out.json"), "--json")
-            .unwrap_err()
-            .to_string();
-        assert!(missing.contains("does not exist"), "{missing}");
-        let folder = check_writable_file(tmp.path(), "--json").unwrap_err();
-        assert!(folder.to_string().contains("is a directory"), "{folder}");
-        assert!(folder.downcast_ref::<UsageError>().is_some());
     }
 }

@@ -3,8 +3,9 @@
 
 use super::args::TargetArgs;
 use super::hosts::HostArgs;
-use super::hunt::{Plan, resolve_plan, write_file};
 use super::lab::make_lab_on;
+use super::output::write_file;
+use super::plan::{Plan, resolve_plan};
 use crate::core::stats;
 use crate::engine::judge::{HuntRuns, Judgement, Verdict, judge, on_host};
 use crate::error::UsageError;
@@ -172,7 +173,7 @@ fn hosts_of(args: &JudgeArgs, hunt_dir: &HuntDir) -> HostArgs {
     if !args.on.hosts.is_empty() || args.on.slurm {
         return args.on.clone();
     }
-    super::resume::load(hunt_dir).map_or_else(|_| HostArgs::default(), |run| run.on)
+    super::run_args::load(hunt_dir).map_or_else(|_| HostArgs::default(), |run| run.on)
 }
 
 /// Each run is judged against its own host's levels: the hosts that
@@ -213,7 +214,7 @@ fn check_hosts(
 /// The repository the newest hunt in `work` ran in, as it saved it.
 fn hunts_repo(work: &WorkDir) -> Option<PathBuf> {
     let hunt = work.choose_hunt(None, COMMAND_FILE).ok()?;
-    super::resume::load(&hunt).ok()?.target.lab.repo
+    super::run_args::load(&hunt).ok()?.target.lab.repo
 }
 
 /// Measures with the profile the hunt used, when it was kept: its build

@@ -4,7 +4,7 @@
 
 use super::args::LabArgs;
 use super::hosts::Held;
-use super::hunt::Plan;
+use super::plan::Plan;
 use crate::build::{BuildSettings, BuildSystem, Fixup};
 use crate::error::UsageError;
 use crate::lab::Lab;
@@ -20,30 +20,6 @@ use crate::repo::{Repo, WorkTree};
 use crate::server::{RunAs, ServerError};
 use std::path::Path;
 use std::sync::Arc;
-
-/// The profile named by `--profile`, or the default one, with the user
-/// that is to run PostgreSQL (`--run-as`, or the profile's) checked to
-/// exist before any work, whatever the lab: a custom command does not use
-/// it, but a typo there is a typo.
-pub(super) fn load_profile(args: &LabArgs) -> anyhow::Result<Profile> {
-    let profile = match args.profile.as_deref() {
-        Some(p) => Profile::load(p)?,
-        None => Profile::default(),
-    };
-    if let Some(name) = args.run_as.as_deref().or(profile.server.run_as.as_deref()) {
-        let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
-        let known = crate::server::is_root() || crate::server::lookup_user(&passwd, name).is_some();
-        let checked = if known {
-            RunAs::resolve(Some(name)).map(drop)
-        } else {
-            Err(ServerError::NoSuchUser {
-                name: name.to_string(),
-            })
-        };
-        checked.map_err(|e| UsageError(e.to_string()))?;
-    }
-    Ok(profile)
-}
 
 /// The lab for `plan`, measuring on the hosts `on` holds (its jobs
 /// named `<hunt's job prefix><tag><run>`) or, without hosts, here.

@@ -14,19 +14,22 @@ mod hosts;
 mod hunt;
 mod judge;
 mod lab;
+mod output;
+mod plan;
 mod profiles;
 mod report;
 mod resume;
+mod run_args;
 mod simulate;
 mod why;
 
 pub use args::{HuntLocation, LabArgs, TargetArgs};
 pub use compare::CompareArgs;
 pub use hosts::HostArgs;
-pub use hunt::RunArgs;
 pub use judge::JudgeArgs;
 pub use report::ReportArgs;
 pub use resume::ResumeArgs;
+pub use run_args::RunArgs;
 pub use simulate::SimulateArgs;
 
 use crate::error::{EXIT_RUNTIME_ERROR, EXIT_USAGE, UsageError};

@@ -85,7 +85,7 @@ fn envelope(args: &ReportArgs, hunt: &HuntDir) -> anyhow::Result<report::Envelop
     let from = match &args.from {
         Some(from) => from.clone(),
         None => {
-            let hunted = super::resume::load(hunt)
+            let hunted = super::run_args::load(hunt)
                 .ok()
                 .and_then(|c| c.target.lab.repo);
             let given = args.at.repo.clone().or_else(|| {

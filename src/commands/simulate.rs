@@ -3,10 +3,12 @@
 
 use crate::core::decide::DecisionConfig;
 use crate::engine::hunt::{HuntConfig, Search};
-use crate::engine::simulate;
+use crate::engine::simulate::options::SimOptions;
+use crate::engine::simulate::{self, ScenarioResult};
 use crate::error::UsageError;
 use anyhow::Context;
 use clap::Args;
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -35,7 +37,7 @@ pub struct SimulateArgs {
     /// drift:CV:STEP:BOUND (default: gaussian:3).
     #[arg(long, value_name = "MODEL", conflicts_with = "noise_from_journal",
           value_parser = crate::engine::simulate::options::parse_noise)]
-    pub noise: Option<crate::engine::simulate::NoiseModel>,
+    pub noise: Option<crate::lab::sim::NoiseModel>,
     /// Noise of your own scenario as measured by a real hunt: its
     /// WORK_DIR/hunts/<hunt>/journal.jsonl.
     #[arg(long, value_name = "FILE")]
@@ -77,22 +79,6 @@ pub struct SimulateArgs {
     /// Write the results as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Also run a study of probabilistic bisection on the one-step
-    /// scenarios (not a hunt method; its runs and answers beside the
-    /// by-hand method's).
-    #[arg(long)]
-    pub study_pba: bool,
-    /// Also study `--run-length auto`: how often its pilot runs choose
-    /// each length when a share of the noise at --run-length does not
-    /// shrink with the length, and the machine time of the hunt that
-    /// follows against runs of --run-length (first gaussian scenario).
-    #[arg(long, requires = "run_length")]
-    pub study_run_length: bool,
-    /// Also study how a search should use several hosts: every host on
-    /// one candidate a round, or k candidates a round (a k-ary search), on
-    /// the one-step scenarios, for --hosts N (or 2, 4 and 8 hosts).
-    #[arg(long)]
-    pub study_kary: bool,
     /// Model a hunt spread over N identical hosts: each a few percent
     /// faster or slower, with noise of its own; each round is a run on
     /// every host at once, of one commit or of several (--candidates). The wall time counts a round of runs as
@@ -111,58 +97,75 @@ pub struct SimulateArgs {
     pub copy_time: Option<f64>,
 }
 
+impl SimulateArgs {
+    /// What these flags ask to simulate, and the hunt's settings.
+    pub fn resolve(&self) -> anyhow::Result<(SimOptions, HuntConfig)> {
+        let args = self;
+        if args.trials == 0 {
+            return Err(UsageError("--trials must be at least 1".into()).into());
+        }
+        if args.hosts == 0 {
+            return Err(UsageError("--hosts must be at least 1".into()).into());
+        }
+        if let Some(f) = &args.scenario
+            && !simulate::standard_scenarios()
+                .iter()
+                .any(|s| s.name.contains(f.as_str()))
+        {
+            return Err(UsageError("no scenario matches --scenario".into()).into());
+        }
+        let config = HuntConfig {
+            decision: DecisionConfig {
+                threshold: args.threshold / 100.0,
+                ..DecisionConfig::default()
+            },
+            search: args.search,
+            candidates: args.candidates,
+            ..HuntConfig::default()
+        };
+        let options = simulate::options::SimOptions {
+            scenario: args.scenario.clone(),
+            commits: args.commits,
+            steps: args.steps.clone(),
+            noise: (args
+                .noise
+                .clone()
+                .map(simulate::options::NoiseSource::Model))
+            .or_else(|| {
+                (args.noise_from_journal.clone()).map(simulate::options::NoiseSource::Journal)
+            }),
+            unbuildable: args.unbuildable.map(|pct| pct / 100.0),
+            costs: args.run_length.map(|run| simulate::wall::Costs {
+                build: args.build_time.unwrap_or(0.0),
+                run,
+                warmup: args.warmup.unwrap_or(0.0),
+                setup: args.setup.unwrap_or(0.0),
+            }),
+            budget: args.budget,
+            hosts: args.hosts,
+            copy: args.copy_time.unwrap_or(0.0),
+        };
+        Ok((options, config))
+    }
+
+    /// Runs the simulation, prints its tables to `out` and writes the
+    /// results to `--json`; returns them (the studies in `examples/` go on
+    /// from them).
+    pub fn run(&self, out: &mut dyn Write) -> anyhow::Result<Vec<ScenarioResult>> {
+        let (options, config) = self.resolve()?;
+        let results =
+            simulate::options::run_and_print(&options, self.trials, self.seed, &config, out)?;
+        if let Some(path) = &self.json {
+            let body =
+                serde_json::to_string_pretty(&results).context("cannot encode the results")?;
+            std::fs::write(path, body)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+        Ok(results)
+    }
+}
+
 pub(super) fn command(args: &SimulateArgs) -> anyhow::Result<ExitCode> {
-    if args.trials == 0 {
-        return Err(UsageError("--trials must be at least 1".into()).into());
-    }
-    if args.hosts == 0 {
-        return Err(UsageError("--hosts must be at least 1".into()).into());
-    }
-    if let Some(f) = &args.scenario
-        && !simulate::standard_scenarios()
-            .iter()
-            .any(|s| s.name.contains(f.as_str()))
-    {
-        return Err(UsageError("no scenario matches --scenario".into()).into());
-    }
-    let config = HuntConfig {
-        decision: DecisionConfig {
-            threshold: args.threshold / 100.0,
-            ..DecisionConfig::default()
-        },
-        search: args.search,
-        candidates: args.candidates,
-        ..HuntConfig::default()
-    };
-    let options = simulate::options::SimOptions {
-        scenario: args.scenario.clone(),
-        commits: args.commits,
-        steps: args.steps.clone(),
-        noise: (args
-            .noise
-            .clone()
-            .map(simulate::options::NoiseSource::Model))
-        .or_else(|| (args.noise_from_journal.clone()).map(simulate::options::NoiseSource::Journal)),
-        unbuildable: args.unbuildable.map(|pct| pct / 100.0),
-        costs: args.run_length.map(|run| simulate::wall::Costs {
-            build: args.build_time.unwrap_or(0.0),
-            run,
-            warmup: args.warmup.unwrap_or(0.0),
-            setup: args.setup.unwrap_or(0.0),
-        }),
-        budget: args.budget,
-        study_pba: args.study_pba,
-        study_run_length: args.study_run_length,
-        study_kary: args.study_kary,
-        hosts: args.hosts,
-        copy: args.copy_time.unwrap_or(0.0),
-    };
-    let mut stdout = std::io::stdout().lock();
-    let results =
-        simulate::options::run_and_print(&options, args.trials, args.seed, &config, &mut stdout)?;
-    if let Some(path) = &args.json {
-        let body = serde_json::to_string_pretty(&results).context("cannot encode the results")?;
-        std::fs::write(path, body).with_context(|| format!("cannot write {}", path.display()))?;
-    }
+    args.run(&mut std::io::stdout().lock())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -2,7 +2,7 @@
 //! sweep, how many runs, within the time budget, kept in the hunt's
 //! folder so a resumed hunt does not make them again.
 
-use super::hunt::write_file;
+use super::output::write_file;
 use crate::core::why::{CpuFinding, Why};
 use crate::engine::hunt::budget::Budget;
 use crate::engine::why::{self, WhyPlan};
@@ -344,7 +344,7 @@ mod tests {
     #[test]
     fn frame_pointer_builds_are_made_only_when_the_budget_has_room_for_them() {
         use crate::engine::hunt::{Hunt, HuntConfig};
-        use crate::engine::simulate::{History, NoiseModel, SimLab};
+        use crate::lab::sim::{History, NoiseModel, SimLab};
         let history = History {
             len: 24,
             steps: vec![(11, 0.85)],

@@ -543,8 +543,8 @@ mod tests {
 
     #[test]
     fn hosts_of_different_speeds_are_compared_host_by_host() {
-        use crate::engine::simulate::hosts::{HostModel, HostsLab};
-        use crate::engine::simulate::{History, NoiseModel};
+        use crate::lab::sim::hosts::{HostModel, HostsLab};
+        use crate::lab::sim::{History, NoiseModel};
         let hosts =
             [(0.75, 1.0), (1.25, 0.6)].map(|(speed, noise_scale)| HostModel { speed, noise_scale });
         let cfg = DecisionConfig::default();

@@ -303,16 +303,16 @@ mod tests {
     /// One commit after the good end, 12% slower, on two hosts, the
     /// second 25% slower than the first (as [`two_host_events`]).
     fn two_hosts_history() -> (
-        crate::engine::simulate::History,
-        [crate::engine::simulate::hosts::HostModel; 2],
+        crate::lab::sim::History,
+        [crate::lab::sim::hosts::HostModel; 2],
     ) {
-        let history = crate::engine::simulate::History {
+        let history = crate::lab::sim::History {
             len: 1,
             steps: vec![(1, 0.88)],
             unbuildable: Default::default(),
             base_tps: 1000.0,
         };
-        let hosts = [1.0, 0.75].map(|speed| crate::engine::simulate::hosts::HostModel {
+        let hosts = [1.0, 0.75].map(|speed| crate::lab::sim::hosts::HostModel {
             speed,
             noise_scale: 1.0,
         });
@@ -321,8 +321,8 @@ mod tests {
 
     #[test]
     fn runs_of_several_hosts_are_judged_against_their_own_hosts_levels() {
-        use crate::engine::simulate::NoiseModel;
-        use crate::engine::simulate::hosts::HostsLab;
+        use crate::lab::sim::NoiseModel;
+        use crate::lab::sim::hosts::HostsLab;
         let hunt = HuntRuns::from_events(&two_host_events()).unwrap();
         let references = hunt.references();
         let names: Vec<Option<&str>> = references.iter().map(|(h, _)| h.as_deref()).collect();
@@ -341,8 +341,8 @@ mod tests {
 
     #[test]
     fn a_host_whose_runs_fail_does_not_sink_the_verdict() {
-        use crate::engine::simulate::NoiseModel;
-        use crate::engine::simulate::hosts::HostsLab;
+        use crate::lab::sim::NoiseModel;
+        use crate::lab::sim::hosts::HostsLab;
         let references = HuntRuns::from_events(&two_host_events())
             .unwrap()
             .references();

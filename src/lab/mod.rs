@@ -18,6 +18,7 @@ pub mod command;
 pub mod pg;
 pub mod pool;
 pub mod replay;
+pub mod sim;
 pub(crate) mod spread;
 
 use crate::core::why::Instrumented;

@@ -1,6 +1,6 @@
 use super::*;
 use crate::engine::hunt::{Hunt, HuntConfig};
-use crate::engine::simulate::{History, NoiseModel, SimLab};
+use crate::lab::sim::{History, NoiseModel, SimLab};
 use crate::progress::Silent;
 use crate::report::findings::HuntOutcome;
 use std::collections::BTreeSet;

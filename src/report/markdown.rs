@@ -1,7 +1,7 @@
 //! The report as GitHub-flavoured markdown, for issues, wikis and commit
 //! fests: the same content as the text report, with real tables.
 
-use super::document::{Align, Block, Document};
+use super::layout::{Align, Block, Document};
 
 /// Lays out a document as markdown.
 pub fn render(doc: &Document) -> String {

@@ -13,6 +13,7 @@ pub mod document;
 pub mod email;
 pub mod estimate;
 pub mod findings;
+pub mod layout;
 pub mod markdown;
 pub mod text;
 pub mod why;
@@ -40,9 +41,9 @@ pub fn why_text(why: &crate::core::why::Why) -> String {
         crate::model::short_sha(&why.commit),
         crate::model::short_sha(&why.parent)
     );
-    let text = text::render(&document::Document {
+    let text = text::render(&layout::Document {
         title: String::new(),
-        sections: vec![document::Section {
+        sections: vec![layout::Section {
             heading,
             blocks: why::blocks(why),
         }],

@@ -5,7 +5,7 @@
 //! every line here is at most [`WIDTH`] columns: long values wrap with a
 //! hanging indent, and tables are sized to fit.
 
-use super::document::{Align, Block, Document};
+use super::layout::{Align, Block, Document};
 
 /// The longest line a text report holds.
 pub const WIDTH: usize = 72;

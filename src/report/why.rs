@@ -6,7 +6,7 @@ use crate::core::why::{
     ClientPoint, CpuFinding, FunctionChange, StatementChange, WaitFinding, Why,
 };
 use crate::model::short_sha as short;
-use crate::report::document::{Align, Block};
+use crate::report::layout::{Align, Block};
 
 /// Longest statement text shown; the rest is cut with `...`.
 const STATEMENT_CHARS: usize = 38;

@@ -14,7 +14,8 @@
 
 use super::HuntDir;
 use crate::core::fingerprint::fingerprint;
-use crate::engine::hunt::{HuntConfig, Search};
+use crate::core::hunt_config::HuntConfig;
+use crate::core::posterior::Search;
 use crate::model::Commit;
 use crate::profile::Profile;
 use anyhow::Context;

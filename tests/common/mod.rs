@@ -266,18 +266,66 @@ pub fn assert_code(out: &Output, code: i32) {
     );
 }
 
+/// Whether the tests run under CI (`CI` set, and not `false` or `0`):
+/// there a missing prerequisite fails the test instead of skipping it.
+pub fn under_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !matches!(v.trim(), "" | "false" | "0"))
+}
+
+/// What a test needs from the machine: `found` when it is there. When it
+/// is missing, under CI ([`under_ci`]) the test fails naming `what` is
+/// missing and `how` to get it; elsewhere it prints
+/// `skipped: <test>: needs <what> (<how>)` to stderr and the caller
+/// returns, so a missing prerequisite never passes unseen.
+#[track_caller]
+pub fn require<T>(found: Option<T>, what: &str, how: &str) -> Option<T> {
+    if found.is_some() {
+        return found;
+    }
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("test");
+    if under_ci() {
+        panic!("{test}: needs {what}, which is missing here ({how}); CI runs every test");
+    }
+    // Straight to stderr: the test harness keeps what `eprintln!` says
+    // of a test that passes.
+    let line = format!("skipped: {test}: needs {what} ({how})\n");
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+    None
+}
+
+/// The value of the environment variable `name`, or (see [`require`]) a
+/// failure under CI and a skip elsewhere, saying `how` to get it.
+#[track_caller]
+pub fn require_env(name: &str, how: &str) -> Option<String> {
+    require(std::env::var(name).ok(), &format!("${name}"), how)
+}
+
 /// The PostgreSQL binaries the server tests run (`PGBISECT_TEST_PG_BIN`,
-/// default Debian's PostgreSQL 15), or `None` with a message saying the
-/// test is skipped.
+/// default Debian's PostgreSQL 15), or `None` when the test is skipped
+/// (see [`require`]).
+#[track_caller]
 pub fn pg_bin() -> Option<PathBuf> {
     let bin = PathBuf::from(
         std::env::var("PGBISECT_TEST_PG_BIN")
             .unwrap_or_else(|_| "/usr/lib/postgresql/15/bin".to_string()),
     );
-    if bin.join("postgres").is_file() {
-        Some(bin)
-    } else {
-        eprintln!("skipped: no PostgreSQL binaries in {}", bin.display());
-        None
-    }
+    let what = format!("PostgreSQL binaries in {}", bin.display());
+    require(
+        bin.join("postgres").is_file().then_some(bin),
+        &what,
+        "scripts/setup.sh installs postgresql-15; or set PGBISECT_TEST_PG_BIN to a bin folder",
+    )
+}
+
+/// Debian's PostgreSQL 15 source tree (`PGBISECT_TEST_PG_SOURCE`), or
+/// `None` when the test is skipped (see [`require`]).
+#[track_caller]
+pub fn pg_source() -> Option<PathBuf> {
+    require_env(
+        "PGBISECT_TEST_PG_SOURCE",
+        "scripts/setup.sh unpacks it into .pgbisect-test-cache/postgresql-15 and \
+         scripts/test.sh sets it",
+    )
+    .map(PathBuf::from)
 }

@@ -120,6 +120,15 @@ fn sorted(values: &[f64]) -> Vec<f64> {
     v
 }
 
+/// The `q` quantile by nearest rank: the smallest value with at least a
+/// share `q` of the values at or below it. `values` must not be empty.
+pub fn percentile(values: &[f64], q: f64) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
 /// Median of unsorted values (NaN when empty).
 pub fn median(values: &[f64]) -> f64 {
     let v = sorted(values);

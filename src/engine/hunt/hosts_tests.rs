@@ -1,9 +1,9 @@
 //! The driver against several hosts of different speeds and noise.
 
 use super::*;
-use crate::engine::simulate::hosts::{HostModel, HostsLab};
-use crate::engine::simulate::{History, NoiseModel};
 use crate::lab::replay::ReplayLab;
+use crate::lab::sim::hosts::{HostModel, HostsLab};
+use crate::lab::sim::{History, NoiseModel};
 use crate::lab::{HostRun, Planned, RunSpec};
 use crate::model::{LabTotals, RunOutcome};
 use crate::progress::Silent;

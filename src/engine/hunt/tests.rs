@@ -796,7 +796,7 @@ fn a_run_that_finished_while_stopping_is_kept_and_one_cut_short_is_not() {
 
 #[test]
 fn both_searches_find_the_step_and_the_posterior_one_spends_fewer_runs() {
-    use crate::engine::simulate::{History, NoiseModel, SimLab};
+    use crate::lab::sim::{History, NoiseModel, SimLab};
     let mut runs = [0u64; 2];
     for (i, search) in [Search::Bisect, Search::Posterior].into_iter().enumerate() {
         for seed in 0..5u64 {
@@ -826,7 +826,7 @@ fn both_searches_find_the_step_and_the_posterior_one_spends_fewer_runs() {
 
 #[test]
 fn the_posterior_search_leaves_a_step_behind_unbuildable_commits_as_a_range() {
-    use crate::engine::simulate::{History, NoiseModel, SimLab};
+    use crate::lab::sim::{History, NoiseModel, SimLab};
     let history = History {
         len: 60,
         steps: vec![(30, 0.85)],
@@ -853,7 +853,7 @@ fn the_posterior_search_leaves_a_step_behind_unbuildable_commits_as_a_range() {
 /// may miss the drop; one given up on steady noise does not.
 #[test]
 fn a_search_given_up_on_a_wandering_machine_says_its_stretch_may_miss() {
-    use crate::engine::simulate::{History, NoiseModel, SimLab};
+    use crate::lab::sim::{History, NoiseModel, SimLab};
     let history = History {
         len: 120,
         steps: vec![(70, 0.9)],

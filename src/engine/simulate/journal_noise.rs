@@ -163,7 +163,7 @@ fn excess_kurtosis(values: &[f64]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::simulate::{History, NoiseModel, SimLab};
+    use crate::lab::sim::{History, NoiseModel, SimLab};
     use std::collections::BTreeSet;
 
     fn run(n: u64, commit: &str, tps: f64) -> Event {

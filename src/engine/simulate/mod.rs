@@ -1,7 +1,7 @@
 //! The hunt against simulated histories.
 //!
 //! A bisection method can only be trusted when it has been seen to be right
-//! on many histories whose truth is known. [`SimLab`] is a [`Lab`] whose
+//! on many histories whose truth is known. [`SimLab`] is a [`Lab`](crate::lab::Lab) whose
 //! commits have known throughput levels (one or more steps down at known
 //! positions) and whose runs carry noise drawn from a chosen model: normal,
 //! with outliers, bimodal, heavy-tailed, drifting with time. [`evaluate`]
@@ -11,235 +11,19 @@
 //! endpoints).
 
 use crate::engine::hunt::{Hunt, HuntConfig};
-use crate::lab::{Lab, RunSpec};
-use crate::model::{Commit, LabTotals, Prepared, RunOutcome};
 use crate::progress::Silent;
 use crate::report::findings::HuntOutcome;
-use rand::distr::Distribution;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
-use statrs::distribution::{Normal, StudentsT};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
-pub mod hosts;
 pub mod journal_noise;
-pub mod kary;
 pub mod options;
-pub mod pba;
-pub mod run_length_study;
 pub mod wall;
 
-/// How run-to-run noise behaves.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "model", rename_all = "kebab-case")]
-pub enum NoiseModel {
-    /// Normal noise with this coefficient of variation.
-    Gaussian { cv: f64 },
-    /// Normal noise, and with probability `p` a run slowed to between
-    /// `low` and `high` times its level (a busy neighbour).
-    Outliers {
-        cv: f64,
-        p: f64,
-        low: f64,
-        high: f64,
-    },
-    /// Two modes: with probability `p` a run lands at `factor` times the
-    /// level (seen at high client counts).
-    Bimodal { cv: f64, p: f64, factor: f64 },
-    /// Student's t noise with `df` degrees of freedom, scaled to `cv`.
-    HeavyTail { cv: f64, df: f64 },
-    /// Normal noise on a machine whose speed wanders slowly: a random walk
-    /// of `step` per run, kept within `bound` of the start.
-    Drift { cv: f64, step: f64, bound: f64 },
-    /// Runs of a real machine: log deviations from a commit's mean, as
-    /// read from a hunt's journal, drawn at random with a little smoothing
-    /// (normal, of `bandwidth`) so that no two runs tie exactly; `shrink`
-    /// takes the smoothing's variance back out. Build it with
-    /// [`NoiseModel::empirical`].
-    Empirical {
-        residuals: Vec<f64>,
-        bandwidth: f64,
-        shrink: f64,
-    },
-}
-
-impl NoiseModel {
-    /// Noise drawn from measured log residuals (smoothed bootstrap, with
-    /// Silverman's bandwidth and the variance kept); `None` for fewer than
-    /// two residuals.
-    pub fn empirical(residuals: Vec<f64>) -> Option<NoiseModel> {
-        if residuals.len() < 2 {
-            return None;
-        }
-        let n = residuals.len() as f64;
-        let mean = residuals.iter().sum::<f64>() / n;
-        let sd = (residuals.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
-        let iqr = {
-            let q = |p| wall::percentile(&residuals, p);
-            q(0.75) - q(0.25)
-        };
-        let spread = if iqr > 0.0 { sd.min(iqr / 1.34) } else { sd };
-        let bandwidth = 0.9 * spread * n.powf(-0.2);
-        let shrink = if sd > 0.0 {
-            1.0 / (1.0 + (bandwidth / sd).powi(2)).sqrt()
-        } else {
-            1.0
-        };
-        Some(NoiseModel::Empirical {
-            residuals,
-            bandwidth,
-            shrink,
-        })
-    }
-}
-
-/// A history with known truth.
-#[derive(Debug, Clone, PartialEq)]
-pub struct History {
-    /// Candidates after the good endpoint (bad is position `len`).
-    pub len: usize,
-    /// (position, factor): from this position on, throughput is multiplied
-    /// by `factor` (0.9 = a 10% drop).
-    pub steps: Vec<(usize, f64)>,
-    /// Positions that do not build.
-    pub unbuildable: BTreeSet<usize>,
-    /// Throughput of the good endpoint.
-    pub base_tps: f64,
-}
-
-impl History {
-    /// Throughput level of a position.
-    pub fn level(&self, pos: usize) -> f64 {
-        self.steps
-            .iter()
-            .filter(|(p, _)| *p <= pos)
-            .fold(self.base_tps, |acc, (_, f)| acc * f)
-    }
-
-    /// The commits of this history, good endpoint first.
-    pub fn commits(&self) -> Vec<Commit> {
-        (0..=self.len).map(|p| Commit::bare(sim_id(p))).collect()
-    }
-}
-
-/// A fake SHA whose abbreviation shows the position.
-fn sim_id(pos: usize) -> String {
-    format!("{pos:08x}{}", "0".repeat(32))
-}
-
-/// The position back from a fake SHA.
-fn sim_pos(id: &str) -> Option<usize> {
-    usize::from_str_radix(id.get(..8)?, 16).ok()
-}
-
-/// A lab whose commits follow a [`History`] and whose runs carry noise.
-pub struct SimLab {
-    history: History,
-    noise: NoiseModel,
-    rng: StdRng,
-    positions: HashMap<String, usize>,
-    drift: f64,
-    totals: LabTotals,
-}
-
-impl SimLab {
-    pub fn new(history: History, noise: NoiseModel, seed: u64) -> Self {
-        let positions = (0..=history.len).map(|p| (sim_id(p), p)).collect();
-        SimLab {
-            history,
-            noise,
-            rng: StdRng::seed_from_u64(seed),
-            positions,
-            drift: 0.0,
-            totals: LabTotals::default(),
-        }
-    }
-
-    fn position(&self, commit: &Commit) -> anyhow::Result<usize> {
-        self.positions
-            .get(&commit.id)
-            .copied()
-            .ok_or_else(|| anyhow::anyhow!("commit {} is not in the simulated history", commit.id))
-    }
-
-    /// One noisy observation of `level`.
-    pub fn draw(&mut self, level: f64) -> f64 {
-        let normal =
-            |rng: &mut StdRng, cv: f64| Normal::new(0.0, cv).map_or(0.0, |n| n.sample(rng));
-        let factor = match self.noise {
-            NoiseModel::Gaussian { cv } => 1.0 + normal(&mut self.rng, cv),
-            NoiseModel::Empirical {
-                ref residuals,
-                bandwidth,
-                shrink,
-            } => {
-                if residuals.is_empty() {
-                    1.0
-                } else {
-                    let r = residuals[self.rng.random_range(0..residuals.len())];
-                    ((r + normal(&mut self.rng, bandwidth)) * shrink).exp()
-                }
-            }
-            NoiseModel::Outliers { cv, p, low, high } => {
-                let base = 1.0 + normal(&mut self.rng, cv);
-                if self.rng.random_bool(p) {
-                    base * self.rng.random_range(low..high)
-                } else {
-                    base
-                }
-            }
-            NoiseModel::Bimodal { cv, p, factor } => {
-                let base = 1.0 + normal(&mut self.rng, cv);
-                if self.rng.random_bool(p) {
-                    base * factor
-                } else {
-                    base
-                }
-            }
-            NoiseModel::HeavyTail { cv, df } => {
-                let t = StudentsT::new(0.0, 1.0, df).map_or(0.0, |d| d.sample(&mut self.rng));
-                let scale = cv / (df / (df - 2.0)).sqrt();
-                1.0 + scale * t
-            }
-            NoiseModel::Drift { cv, step, bound } => {
-                self.drift = (self.drift + normal(&mut self.rng, step)).clamp(-bound, bound);
-                (1.0 + self.drift) * (1.0 + normal(&mut self.rng, cv))
-            }
-        };
-        (level * factor).max(level * 0.01)
-    }
-}
-
-impl Lab for SimLab {
-    fn prepare(&mut self, commit: &Commit) -> anyhow::Result<Prepared> {
-        let pos = self.position(commit)?;
-        if self.history.unbuildable.contains(&pos) {
-            return Ok(Prepared::Unbuildable {
-                reason: "simulated build failure".into(),
-                log: None,
-            });
-        }
-        self.totals.builds += 1;
-        Ok(Prepared::Ready { cached: false })
-    }
-
-    fn run(&mut self, commit: &Commit, _spec: RunSpec) -> anyhow::Result<RunOutcome> {
-        let pos = self.position(commit)?;
-        let level = self.history.level(pos);
-        let tps = self.draw(level);
-        self.totals.runs += 1;
-        Ok(RunOutcome::tps_only(tps))
-    }
-
-    fn totals(&self) -> LabTotals {
-        self.totals
-    }
-
-    fn describe(&self) -> String {
-        format!("simulated history of {} commits", self.history.len)
-    }
-}
+pub use crate::lab::sim::{History, NoiseModel, SimLab};
+use crate::lab::sim::{hosts, sim_pos};
 
 /// A family of random histories to evaluate on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -606,6 +390,7 @@ pub fn table_row(r: &ScenarioResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lab::sim::sim_id;
 
     #[test]
     fn levels_follow_steps() {

@@ -9,8 +9,8 @@
 //! standard table, unchanged, so earlier figures stay comparable.
 
 use super::journal_noise::JournalNoise;
-use super::wall::{Costs, WallSummary, format_duration};
-use super::{NoiseModel, Scenario, ScenarioResult, evaluate_on_hosts, pba, standard_scenarios};
+use super::wall::{Costs, WallSummary, format_duration, with_copies};
+use super::{NoiseModel, Scenario, ScenarioResult, evaluate_on_hosts, standard_scenarios};
 use super::{table_header, table_row};
 use crate::engine::hunt::HuntConfig;
 use anyhow::Context;
@@ -42,12 +42,6 @@ pub struct SimOptions {
     pub costs: Option<Costs>,
     /// A night to fit in: the table then says what run length would.
     pub budget: Option<f64>,
-    /// Also run the probabilistic-bisection study (one-step scenarios).
-    pub study_pba: bool,
-    /// Also study the run-length choice (needs the wall-time model).
-    pub study_run_length: bool,
-    /// Also study one candidate a round against k (several hosts).
-    pub study_kary: bool,
     /// Hosts each hunt measures on (0 or 1: one machine).
     pub hosts: usize,
     /// Seconds to copy a built install to one host, with several hosts.
@@ -143,47 +137,7 @@ pub fn run_and_print(
         }
         write_wall_table(&results, &costs, options.budget, out)?;
     }
-    if let (true, Some(costs)) = (options.study_run_length, options.costs) {
-        super::run_length_study::write(&results, &costs, (trials, seed), config, out)?;
-    }
-    if options.study_pba {
-        writeln!(out)?;
-        writeln!(
-            out,
-            "probabilistic bisection (study; one step, buildable commits only):"
-        )?;
-        writeln!(out, "{}", pba::study_header())?;
-        let cfg = pba::PbaConfig {
-            threshold: config.decision.threshold,
-            ..pba::PbaConfig::default()
-        };
-        for r in &results {
-            if let Some(row) = pba::study_row(&r.scenario, trials, seed, &cfg, r) {
-                writeln!(out, "{row}")?;
-            }
-        }
-    }
-    if options.study_kary {
-        let cfg = pba::PbaConfig {
-            threshold: config.decision.threshold,
-            ..pba::PbaConfig::default()
-        };
-        let wall = options.costs.as_ref().map(|c| (c, options.copy));
-        super::kary::write(&results, (trials, seed), &cfg, options.hosts, wall, out)?;
-    }
     Ok(results)
-}
-
-/// Over several hosts a build costs its compile and a copy of the
-/// install to every host, one after another.
-pub(super) fn with_copies(costs: &Costs, hosts: usize, copy: f64) -> Costs {
-    if hosts <= 1 {
-        return *costs;
-    }
-    Costs {
-        build: costs.build + hosts as f64 * copy,
-        ..*costs
-    }
 }
 
 /// What the hunts over several hosts made: rounds beside all hosts' runs.

@@ -8,6 +8,7 @@
 //! [`WallSummary`] says what many hunts cost on average and in a bad case
 //! (the 90th percentile), so that a plan can be checked against a night.
 
+use crate::core::stats::percentile;
 use serde::{Deserialize, Serialize};
 
 /// What one build and one measured run cost, in seconds.
@@ -79,15 +80,6 @@ impl WallSummary {
     }
 }
 
-/// The `q` quantile by nearest rank: the smallest value with at least a
-/// share `q` of the values at or below it. `values` must not be empty.
-pub fn percentile(values: &[f64], q: f64) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let rank = (q * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
 /// A duration for a table: `45s`, `3m07s`, `7h42m`.
 pub fn format_duration(seconds: f64) -> String {
     let s = seconds.max(0.0).round() as u64;
@@ -98,6 +90,18 @@ pub fn format_duration(seconds: f64) -> String {
             let minutes = (s + 30) / 60;
             format!("{}h{:02}m", minutes / 60, minutes % 60)
         }
+    }
+}
+
+/// Over several hosts a build costs its compile and a copy of the
+/// install to every host, one after another.
+pub fn with_copies(costs: &Costs, hosts: usize, copy: f64) -> Costs {
+    if hosts <= 1 {
+        return *costs;
+    }
+    Costs {
+        build: costs.build + hosts as f64 * copy,
+        ..*costs
     }
 }
 

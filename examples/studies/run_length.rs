@@ -1,9 +1,9 @@
 //! How well the pilot runs choose a run length, and what the choice saves
-//! (`simulate --study-run-length`).
+//! (`cargo run --release --example study_run_length -- --run-length D`).
 //!
 //! A hunt with `--run-length auto` decides from two rounds of pilot runs
 //! (both endpoints at a quarter of the profile's length and at all of it)
-//! how long its runs last ([`crate::core::run_length`]). Four runs per
+//! how long its runs last ([`pgbisect::core::run_length`]). Four runs per
 //! length estimate a variance only roughly, so the choice is sometimes
 //! not the best. This study draws those pilots from a known noise
 //! structure (a share of the variance at the profile's length that no
@@ -13,9 +13,9 @@
 //! of the whole hunt, pilot included, against the same hunt at the
 //! profile's length.
 
-use super::{NoiseModel, Scenario, ScenarioResult, evaluate, wall::Costs};
-use crate::core::run_length::{self, NoiseFit, PilotRun};
-use crate::engine::hunt::HuntConfig;
+use pgbisect::core::run_length::{self, NoiseFit, PilotRun};
+use pgbisect::engine::hunt::HuntConfig;
+use pgbisect::engine::simulate::{NoiseModel, Scenario, ScenarioResult, evaluate, wall::Costs};
 use rand::SeedableRng;
 use rand::distr::Distribution;
 use rand::rngs::StdRng;
@@ -26,7 +26,7 @@ use std::io::Write;
 /// Shares of the profile length's variance that no length removes.
 pub const FLOOR_SHARES: [f64; 5] = [0.0, 0.25, 0.5, 0.75, 1.0];
 
-/// Pilot rounds a hunt makes (as [`crate::engine::hunt`] does).
+/// Pilot rounds a hunt makes (as [`pgbisect::engine::hunt`] does).
 const PILOT_ROUNDS: usize = 2;
 
 /// Pilots drawn per noise structure.
@@ -207,7 +207,7 @@ pub fn write(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::simulate::NoiseModel;
+    use pgbisect::engine::simulate::NoiseModel;
 
     fn one_step() -> Scenario {
         Scenario {

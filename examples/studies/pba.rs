@@ -12,11 +12,11 @@
 //! every few runs), so a wandering machine is followed; the likelihood is
 //! Student's t with 4 degrees of freedom, so a wild run cannot decide
 //! alone. It handles one step and buildable commits only, and is not a
-//! hunt: it lives in the simulator to measure what such a search would
-//! cost (`simulate --study-pba`).
+//! hunt: it is kept with the studies in `examples/` to measure what such a search would
+//! cost (`cargo run --release --example study_pba`).
 
-use super::{History, Scenario, ScenarioResult, SimLab, draw_history};
-use crate::core::stats::robust_log_sigma;
+use pgbisect::core::stats::robust_log_sigma;
+use pgbisect::engine::simulate::{History, Scenario, ScenarioResult, SimLab, draw_history};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 
@@ -317,7 +317,7 @@ fn nearest_level(end: &[Obs], at: usize, window: usize) -> f64 {
     let mut by_distance: Vec<&Obs> = end.iter().collect();
     by_distance.sort_by_key(|o| o.at.abs_diff(at));
     let near: Vec<f64> = by_distance.iter().take(window).map(|o| o.y).collect();
-    crate::core::stats::median(&near)
+    pgbisect::core::stats::median(&near)
 }
 
 /// The run-to-run spread from successive runs of each position, made
@@ -406,7 +406,7 @@ pub fn study_row(
 /// Column titles for [`study_row`]: the standard table's first seven
 /// (72 columns), then the by-hand runs and the ratio.
 pub fn study_header() -> String {
-    let standard = super::table_header();
+    let standard = pgbisect::engine::simulate::table_header();
     let first_seven = standard.get(..72).unwrap_or(&standard);
     format!("{first_seven} {:>10} {:>7}", "naive runs", "ratio")
 }
@@ -414,7 +414,7 @@ pub fn study_header() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::simulate::NoiseModel;
+    use pgbisect::engine::simulate::NoiseModel;
     use std::collections::BTreeSet;
 
     fn history(step: usize) -> History {

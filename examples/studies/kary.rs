@@ -9,17 +9,17 @@
 //! price of fewer runs per candidate and k builds per round, made one
 //! after another where the hunt builds. Which wins is a question of
 //! numbers, so this study runs both on the same histories with the
-//! probabilistic bisection of [`super::pba`] (a posterior over the step's
+//! probabilistic bisection of [`crate::pba`] (a posterior over the step's
 //! position updated by every run, whatever host or candidate made it),
 //! in rounds: with one candidate every host measures the posterior's
 //! median; with k, the hosts measure the posterior's k quantiles
 //! 1/(k+1) .. k/(k+1) in turn. The hosts are alike here (no offsets): it
 //! compares the two ways of spending a round, not the hosts.
-//! `simulate --study-kary [--hosts N]`.
+//! `cargo run --release --example study_kary -- [--hosts N]`.
 
-use super::ScenarioResult;
-use super::pba::{self, PbaConfig, Rounds};
-use super::wall::{Costs, format_duration};
+use crate::pba::{self, PbaConfig, Rounds};
+use pgbisect::engine::simulate::ScenarioResult;
+use pgbisect::engine::simulate::wall::{Costs, format_duration, with_copies};
 use std::io::Write;
 
 /// One row of the study: a scenario, a host count, candidates a round.
@@ -40,7 +40,7 @@ impl KaryRow {
     /// Wall time of the mean hunt: builds one after another (each copied
     /// to every host), then rounds that each cost one run.
     pub fn wall_seconds(&self, costs: &Costs, copy: f64) -> f64 {
-        let costs = super::options::with_copies(costs, self.rounds.hosts, copy);
+        let costs = with_copies(costs, self.rounds.hosts, copy);
         self.mean_builds * costs.build + self.mean_rounds * costs.per_run()
     }
 }
@@ -164,7 +164,7 @@ pub fn write(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::simulate::{History, NoiseModel, SimLab};
+    use pgbisect::engine::simulate::{History, NoiseModel, SimLab};
     use std::collections::BTreeSet;
 
     fn history(len: usize, step: usize) -> History {

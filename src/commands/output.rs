@@ -1,0 +1,50 @@
+//! The files a command writes, and the check that a path given for one
+//! can take it, made before hours of measuring.
+
+use crate::error::UsageError;
+use anyhow::Context;
+use std::path::Path;
+
+/// Fails at once, before hours of measuring, when `path` cannot take a
+/// file: its folder is missing, or it is a folder itself.
+pub(super) fn check_writable_file(path: &Path, flag: &str) -> anyhow::Result<()> {
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let problem = if path.is_dir() {
+        "is a directory"
+    } else if !folder.is_dir() {
+        "is in a folder that does not exist"
+    } else {
+        return Ok(());
+    };
+    Err(UsageError(format!(
+        "{flag} {}: {problem}; give a file path in an existing folder",
+        path.display()
+    ))
+    .into())
+}
+
+pub(super) fn write_file(path: &Path, body: &str) -> anyhow::Result<()> {
+    crate::files::write(path, body).with_context(|| format!("cannot write {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_output_file_that_cannot_be_written_is_refused_before_anything_runs() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert!(check_writable_file(&tmp.path().join("out.json"), "--json").is_ok());
+        assert!(check_writable_file(Path::new("out.json"), "--json").is_ok());
+        let missing = check_writable_file(&tmp.path().join("no/out.json"), "--json")
+            .unwrap_err()
+            .to_string();
+        assert!(missing.contains("does not exist"), "{missing}");
+        let folder = check_writable_file(tmp.path(), "--json").unwrap_err();
+        assert!(folder.to_string().contains("is a directory"), "{folder}");
+        assert!(folder.downcast_ref::<UsageError>().is_some());
+    }
+}

@@ -1,0 +1,171 @@
+//! What a hunt (or a judgement against one) measures: the endpoints, the
+//! profile and the decision's bounds, resolved from the flags.
+
+use super::args::{LabArgs, TargetArgs};
+use crate::core::decide::DecisionConfig;
+use crate::engine::hunt::HuntConfig;
+use crate::engine::release_check::Sides;
+use crate::error::UsageError;
+use crate::model::Commit;
+use crate::profile::{Profile, RunLength};
+use crate::repo::Repo;
+use crate::report::findings::EndpointResolution;
+use crate::server::{RunAs, ServerError};
+use crate::workspace::WorkDir;
+use std::path::PathBuf;
+
+/// The profile named by `--profile`, or the default one, with the user
+/// that is to run PostgreSQL (`--run-as`, or the profile's) checked to
+/// exist before any work, whatever the lab: a custom command does not use
+/// it, but a typo there is a typo.
+pub(super) fn load_profile(args: &LabArgs) -> anyhow::Result<Profile> {
+    let profile = match args.profile.as_deref() {
+        Some(p) => Profile::load(p)?,
+        None => Profile::default(),
+    };
+    if let Some(name) = args.run_as.as_deref().or(profile.server.run_as.as_deref()) {
+        let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+        let known = crate::server::is_root() || crate::server::lookup_user(&passwd, name).is_some();
+        let checked = if known {
+            RunAs::resolve(Some(name)).map(drop)
+        } else {
+            Err(ServerError::NoSuchUser {
+                name: name.to_string(),
+            })
+        };
+        checked.map_err(|e| UsageError(e.to_string()))?;
+    }
+    Ok(profile)
+}
+
+/// What a hunt (or a judgement against one) measures, resolved from the
+/// flags and the profile.
+pub(super) struct Plan {
+    pub(super) profile: Profile,
+    pub(super) config: HuntConfig,
+    pub(super) good: Commit,
+    pub(super) bad: Commit,
+    /// How `--good` and `--bad` became `good` and `bad`.
+    pub(super) resolution: Vec<EndpointResolution>,
+    /// The release given as `--good`, when `good` is where it left the
+    /// line of `bad`.
+    pub(super) release: Option<Sides>,
+    pub(super) repo_dir: PathBuf,
+    pub(super) work: WorkDir,
+}
+
+/// Resolves the endpoints, the profile and the decision's bounds.
+pub(super) fn resolve_plan(args: &TargetArgs, first_only: bool) -> anyhow::Result<Plan> {
+    let profile = load_profile(&args.lab)?;
+    let (Some(good), Some(bad)) = (&args.good, &args.bad) else {
+        return Err(UsageError(
+            "a hunt needs --good REV and --bad REV (a fast and a later, slower commit)\n\
+             hint: pgbisect --good REL9_5_0 --bad master --clients 128; see pgbisect --help"
+                .into(),
+        )
+        .into());
+    };
+    let repo_dir = args.lab.repo_dir();
+    let repo = Repo::open(&repo_dir)?;
+    let ends = repo.endpoints(good, bad)?;
+    let config = hunt_config(args, first_only, &profile)?;
+    let work = args.lab.work_dir()?;
+    Ok(Plan {
+        profile,
+        config,
+        resolution: ends.records(),
+        release: ends.moved().then(|| Sides {
+            given: ends.good.name().to_string(),
+            release: ends.good.commit.clone(),
+            merge_base: ends.start.clone(),
+            branch: ends.good_branch.clone(),
+            left: ends.bad_line(),
+        }),
+        good: ends.start,
+        bad: ends.bad.commit,
+        repo_dir,
+        work,
+    })
+}
+
+/// The hunt's settings: flags first, then the profile, then defaults.
+fn hunt_config(
+    args: &TargetArgs,
+    first_only: bool,
+    profile: &Profile,
+) -> anyhow::Result<HuntConfig> {
+    let threshold_pct = args.threshold.or(profile.hunt.threshold).unwrap_or(5.0);
+    if !(threshold_pct > 0.0 && threshold_pct < 100.0) {
+        return Err(UsageError(format!(
+            "--threshold {threshold_pct}: give a percentage between 0 and 100, e.g. 5"
+        ))
+        .into());
+    }
+    let listed = profile
+        .benchmark
+        .clients
+        .as_ref()
+        .map(|c| c.to_vec())
+        .unwrap_or_default();
+    if args.clients.is_none() && listed.len() > 1 {
+        let list: Vec<String> = listed.iter().map(u32::to_string).collect();
+        return Err(UsageError(format!(
+            "the profile gives clients = [{}], but a hunt decides on one client count: \
+             give --clients N; to measure them all side by side, use \
+             `pgbisect compare A B --clients {}`",
+            list.join(", "),
+            list.join(",")
+        ))
+        .into());
+    }
+    let clients = args.clients.or(listed.first().copied()).unwrap_or(1);
+    if clients == 0 {
+        return Err(UsageError("--clients must be at least 1".into()).into());
+    }
+    let mut decision = DecisionConfig {
+        threshold: threshold_pct / 100.0,
+        ..DecisionConfig::default()
+    };
+    if let Some(m) = args.max_runs.or(profile.hunt.max_runs) {
+        if m < decision.min_runs {
+            return Err(UsageError(format!(
+                "--max-runs {m}: at least {} runs are needed to decide anything",
+                decision.min_runs
+            ))
+            .into());
+        }
+        decision.max_runs = m;
+    }
+    Ok(HuntConfig {
+        decision,
+        clients,
+        first_only: first_only || profile.hunt.first_only.unwrap_or(false),
+        choose_run_length: args.run_length.or(profile.benchmark.run_length)
+            == Some(RunLength::Auto),
+        search: args.search.or(profile.hunt.search).unwrap_or_default(),
+        candidates: args.candidates,
+        ..HuntConfig::default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_profile_listing_several_client_counts_needs_one_for_a_hunt() {
+        let profile = Profile::load("read-only-scaling").unwrap();
+        let err = hunt_config(&TargetArgs::default(), false, &profile).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("clients = [1, 16, 32, 64, 128]"), "{text}");
+        assert!(text.contains("give --clients N"), "{text}");
+        assert!(text.contains("--clients 1,16,32,64,128"), "{text}");
+        let args = TargetArgs {
+            clients: Some(16),
+            ..TargetArgs::default()
+        };
+        assert_eq!(hunt_config(&args, false, &profile).unwrap().clients, 16);
+        let one = Profile::load("smoke").unwrap();
+        hunt_config(&TargetArgs::default(), false, &one).unwrap();
+    }
+}

@@ -1,0 +1,231 @@
+//! A hunt's flags, and their copy in the hunt's folder (`command.json`)
+//! that `resume` and `judge` read back.
+
+use super::args::{ReportFormat, TargetArgs};
+use super::output::write_file;
+use crate::core::posterior::Search;
+use crate::workspace::HuntDir;
+use anyhow::Context;
+use clap::Args;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Where and what to hunt. Saved with each hunt (`command.json`), so
+/// `resume` can run it again as it was given: a renamed field here must
+/// keep reading the files earlier releases wrote (see the test below).
+#[derive(Debug, Args, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunArgs {
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub target: TargetArgs,
+    /// Stop after the first culprit instead of finding every step.
+    #[arg(long)]
+    pub first_only: bool,
+    /// End within this much wall time (e.g. 8h, 90m, 1h30m) with what was
+    /// found by then; rerunning the same command goes on from there.
+    #[arg(long, value_name = "DURATION", conflicts_with = "deadline")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_budget: Option<String>,
+    /// End by this local time of day (HH:MM, e.g. 07:00: the next such
+    /// time) with what was found by then.
+    #[arg(long, value_name = "HH:MM")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<String>,
+    /// Write the result as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Shell command run when the hunt ends, also on failure; it gets
+    /// PGBISECT_OUTCOME, PGBISECT_EXIT_CODE, PGBISECT_RESULT,
+    /// PGBISECT_REPORT, PGBISECT_REASON and PGBISECT_CULPRITS.
+    #[arg(long, value_name = "CMD")]
+    pub notify_cmd: Option<String>,
+    /// Mail the result (or the failure) to this address; repeatable.
+    #[arg(long, value_name = "ADDR")]
+    pub mail_to: Vec<String>,
+    /// SMTP relay for --mail-to, without TLS or login
+    /// (default: the local /usr/sbin/sendmail).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub smtp: Option<String>,
+    /// Sender of the mail (default: pgbisect@<hostname>).
+    #[arg(long, value_name = "ADDR")]
+    pub mail_from: Option<String>,
+    /// What to print at the end: text (72 columns, for the mailing list),
+    /// markdown or json.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: ReportFormat,
+    /// Do not measure each culprit against its parent again with
+    /// instruments (client sweep, statement latencies, wait events).
+    #[arg(long)]
+    pub no_why: bool,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub why: super::why::WhyArgs,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub on: super::hosts::HostArgs,
+}
+
+/// Saves `args` into `hunt_dir`, with the repository, work dir and a
+/// profile file made absolute, so the hunt can be resumed from anywhere.
+pub(super) fn save(
+    hunt: &HuntDir,
+    args: &RunArgs,
+    repo_dir: &Path,
+    work_dir: &Path,
+) -> anyhow::Result<()> {
+    let absolute = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let mut saved = args.clone();
+    let lab = &mut saved.target.lab;
+    lab.repo = Some(absolute(repo_dir));
+    lab.work_dir = Some(absolute(work_dir));
+    lab.profile = args.target.lab.profile.as_ref().map(|p| {
+        let path = Path::new(p);
+        if path.is_file() {
+            absolute(path).to_string_lossy().into_owned()
+        } else {
+            p.clone()
+        }
+    });
+    let body = serde_json::to_string_pretty(&saved).context("cannot encode the hunt's command")?;
+    write_file(&hunt.command(), &body)
+}
+
+/// The saved command of `hunt`.
+pub(super) fn load(hunt: &HuntDir) -> anyhow::Result<RunArgs> {
+    let path = hunt.command();
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let mut run: RunArgs = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not a saved pgbisect hunt (its JSON does not match)",
+            path.display()
+        )
+    })?;
+    anyhow::ensure!(
+        run.target.good.is_some() && run.target.bad.is_some(),
+        "{} is not a saved pgbisect hunt: it names no --good and --bad",
+        path.display()
+    );
+    // Hunts save the search they use; one saved without it was begun
+    // before there was a choice, with the candidate-by-candidate search.
+    if run.target.search.is_none() {
+        run.target.search = Some(Search::Bisect);
+    }
+    // Likewise a hunt saved without the commits a round measures was
+    // begun when every host measured the same one.
+    if run.target.candidates.is_none() {
+        run.target.candidates = Some(1);
+    }
+    Ok(run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commands::{LabArgs, TargetArgs};
+
+    #[test]
+    fn saved_commands_load_back_with_absolute_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let hunt = HuntDir::at(dir.path());
+        let profile = dir.path().join("p.toml");
+        std::fs::write(&profile, "").unwrap();
+        let args = RunArgs {
+            target: TargetArgs {
+                good: Some("v1".into()),
+                bad: Some("v2".into()),
+                lab: LabArgs {
+                    profile: Some(profile.to_string_lossy().into_owned()),
+                    ..LabArgs::default()
+                },
+                clients: Some(8),
+                ..TargetArgs::default()
+            },
+            first_only: true,
+            ..RunArgs::default()
+        };
+        save(&hunt, &args, dir.path(), dir.path()).unwrap();
+        let back = load(&hunt).unwrap();
+        assert_eq!(back.target.good.as_deref(), Some("v1"));
+        assert_eq!(back.target.clients, Some(8));
+        let posterior = RunArgs {
+            target: TargetArgs {
+                search: Some(Search::Posterior),
+                ..args.target.clone()
+            },
+            ..args.clone()
+        };
+        save(&hunt, &posterior, dir.path(), dir.path()).unwrap();
+        assert_eq!(load(&hunt).unwrap().target.search, Some(Search::Posterior));
+        assert!(back.first_only);
+        assert!(back.target.lab.repo.unwrap().is_absolute());
+        assert!(Path::new(&back.target.lab.profile.unwrap()).is_absolute());
+    }
+
+    #[test]
+    fn a_bundled_profile_name_stays_a_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let hunt = HuntDir::at(dir.path());
+        let mut args = RunArgs::default();
+        args.target.lab.profile = Some("smoke".into());
+        args.target.good = Some("v1".into());
+        args.target.bad = Some("v2".into());
+        save(&hunt, &args, dir.path(), dir.path()).unwrap();
+        let back = load(&hunt).unwrap();
+        assert_eq!(back.target.lab.profile.as_deref(), Some("smoke"));
+    }
+
+    /// `command.json` as the previous release wrote it: a renamed or moved
+    /// flag must still read it, or `resume` fails on every older hunt.
+    #[test]
+    fn a_command_saved_by_the_previous_release_still_loads() {
+        let dir = tempfile::tempdir().unwrap();
+        let hunt = HuntDir::at(dir.path());
+        std::fs::write(
+            hunt.command(),
+            include_str!("../../tests/fixtures/command-0.1.json"),
+        )
+        .unwrap();
+        let back = load(&hunt).unwrap();
+        assert_eq!(back.target.good.as_deref(), Some("v1"));
+        assert_eq!(back.target.bad.as_deref(), Some("v2"));
+        // Begun before the posterior search: it goes on as it began.
+        assert_eq!(back.target.search, Some(Search::Bisect));
+        assert_eq!(back.target.candidates, Some(1));
+        assert_eq!(back.target.clients, Some(4));
+        assert_eq!(back.target.max_runs, Some(12));
+        assert_eq!(
+            back.target.lab.work_dir.as_deref(),
+            Some(Path::new("/var/tmp/w"))
+        );
+        assert_eq!(back.mail_to, ["perf@example.org"]);
+        assert_eq!(back.format.0, crate::report::Format::Markdown);
+    }
+
+    proptest::proptest! {
+        /// Whatever is left in `command.json` (cut by a full disk, edited
+        /// by hand), reading it never panics, and what is accepted names
+        /// the hunt's endpoints.
+        #[test]
+        fn any_saved_command_reads_without_panic(
+            text in "(?s).{0,200}",
+            cut in 0usize..2000,
+            junk in "[{}\\[\\]\":,a-z0-9 ]{0,20}",
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let hunt = HuntDir::at(dir.path());
+            let saved = include_str!("../../tests/fixtures/command-0.1.json");
+            let mut cut = cut.min(saved.len());
+            while !saved.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            for body in [text, format!("{}{junk}", &saved[..cut]), "{}".to_string()] {
+                std::fs::write(hunt.command(), &body).unwrap();
+                if let Ok(run) = load(&hunt) {
+                    proptest::prop_assert!(run.target.good.is_some() && run.target.bad.is_some());
+                }
+            }
+        }
+    }
+}
