@@ -2,7 +2,7 @@
 //! several client counts, the runs of the two sides alternating.
 
 use super::args::LabArgs;
-use super::hunt::{Plan, check_writable_file};
+use super::hunt::{Plan, check_writable_file, write_file, write_output_file};
 use super::lab::{load_profile, make_lab_on, why_lab};
 use crate::core::decide::DecisionConfig;
 use crate::engine::compare::{CompareReport, chart_series, measure, table};
@@ -122,7 +122,7 @@ pub(super) fn command(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         a.short(),
         b.short(),
         &crate::core::fingerprint::fingerprint(&settings)[..8]
-    ));
+    ))?;
     crate::proc::install_signal_handlers().context("cannot install the signal handlers")?;
     let watch = crate::machine::steady::Watch::default();
     let name = format!("compare-{}", file_name(&out_dir));
@@ -288,21 +288,16 @@ fn patched(
 }
 
 fn write_outputs(report: &CompareReport, out_dir: &Path, args: &CompareArgs) -> anyhow::Result<()> {
-    std::fs::create_dir_all(out_dir)
+    crate::files::create_dir(out_dir)
         .with_context(|| format!("cannot create {}", out_dir.display()))?;
     let json = serde_json::to_string_pretty(report).context("cannot encode the comparison")?;
     let title = format!("{} against {}", report.b_label, report.a_label);
     let svg = crate::report::chart::compare_chart(&title, &chart_series(report));
-    let files = [
-        (Some(out_dir.join("result.json")), &json),
-        (Some(out_dir.join("chart.svg")), &svg),
-        (args.json.clone(), &json),
-        (args.chart.clone(), &svg),
-    ];
-    for (path, body) in files {
+    write_file(&out_dir.join("result.json"), &json)?;
+    write_file(&out_dir.join("chart.svg"), &svg)?;
+    for (path, body) in [(&args.json, &json), (&args.chart, &svg)] {
         if let Some(path) = path {
-            std::fs::write(&path, body)
-                .with_context(|| format!("cannot write {}", path.display()))?;
+            write_output_file(path, body)?;
         }
     }
     Ok(())

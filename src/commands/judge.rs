@@ -3,7 +3,7 @@
 
 use super::args::TargetArgs;
 use super::hosts::HostArgs;
-use super::hunt::{Plan, resolve_plan, write_file};
+use super::hunt::{Plan, resolve_plan, write_output_file};
 use super::lab::make_lab_on;
 use crate::core::stats;
 use crate::engine::judge::{HuntRuns, Judgement, Verdict, judge, on_host};
@@ -329,7 +329,7 @@ fn report(said: &Said, hunt: &HuntRuns, json: Option<&Path>) -> anyhow::Result<(
             body["measured_on"] = on.into();
             body["hosts"] = per_host.into();
         }
-        write_file(path, &body.to_string())?;
+        write_output_file(path, &body.to_string())?;
     }
     Ok(())
 }
