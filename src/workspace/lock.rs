@@ -140,9 +140,14 @@ fn holder(file: &File) -> Option<Holder> {
     let ino = file.metadata().ok()?.ino();
     let locks = std::fs::read_to_string("/proc/locks").ok()?;
     let pid = flock_holder(&locks, ino)?;
-    let text = std::fs::read_to_string(format!("/proc/self/fd/{}", file.as_raw_fd())).ok();
-    if text.is_some_and(|t| names(&t, pid)) {
-        return Some(Holder::Pgbisect { pid });
+    // A pgbisect writes its text just after it took the lock: give it a
+    // moment.
+    for _ in 0..25 {
+        let text = std::fs::read_to_string(format!("/proc/self/fd/{}", file.as_raw_fd()));
+        if text.is_ok_and(|t| names(&t, pid)) {
+            return Some(Holder::Pgbisect { pid });
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let name = std::fs::read_to_string(format!("/proc/{pid}/comm"))
         .map(|n| n.trim().to_string())
