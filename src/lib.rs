@@ -14,13 +14,14 @@
 //! | engine | `engine` | loops over a lab: hunt, compare, judge, simulate, a release against where it left master |
 //! | labs | `lab` (`pg`, `command`, `replay`, `pool`), `build`, `server`, `bench`, `hosts` | turning commits into measurements, here or on other hosts |
 //! | services | `repo`, `profile`, `journal`, `report`, `notify`, `progress`, `machine`, `placement`, `perf` | git, workloads, results on disk, renderers, telling people, where the server and pgbench run, CPU profiles |
-//! | core | `core` (`stats`, `decide`, `bisect`), `model`, `error`, `time`, `files`, `proc` | pure decisions, the shared vocabulary, safe writes |
+//! | core | `core` (`stats`, `decide`, `bisect`), `model`, `error`, `time`, `files`, `capture`, `proc`, `strays` | pure decisions, the shared vocabulary, safe writes, commands' output and leftovers |
 //!
 //! The `Lab` trait itself (`lab/mod.rs`) belongs to the core's floor: the
 //! engine depends on the seam, never on a lab implementation.
 
 pub mod bench;
 pub mod build;
+pub mod capture;
 pub mod commands;
 pub mod core;
 pub mod engine;
@@ -40,6 +41,7 @@ pub mod progress;
 pub mod repo;
 pub mod report;
 pub mod server;
+pub mod strays;
 #[cfg(test)]
 mod testing;
 pub mod time;

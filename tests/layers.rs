@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 const FLOORS: &[(&str, &[&str])] = &[
     (
         "core",
-        &["error", "model", "time", "files", "proc", "core", "lab"],
+        &[
+            "error", "model", "time", "files", "capture", "proc", "strays", "core", "lab",
+        ],
     ),
     (
         "services",
