@@ -67,9 +67,10 @@ impl CommandLab {
         let marks = Marks::for_work_dir(&dirs.root);
         let stopped = marks.stop_earlier();
         if stopped > 0 {
+            let processes = if stopped == 1 { "process" } else { "processes" };
             eprintln!(
-                "pgbisect: stopped {stopped} processes that commands of an earlier pgbisect in {} \
-                 left running",
+                "pgbisect: stopped {stopped} {processes} that commands of an earlier pgbisect in \
+                 {} left running",
                 dirs.root.display()
             );
         }
