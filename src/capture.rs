@@ -43,15 +43,17 @@ pub struct Captured {
 }
 
 impl Capture {
-    /// Makes the file `path` (see [`files::create`]) and a pipe whose
-    /// reading end fills it, at most `keep` bytes of it on disk; returns
-    /// the writing end, for the command's output. Past `limit` bytes the
-    /// pipe is closed.
-    pub fn start(path: &Path, keep: u64, limit: u64) -> io::Result<(File, Capture)> {
+    /// Makes the file `path` (see [`files::create`]), starting with
+    /// `header` (the command line, say), and a pipe whose reading end
+    /// fills it, at most `keep` bytes of it on disk; returns the writing
+    /// end, for the command's output. Past `limit` bytes the pipe is
+    /// closed.
+    pub fn start(path: &Path, header: &[u8], keep: u64, limit: u64) -> io::Result<(File, Capture)> {
         let file = files::create(path)?;
         let (read, write) = pipe()?;
         let done = Arc::new(AtomicBool::new(false));
-        let sink = Sink::new(file, path.to_path_buf(), keep);
+        let mut sink = Sink::new(file, path.to_path_buf(), keep);
+        sink.take(header)?;
         let seen = done.clone();
         let reader = std::thread::Builder::new()
             .name("pgbisect-output".into())
@@ -206,7 +208,7 @@ mod tests {
     fn run(script: &str, keep: u64, limit: u64) -> (Captured, String, Duration) {
         let tmp = tempfile::tempdir().unwrap();
         let out = tmp.path().join("out.txt");
-        let (write, capture) = Capture::start(&out, keep, limit).unwrap();
+        let (write, capture) = Capture::start(&out, b"", keep, limit).unwrap();
         let started = std::time::Instant::now();
         let mut child = std::process::Command::new("sh")
             .args(["-c", script])

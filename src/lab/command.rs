@@ -132,7 +132,7 @@ impl CommandLab {
         (limit, out): (Duration, &Path),
         what: &str,
     ) -> anyhow::Result<Result<(ExitStatus, String), String>> {
-        let (pipe, capture) = Capture::start(out, crate::files::KEEP_OUTPUT, OUTPUT_LIMIT)
+        let (pipe, capture) = Capture::start(out, b"", crate::files::KEEP_OUTPUT, OUTPUT_LIMIT)
             .with_context(|| {
                 format!("cannot write the output of the {what} to {}", out.display())
             })?;
