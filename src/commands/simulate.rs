@@ -162,7 +162,7 @@ pub(super) fn command(args: &SimulateArgs) -> anyhow::Result<ExitCode> {
         simulate::options::run_and_print(&options, args.trials, args.seed, &config, &mut stdout)?;
     if let Some(path) = &args.json {
         let body = serde_json::to_string_pretty(&results).context("cannot encode the results")?;
-        std::fs::write(path, body).with_context(|| format!("cannot write {}", path.display()))?;
+        super::hunt::write_output_file(path, &body)?;
     }
     Ok(ExitCode::SUCCESS)
 }
