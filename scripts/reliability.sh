@@ -39,7 +39,11 @@ plain=$(profile plain "")
 slow=$(profile slow "sleep 0.3;")
 
 held=0 failed=0
-declare -A tried ok kind_name # kind_name: the table's name of each kind added below
+declare -A tried ok
+# Sections of probes add their kinds here, with a name for the table at
+# the end: extra_kinds+=(KIND); kind_name[KIND]="what held".
+extra_kinds=()
+declare -A kind_name
 probe() { # KIND WHAT CONDITION...
   local kind=$1 what=$2; shift 2
   tried[$kind]=$(( ${tried[$kind]:-0} + 1 ))
@@ -235,6 +239,7 @@ fi
 # lines, profile errors and misc messages. Self-contained: it makes its own
 # work dirs (w2-*), profiles and refs, and removes the refs it adds.
 echo "hardening (second round): work dir levels, full disk, journals, profiles, messages"
+extra_kinds+=(owner disk journal config)
 kind_name[owner]="work dir levels: owner, mode, links"
 kind_name[disk]="full disk during a build: resumable"
 kind_name[journal]="journals: own plan, each run once"
@@ -384,9 +389,160 @@ runas_refused() { refused 2 "nosuchuser" && [ ! -e "$work/w2-runas" ]; }
 probe config "a bogus --run-as with a custom profile is a usage error before any work" runas_refused
 
 
+
+# ---------------------------------------------------------------------
+# Hardening: simultaneous starts, processes left behind, hard links,
+# linked output paths, output capped while it is written.
+echo "hardening: locks, leftovers, hard links, output paths, output caps"
+extra_kinds+=(race stray hardlink outlink cap)
+kind_name[race]="simultaneous starts: one runs"
+kind_name[stray]="processes left behind: stopped"
+kind_name[hardlink]="hard links planted: targets untouched"
+kind_name[outlink]="linked output paths: refused"
+kind_name[cap]="output capped while written"
+journal_of() { ls "$1"/hunts/*/journal.jsonl 2>/dev/null | head -1; }
+runs_once() { # WORK-DIR: the journal holds runs, none twice
+  python3 - "$(journal_of "$1")" <<'PY'
+import json, sys
+runs = [json.loads(l)["run"] for l in open(sys.argv[1]) if '"event":"run"' in l.replace(" ", "")]
+sys.exit(0 if runs and len(runs) == len(set(runs)) else 1)
+PY
+}
+tps_seen() { # WORK-DIR: every tps the journal recorded, one a line
+  python3 - "$(journal_of "$1")" <<'PY'
+import json, sys
+def walk(v):
+    if isinstance(v, dict):
+        for k, x in v.items():
+            if k == "tps" and isinstance(x, (int, float)): print(x)
+            else: walk(x)
+    elif isinstance(v, list):
+        for x in v: walk(x)
+for l in open(sys.argv[1]): walk(json.loads(l))
+PY
+}
+
+# Twelve pgbisects started at the same moment on one work dir.
+w="$work/w-race"; rm -rf "$w" "$work"/race.*
+for i in $(seq 1 12); do
+  (cd "$repo" && "$bin" --good good --bad bad --profile "$slow" --work-dir "$w" >"$work/race.$i" 2>&1; echo $? >"$work/race.$i.rc") &
+done
+wait
+ran=$(grep -lx 0 "$work"/race.*.rc | wc -l)
+busy=$(grep -l "another pgbisect (pid" "$work"/race.? "$work"/race.?? | wc -l)
+probe race "12 simultaneous starts: one ran ($ran), the others were refused as busy ($busy)" test "$ran" = 1 -a "$busy" = 11
+probe race "12 simultaneous starts: the journal holds every run once" runs_once "$w"
+flock "$w/lock" sleep 20 & holder=$!
+sleep 0.5
+hunt "$w" "$plain"
+kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null
+foreign_holder() { [ "$rc" = 2 ] && has "$out" "which is not a pgbisect" && has "$out" "(\`flock\`)" && ! has "$out" "another pgbisect"; }
+probe race "a lock held by a process that is not pgbisect is named truthfully" foreign_holder
+
+# Daemons a benchmark starts with setsid, one keeping its output open.
+daemons=$(profile daemons "setsid sleep 613 & setsid sleep 614 >/dev/null 2>&1 </dev/null &")
+hunt "$work/w-daemons" "$daemons" --max-runs 6
+no_daemons() { runs_once "$work/w-daemons" && ! pgrep -fx 'sleep 61[34]' >/dev/null; }
+probe stray "setsid daemons of every run are gone after the hunt (exit $rc)" no_daemons
+pkill -fx 'sleep 61[34]' 2>/dev/null
+
+# kill -9 while a benchmark runs; that benchmark, left running, prints
+# tps = 1.0 later; the resumed hunt must not record it.
+poison="$work/poison"
+poisoned=$(profile poisoned "if [ -e $poison ]; then sleep 5.5; echo tps = 1.0; exit 0; fi;")
+w="$work/w-poison"; rm -rf "$w"; touch "$poison"
+(cd "$repo" && exec "$bin" --good good --bad bad --profile "$poisoned" --work-dir "$w" >/dev/null 2>&1) &
+pid=$!
+for _ in $(seq 1 100); do pgrep -fx 'sleep 5.5' >/dev/null && break; sleep 0.1; done
+kill -9 "$pid"; wait "$pid" 2>/dev/null
+rm -f "$poison"
+left_before=$(pgrep -fx 'sleep 5.5' | wc -l)
+hunt "$w" "$poisoned"
+sleep 6
+no_poison() { [ "$rc" = 0 ] && ! tps_seen "$w" | grep -qx '1.0\|1'; }
+probe stray "kill -9 mid-run, resumed: no tps of the killed run's benchmark recorded" no_poison
+probe stray "the resumed hunt stopped the benchmark the killed one left ($left_before running before)" test "$left_before" -ge 1 -a "$(pgrep -fx 'sleep 5.5' | wc -l)" = 0
+probe stray "kill -9 mid-run, resumed: the right culprit" culprit_is_right "$w.json"
+
+# Hard links planted at each file a hunt writes: their targets untouched.
+w="$work/w-hard"; rm -rf "$w"; mkdir -p "$w/logs"
+for c in $(git -C "$repo" rev-list bad); do
+  echo precious > "$work/hard-log-$c"; ln "$work/hard-log-$c" "$w/logs/build-$c.log"
+done
+(cd "$repo" && exec "$bin" --good good --bad bad --profile "$slow" --work-dir "$w" --json "$w.json" >/dev/null 2>&1) &
+pid=$!
+for _ in $(seq 1 100); do ls -d "$w"/hunts/*/runs >/dev/null 2>&1 && break; sleep 0.1; done
+echo precious > "$work/hard-run"
+python3 - "$work/hard-run" "$(ls -d "$w"/hunts/*/runs | head -1)" $(git -C "$repo" rev-list bad | cut -c1-8) <<'PY'
+import os, sys
+target, runs, shorts = sys.argv[1], sys.argv[2], sys.argv[3:]
+for n in range(1, 200):
+    for s in shorts:
+        try: os.link(target, f"{runs}/run-{n:05d}-{s}.txt")
+        except OSError: pass
+PY
+wait "$pid"; rc=$?
+hard_untouched() { for f in "$@"; do [ "$(cat "$f")" = precious ] || return 1; done; }
+probe hardlink "hard links at every build log: targets untouched (exit $rc)" hard_untouched "$work"/hard-log-*
+probe hardlink "hard links at every run file to come: target untouched" hard_untouched "$work/hard-run"
+h=$(ls -d "$w"/hunts/* | head -1)
+for f in result.json report.txt report.md chart.svg command.json; do
+  echo precious > "$work/hard-$f"; rm -f "$h/$f"; ln "$work/hard-$f" "$h/$f"
+done
+hunt "$w" "$slow"
+for f in result.json report.txt report.md chart.svg command.json; do
+  probe hardlink "a hard link at $f: target untouched, the file rewritten" hard_untouched "$work/hard-$f"
+done
+echo precious > "$work/hard-journal"; cp "$h/journal.jsonl" "$work/journal.keep"
+rm "$h/journal.jsonl" && ln "$work/hard-journal" "$h/journal.jsonl"
+hunt "$w" "$slow"
+journal_hard_refused() { [ "$rc" = 4 ] && has "$out" "has 2 names" && hard_untouched "$work/hard-journal"; }
+probe hardlink "a journal with a hard link is refused, its target untouched" journal_hard_refused
+rm "$h/journal.jsonl" && mv "$work/journal.keep" "$h/journal.jsonl"
+
+# Output paths the user names that are links, and a linked compare/.
+echo precious > "$work/out-target"
+ln -sf "$work/out-target" "$work/out-link"
+refused_link() { [ "$rc" != 0 ] && has "$out" "is a symbolic link" && [ "$(cat "$work/out-target")" = precious ]; }
+out=$("$bin" report --work-dir "$w" --output "$work/out-link" 2>&1); rc=$?
+probe outlink "report --output LINK is refused, its target untouched" refused_link
+out=$("$bin" report --work-dir "$w" --chart "$work/out-link" 2>&1); rc=$?
+probe outlink "report --chart LINK is refused, its target untouched" refused_link
+out=$("$bin" report --work-dir "$w" --output /dev/null 2>&1); rc=$?
+probe outlink "report --output to a device is refused" has "$out" "is not a plain file"
+out=$(cd "$repo" && "$bin" compare good bad --profile "$plain" --work-dir "$work/w-cmp" --runs 2 --clients 1 --json "$work/out-link" 2>&1); rc=$?
+probe outlink "compare --json LINK is refused, its target untouched" refused_link
+out=$(cd "$repo" && "$bin" compare good bad --profile "$plain" --work-dir "$work/w-cmp" --runs 2 --clients 1 --chart "$work/out-link" 2>&1); rc=$?
+probe outlink "compare --chart LINK is refused, its target untouched" refused_link
+mkdir -p "$work/w-cmp" "$work/elsewhere"; rm -rf "$work/w-cmp/compare"; ln -s "$work/elsewhere" "$work/w-cmp/compare"
+out=$(cd "$repo" && "$bin" compare good bad --profile "$plain" --work-dir "$work/w-cmp" --runs 2 --clients 1 2>&1); rc=$?
+cmp_dir_refused() { [ "$rc" != 0 ] && has "$out" "is a symbolic link" && [ -z "$(ls -A "$work/elsewhere")" ]; }
+probe outlink "a compare/ folder that is a link is refused, nothing written through it" cmp_dir_refused
+
+# A benchmark printing 1 GiB, and one printing 5 MiB then its result.
+flood=$(profile flood "yes xxxxxxxxxxxxxxxxxxxxxxx | head -c 1073741824;")
+w="$work/w-flood"; rm -rf "$w"
+(cd "$repo" && "$bin" --good good --bad bad --profile "$flood" --work-dir "$w" --max-runs 4 >"$work/flood.out" 2>&1) &
+pid=$!; most=0
+while kill -0 "$pid" 2>/dev/null; do
+  size=$(du -sb "$w" 2>/dev/null | cut -f1); [ "${size:-0}" -gt "$most" ] && most=$size; sleep 0.05
+done
+wait "$pid"
+probe cap "1 GiB of output: the work dir never held more than 8 MiB (at most $((most >> 10)) KiB)" test "$most" -lt $((8 << 20))
+probe cap "1 GiB of output: the run was stopped, saying so" grep -q "printed more than 256 MiB and was stopped" "$work/flood.out" "$(journal_of "$w")"
+chatty=$(profile chatty "yes xxxxxxxxxxxxxxxxxxxxxxx | head -c 5000000; echo;")
+hunt "$work/w-chatty" "$chatty" --max-runs 4
+chatty_kept() { [ "$(tps_seen "$work/w-chatty" | wc -l)" -ge 1 ] && grep -q "bytes of output cut by pgbisect" "$(ls "$work"/w-chatty/hunts/*/runs/* | head -1)"; }
+probe cap "5 MB of output then tps: measured, the ends kept with a line saying what was cut" chatty_kept
+if mkdir -p "$work/small" && mount -t tmpfs -o size=900k tmpfs "$work/small" 2>/dev/null; then
+  hunt "$work/small/w" "$chatty" --max-runs 4
+  full_named() { [ "$rc" != 0 ] && has "$out" "disk full: no space left to write $work/small/w"; }
+  probe cap "a disk filled by a run's output says disk full, with the path" full_named
+  umount "$work/small"
+fi
 echo
-printf '%-40s %s\n' "probe" "held / tried"
-for kind in input kill hang link "${!kind_name[@]}"; do
+printf '%-46s %s\n' "probe" "held / tried"
+for kind in input kill hang link "${extra_kinds[@]}"; do
   case $kind in
     input) name="bad inputs: clear error, right exit code";;
     kill) name="kill -9 at random points: exact resume";;
@@ -394,7 +550,7 @@ for kind in input kill hang link "${!kind_name[@]}"; do
     link) name="links and permissions: held";;
     *) name=${kind_name[$kind]};;
   esac
-  printf '%-40s %s / %s\n' "$name" "${ok[$kind]:-0}" "${tried[$kind]:-0}"
+  printf '%-46s %s / %s\n' "$name" "${ok[$kind]:-0}" "${tried[$kind]:-0}"
 done
 echo "$held passed, $failed failed"
 [ "$failed" = 0 ]

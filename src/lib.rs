@@ -15,13 +15,14 @@
 //! | workspace | `workspace` | the work dir: paths, lock, a hunt's plan key (from the hunt's settings, `core::hunt_config`) |
 //! | labs | `lab` (`pg`, `command`, `replay`, `pool`, `sim`: the simulated labs), `build`, `server`, `bench`, `hosts` | turning commits into measurements, here or on other hosts |
 //! | services | `repo`, `profile`, `journal`, `report`, `notify`, `progress`, `machine`, `placement`, `perf` | git, workloads, results on disk, renderers, telling people, where the server and pgbench run, CPU profiles |
-//! | core | `core` (`stats`, `decide`, `bisect`, `hunt_config`), `model`, `error`, `time`, `files`, `folders`, `proc` | pure decisions, the shared vocabulary, safe writes and the folders they go in |
+//! | core | `core` (`stats`, `decide`, `bisect`, `hunt_config`), `model`, `error`, `time`, `files`, `folders`, `capture`, `proc`, `strays` | pure decisions, the shared vocabulary, safe writes and the folders they go in, commands' output and leftovers |
 //!
 //! The `Lab` trait itself (`lab/mod.rs`) belongs to the core's floor: the
 //! engine depends on the seam, never on a lab implementation.
 
 pub mod bench;
 pub mod build;
+pub mod capture;
 pub mod commands;
 pub mod core;
 pub mod engine;
@@ -42,6 +43,7 @@ pub mod progress;
 pub mod repo;
 pub mod report;
 pub mod server;
+pub mod strays;
 #[cfg(test)]
 mod testing;
 pub mod time;

@@ -17,7 +17,8 @@ const FLOORS: &[(&str, &[&str])] = &[
     (
         "core",
         &[
-            "error", "model", "time", "files", "folders", "proc", "core", "lab",
+            "error", "model", "time", "files", "folders", "capture", "proc", "strays", "core",
+            "lab",
         ],
     ),
     (

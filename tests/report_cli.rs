@@ -127,6 +127,46 @@ fn report_writes_the_chart_on_demand() {
 }
 
 #[test]
+fn report_outputs_that_are_links_are_refused_and_their_targets_untouched() {
+    let work = work_dir_with_fixture();
+    let target = work.path().join("precious");
+    std::fs::write(&target, "keep me").unwrap();
+    let link = work.path().join("report.txt");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    for flag in ["--output", "--chart"] {
+        let args = [
+            "report",
+            "--work-dir",
+            work.path().to_str().unwrap(),
+            flag,
+            link.to_str().unwrap(),
+        ];
+        let out = pgbisect(&args, work.path());
+        assert!(!out.status.success(), "{flag}: {out:?}");
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(said.contains("is a symbolic link"), "{flag}: {said}");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+    }
+    // A hard link is a plain file: it is replaced, its other name kept.
+    std::fs::remove_file(&link).unwrap();
+    std::fs::hard_link(&target, &link).unwrap();
+    let args = [
+        "report",
+        "--work-dir",
+        work.path().to_str().unwrap(),
+        "--output",
+        link.to_str().unwrap(),
+    ];
+    assert_code(&pgbisect(&args, work.path()), 0);
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+    assert!(
+        std::fs::read_to_string(&link)
+            .unwrap()
+            .contains("first bad commit")
+    );
+}
+
+#[test]
 fn empty_work_dir_says_where_it_looked_and_what_to_run() {
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().to_str().unwrap();

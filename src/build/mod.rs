@@ -184,7 +184,7 @@ impl BuildError {
     pub(crate) fn io(action: &str, path: &Path) -> impl FnOnce(std::io::Error) -> BuildError {
         let (action, path) = (action.to_string(), path.to_path_buf());
         move |source| {
-            if source.raw_os_error() == Some(libc::ENOSPC) {
+            if source.kind() == std::io::ErrorKind::StorageFull {
                 BuildError::DiskFull {
                     path,
                     detail: source.to_string(),

@@ -3,7 +3,7 @@
 
 use super::args::LabArgs;
 use super::lab::{make_lab_on, why_lab};
-use super::output::check_writable_file;
+use super::output::{check_writable_file, write_file, write_output_file};
 use super::plan::{Plan, load_profile};
 use crate::core::decide::DecisionConfig;
 use crate::engine::compare::{CompareReport, chart_series, measure, table};
@@ -123,7 +123,7 @@ pub(super) fn command(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         a.short(),
         b.short(),
         &crate::core::fingerprint::fingerprint(&settings)[..8]
-    ));
+    ))?;
     crate::proc::install_signal_handlers().context("cannot install the signal handlers")?;
     let watch = crate::machine::steady::Watch::default();
     let name = format!("compare-{}", file_name(&out_dir));
@@ -294,16 +294,11 @@ fn write_outputs(report: &CompareReport, out_dir: &Path, args: &CompareArgs) -> 
     let json = serde_json::to_string_pretty(report).context("cannot encode the comparison")?;
     let title = format!("{} against {}", report.b_label, report.a_label);
     let svg = crate::report::chart::compare_chart(&title, &chart_series(report));
-    let files = [
-        (Some(out_dir.join("result.json")), &json),
-        (Some(out_dir.join("chart.svg")), &svg),
-        (args.json.clone(), &json),
-        (args.chart.clone(), &svg),
-    ];
-    for (path, body) in files {
+    write_file(&out_dir.join("result.json"), &json)?;
+    write_file(&out_dir.join("chart.svg"), &svg)?;
+    for (path, body) in [(&args.json, &json), (&args.chart, &svg)] {
         if let Some(path) = path {
-            std::fs::write(&path, body)
-                .with_context(|| format!("cannot write {}", path.display()))?;
+            write_output_file(path, body)?;
         }
     }
     Ok(())

@@ -6,7 +6,7 @@
 
 use super::hosts::Held;
 use super::lab::{build_settings, make_lab_on};
-use super::output::{check_writable_file, write_file};
+use super::output::{check_writable_file, write_file, write_output_file};
 use super::plan::{Plan, resolve_plan};
 use super::run_args::{RunArgs, save};
 use crate::engine::hunt::Hunt;
@@ -359,7 +359,7 @@ fn write_outputs(report: &HuntReport, hunt: &HuntDir, json: Option<&Path>) -> an
     write_file(&hunt.report_markdown(), &report::markdown(report))?;
     write_file(&hunt.chart(), &crate::report::chart::hunt_chart(report))?;
     if let Some(path) = json {
-        write_file(path, &body)?;
+        write_output_file(path, &body)?;
     }
     Ok(())
 }

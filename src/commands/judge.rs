@@ -4,7 +4,7 @@
 use super::args::TargetArgs;
 use super::hosts::HostArgs;
 use super::lab::make_lab_on;
-use super::output::write_file;
+use super::output::write_output_file;
 use super::plan::{Plan, resolve_plan};
 use crate::core::stats;
 use crate::engine::judge::{HuntRuns, Judgement, Verdict, judge, on_host};
@@ -330,7 +330,7 @@ fn report(said: &Said, hunt: &HuntRuns, json: Option<&Path>) -> anyhow::Result<(
             body["measured_on"] = on.into();
             body["hosts"] = per_host.into();
         }
-        write_file(path, &body.to_string())?;
+        write_output_file(path, &body.to_string())?;
     }
     Ok(())
 }

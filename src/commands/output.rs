@@ -17,7 +17,8 @@ pub(super) fn check_writable_file(path: &Path, flag: &str) -> anyhow::Result<()>
     } else if !folder.is_dir() {
         "is in a folder that does not exist"
     } else {
-        return Ok(());
+        return crate::files::check_output(path)
+            .map_err(|e| UsageError(format!("{flag} {e}")).into());
     };
     Err(UsageError(format!(
         "{flag} {}: {problem}; give a file path in an existing folder",
@@ -26,8 +27,15 @@ pub(super) fn check_writable_file(path: &Path, flag: &str) -> anyhow::Result<()>
     .into())
 }
 
+/// Writes a file of the work dir (a link planted there is replaced).
 pub(super) fn write_file(path: &Path, body: &str) -> anyhow::Result<()> {
     crate::files::write(path, body).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Writes a file at a path the user named (a link there is refused).
+pub(super) fn write_output_file(path: &Path, body: &str) -> anyhow::Result<()> {
+    crate::files::write_output(path, body)
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 #[cfg(test)]
@@ -46,5 +54,12 @@ mod tests {
         let folder = check_writable_file(tmp.path(), "--json").unwrap_err();
         assert!(folder.to_string().contains("is a directory"), "{folder}");
         assert!(folder.downcast_ref::<UsageError>().is_some());
+        let link = tmp.path().join("link.json");
+        std::os::unix::fs::symlink(tmp.path().join("elsewhere.json"), &link).unwrap();
+        let linked = check_writable_file(&link, "--json").unwrap_err();
+        assert!(
+            linked.to_string().contains("is a symbolic link"),
+            "{linked}"
+        );
     }
 }

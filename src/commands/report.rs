@@ -5,6 +5,7 @@
 //! newest result is the one most recently written.
 
 use super::args::{HuntLocation, ReportFormat};
+use super::output::write_output_file;
 use crate::error::UsageError;
 use crate::report::findings::HuntReport;
 use crate::report::{self, Format};
@@ -67,12 +68,10 @@ pub(super) fn command(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     };
     let text = report::render(&found, args.format.0, envelope.as_ref())?;
     if let Some(path) = &args.chart {
-        std::fs::write(path, crate::report::chart::hunt_chart(&found))
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        write_output_file(path, &crate::report::chart::hunt_chart(&found))?;
     }
     match &args.output {
-        Some(path) => std::fs::write(path, text)
-            .with_context(|| format!("cannot write {}", path.display()))?,
+        Some(path) => write_output_file(path, &text)?,
         None => print!("{text}"),
     }
     Ok(ExitCode::SUCCESS)

@@ -158,8 +158,7 @@ impl SimulateArgs {
         if let Some(path) = &self.json {
             let body =
                 serde_json::to_string_pretty(&results).context("cannot encode the results")?;
-            std::fs::write(path, body)
-                .with_context(|| format!("cannot write {}", path.display()))?;
+            super::output::write_output_file(path, &body)?;
         }
         Ok(results)
     }

@@ -135,12 +135,8 @@ impl Journal {
         self.file
             .write_all(line.as_bytes())
             .and_then(|()| self.file.sync_data())
-            .with_context(|| {
-                format!(
-                    "cannot write the journal {} (is the disk full?)",
-                    self.path.display()
-                )
-            })?;
+            .map_err(|e| crate::files::explain(&self.path, e))
+            .with_context(|| format!("cannot write the journal {}", self.path.display()))?;
         Ok(true)
     }
 

@@ -7,10 +7,12 @@
 //! environment; the benchmark's output is read like pgbench's.
 
 use crate::bench;
+use crate::capture::{Capture, OUTPUT_LIMIT};
 use crate::lab::{Lab, LabDirs, RunSpec};
 use crate::model::{Commit, LabTotals, Measurement, Prepared, RunOutcome};
 use crate::proc::{self, Ended};
 use crate::repo::WorkTree;
+use crate::strays::{self, Marks};
 use anyhow::Context;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -45,6 +47,8 @@ pub struct CommandLab {
     runs_dir: PathBuf,
     prepared: HashMap<String, Prepared>,
     totals: LabTotals,
+    /// Marks the commands' processes, to stop what they leave running.
+    marks: Marks,
 }
 
 impl CommandLab {
@@ -60,7 +64,18 @@ impl CommandLab {
             crate::folders::create_dir(dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
         }
+        let marks = Marks::for_work_dir(&dirs.root);
+        let stopped = marks.stop_earlier();
+        if stopped > 0 {
+            let processes = if stopped == 1 { "process" } else { "processes" };
+            eprintln!(
+                "pgbisect: stopped {stopped} {processes} that commands of an earlier pgbisect in \
+                 {} left running",
+                dirs.root.display()
+            );
+        }
         Ok(CommandLab {
+            marks,
             commands,
             worktree,
             checked_out: None,
@@ -106,27 +121,43 @@ impl CommandLab {
     }
 
     /// Runs `expr` within `limit`, its output (stdout and stderr) going
-    /// to the file `out`, of which the ends are kept when it is long: how
-    /// it exited and that output, or why it gave none (it was stopped at
-    /// its deadline). An interrupt is an error.
+    /// to a new file `out` of its own, of which the ends are kept when it
+    /// is long (see [`Capture`]); what it started is stopped when it ends.
+    /// Returns how it exited and that output, or why it gave none (it was
+    /// stopped at its deadline, or for printing without end). An interrupt
+    /// is an error, as is a full disk.
     fn execute(
         &self,
         expr: duct::Expression,
         (limit, out): (Duration, &Path),
         what: &str,
     ) -> anyhow::Result<Result<(ExitStatus, String), String>> {
-        let file = crate::files::create(out).with_context(|| {
+        let (pipe, capture) = Capture::start(out, b"", crate::files::KEEP_OUTPUT, OUTPUT_LIMIT)
+            .with_context(|| {
+                format!("cannot write the output of the {what} to {}", out.display())
+            })?;
+        let token = self.marks.token();
+        let expr = expr
+            .env(strays::VAR, &token)
+            .stderr_to_stdout()
+            .stdout_file(pipe);
+        let ended = proc::run(expr, limit);
+        // Daemons it started (`setsid`) go before its result is kept.
+        strays::stop_marked(&token);
+        let captured = capture.finish().with_context(|| {
             format!("cannot write the output of the {what} to {}", out.display())
         })?;
-        let expr = expr.stderr_to_stdout().stdout_file(file);
-        let ended = proc::run(expr, limit).with_context(|| format!("cannot start the {what}"))?;
-        let kept = |out: &Path| {
-            crate::files::keep_ends(out, crate::files::KEEP_OUTPUT).with_context(|| {
-                format!("cannot read the output of the {what} in {}", out.display())
-            })
-        };
+        let ended = ended.with_context(|| format!("cannot start the {what}"))?;
+        if let Some(limit) = captured.over_limit {
+            return Ok(Err(format!(
+                "the {what} printed more than {} MiB and was stopped; the ends of its output \
+                 are in {}",
+                limit >> 20,
+                out.display()
+            )));
+        }
         match ended {
-            Ended::Exited(output) => Ok(Ok((output.status, kept(out)?))),
+            Ended::Exited(output) => Ok(Ok((output.status, captured.text))),
             Ended::TimedOut(limit) => Ok(Err(format!(
                 "the {what} did not finish in {} s and was stopped (set `timeout` in the \
                  profile for more)",

@@ -29,6 +29,8 @@ use std::path::{Path, PathBuf};
 /// ([`crate::workspace::WorkDir::lab_dirs`]), used by the labs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LabDirs {
+    /// The work dir itself: it marks the processes of its commands.
+    pub root: PathBuf,
     /// Build trees, one per build settings.
     pub build: PathBuf,
     /// Installed builds, one per commit and settings.
@@ -47,6 +49,7 @@ impl LabDirs {
     /// The labs' folders directly under `root` (a work dir).
     pub fn under(root: &Path) -> LabDirs {
         LabDirs {
+            root: root.to_path_buf(),
             build: root.join("build"),
             installs: root.join("installs"),
             logs: root.join("logs"),

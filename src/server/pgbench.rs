@@ -7,9 +7,9 @@
 
 use super::{Invocation, LOG_TAIL_LINES, RunAs, RunningServer};
 use crate::bench::{ParseError, PgbenchReport, TAIL_LINES, parse_output, tail_lines};
+use crate::capture::{Capture, OUTPUT_LIMIT};
 use crate::placement::Pin;
 use crate::proc::{self, Ended};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -67,8 +67,9 @@ pub fn time_limit(duration_secs: u32) -> Duration {
 }
 
 /// Runs `PGBENCH ARGS` as `run_as` on `pin`'s CPUs, its stdout and stderr
-/// going to `output_path` (never wholly into memory: past
-/// [`crate::files::KEEP_OUTPUT`] only the ends are kept), and reads the
+/// going to `output_path` (never wholly to disk nor into memory: past
+/// [`crate::files::KEEP_OUTPUT`] only the ends are kept, see [`Capture`]),
+/// and reads the
 /// result. A run still going after `limit` is stopped and is a failure: an
 /// unattended hunt must not wait forever on a commit that hangs. The first
 /// signal stops it too ([`BenchError::Interrupted`]).
@@ -86,20 +87,33 @@ pub fn run_pgbench(
         path: output_path.to_path_buf(),
         source,
     };
-    let mut file = crate::files::create(output_path).map_err(output_error)?;
-    writeln!(file, "$ {command}").map_err(output_error)?;
+    let header = format!("$ {command}\n");
+    let (pipe, capture) = Capture::start(
+        output_path,
+        header.as_bytes(),
+        crate::files::KEEP_OUTPUT,
+        OUTPUT_LIMIT,
+    )
+    .map_err(output_error)?;
     let expr = pin
         .apply(run_as.command(pgbench, args))
         .stderr_to_stdout()
-        .stdout_file(file);
-    let ended = proc::run(expr, limit).map_err(|source| BenchError::Spawn {
+        .stdout_file(pipe);
+    let ended = proc::run(expr, limit);
+    let captured = capture.finish().map_err(output_error)?;
+    let ended = ended.map_err(|source| BenchError::Spawn {
         command: command.clone(),
         source,
     })?;
-    let kept =
-        crate::files::keep_ends(output_path, crate::files::KEEP_OUTPUT).map_err(output_error)?;
     // What pgbench printed, without the command line written first.
-    let text = kept.split_once('\n').map_or("", |(_, rest)| rest);
+    let text = captured.text.split_once('\n').map_or("", |(_, rest)| rest);
+    if let Some(limit) = captured.over_limit {
+        return Err(BenchError::Failed {
+            command,
+            status: format!("stopped after printing more than {} MiB", limit >> 20),
+            tail: tail_lines(text, TAIL_LINES),
+        });
+    }
     let status = match ended {
         Ended::Exited(output) => output.status,
         Ended::TimedOut(limit) => {
@@ -229,6 +243,29 @@ mod tests {
         assert!(kept.len() < 1_100_000, "{}", kept.len());
         assert!(kept.starts_with(&format!("$ {} -T 1\n", fake.display())));
         assert!(kept.contains("bytes of output cut by pgbisect"));
+    }
+
+    #[test]
+    fn a_pgbench_printing_without_end_is_stopped_with_little_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = dir.path().join("pgbench");
+        crate::testing::write_script(&fake, "#!/bin/sh\nyes 'progress: 1.0 s, 5.0 tps'\n");
+        let out = dir.path().join("out.txt");
+        let err = run_pgbench(
+            &fake,
+            &[],
+            &RunAs::CurrentUser,
+            &Pin::none(),
+            &out,
+            Duration::from_secs(120),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("stopped after printing more than 256 MiB"),
+            "{err}"
+        );
+        assert!(std::fs::metadata(&out).unwrap().len() < 1_100_000);
     }
 
     #[test]

@@ -1,72 +1,103 @@
 //! One hunt at a time per work dir.
 //!
 //! The private checkout and the build tree in a work dir serve one hunt at
-//! a time, so a second pgbisect on the same work dir is refused with the
-//! holder's pid; a lock left by a process that no longer exists (a crash,
-//! `kill -9`, a reboot) is taken over.
+//! a time, so a second pgbisect on the same work dir is refused, naming
+//! what holds it. The lock is an `flock(2)` on the work dir's `lock` file,
+//! held for the command's life: taking it is one atomic step (two
+//! pgbisects started at the same moment cannot both get it), and the
+//! kernel lets go of it when its holder ends however it ends (a crash,
+//! `kill -9`, a reboot), so there is no stale lock to take over. The
+//! file's text (`PID START`) only tells who holds it.
 
 use crate::server::process_start_time;
 use anyhow::Context;
-use std::fs::OpenOptions;
-use std::io::Write;
+use std::fs::{File, OpenOptions};
+use std::io::{Seek, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
-/// Another live pgbisect holds the work dir.
+/// Another live process holds the work dir.
 #[derive(Debug, thiserror::Error)]
-#[error(
-    "another pgbisect (pid {pid}) is using the work dir {dir}\n\
-     hint: wait for it to finish, or pass another --work-dir"
-)]
+#[error("{}\nhint: wait for it to finish, or pass another --work-dir", self.holder.said(&self.dir))]
 pub struct Busy {
-    pub pid: u32,
+    pub holder: Holder,
     pub dir: PathBuf,
+}
+
+/// What holds a work dir's lock, as far as it can be told.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Holder {
+    /// A pgbisect: the lock's text names the process holding it.
+    Pgbisect { pid: u32 },
+    /// A process that is not pgbisect (`flock lock sleep 60`), by its name.
+    Other { pid: u32, name: String },
+    /// A process the kernel does not name (another mount namespace).
+    Unknown,
+}
+
+impl Holder {
+    fn said(&self, dir: &Path) -> String {
+        let dir = dir.display();
+        match self {
+            Holder::Pgbisect { pid } => {
+                format!("another pgbisect (pid {pid}) is using the work dir {dir}")
+            }
+            Holder::Other { pid, name } => format!(
+                "the work dir {dir} is locked by process {pid} (`{name}`), which is not a \
+                 pgbisect: it holds {dir}/lock with flock(2)"
+            ),
+            Holder::Unknown => format!(
+                "the work dir {dir} is locked by another process: it holds {dir}/lock with \
+                 flock(2)"
+            ),
+        }
+    }
 }
 
 /// Held while a command works in a work dir; released on drop.
 #[derive(Debug)]
 pub struct Lock {
     path: PathBuf,
+    /// Holds the flock; closed after the file is removed.
+    _file: File,
 }
 
 impl Lock {
-    /// Takes the lock of `dir`, taking over a stale one.
+    /// Takes the lock of `dir`, or says what holds it.
     pub fn acquire(dir: &Path) -> anyhow::Result<Lock> {
         let path = dir.join("lock");
-        for _ in 0..3 {
-            match OpenOptions::new().write(true).create_new(true).open(&path) {
-                Ok(mut f) => {
-                    let me = std::process::id();
-                    let started = process_start_time(me).unwrap_or_default();
-                    write!(f, "{me} {started}")
-                        .with_context(|| format!("cannot write {}", path.display()))?;
-                    crate::proc::remove_at_forced_exit(path.clone());
-                    return Ok(Lock { path });
+        for _ in 0..10 {
+            let mut file = open(&path)?;
+            // SAFETY: flock only acts on the descriptor, which `file` owns.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+                let err = std::io::Error::last_os_error();
+                if err.raw_os_error() != Some(libc::EWOULDBLOCK) {
+                    return Err(err).with_context(|| format!("cannot lock {}", path.display()));
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let holder = std::fs::read_to_string(&path).unwrap_or_default();
-                    match live_holder(&holder) {
-                        Some(pid) if pid != std::process::id() => {
-                            return Err(Busy {
-                                pid,
-                                dir: dir.to_path_buf(),
-                            }
-                            .into());
-                        }
-                        _ => {
-                            // Stale (a dead holder, or its pid now another
-                            // process's) or half-written: take it over.
-                            let _ = std::fs::remove_file(&path);
-                        }
-                    }
+                let holder = holder(&file).unwrap_or(Holder::Unknown);
+                return Err(Busy {
+                    holder,
+                    dir: dir.to_path_buf(),
                 }
-                Err(e) => {
-                    return Err(e)
-                        .with_context(|| format!("cannot create the lock {}", path.display()));
-                }
+                .into());
             }
+            // The holder that let go just now removed the file first: the
+            // lock taken is on a file no longer in the work dir.
+            if !same_file(&file, &path) {
+                continue;
+            }
+            let me = std::process::id();
+            let started = process_start_time(me).unwrap_or_default();
+            file.set_len(0)
+                .and_then(|()| file.rewind())
+                .and_then(|()| write!(file, "{me} {started}"))
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            crate::proc::remove_at_forced_exit(path.clone());
+            return Ok(Lock { path, _file: file });
         }
         anyhow::bail!(
-            "cannot take the lock {}: it keeps reappearing",
+            "cannot take the lock {}: it keeps being removed",
             path.display()
         )
     }
@@ -74,24 +105,77 @@ impl Lock {
 
 impl Drop for Lock {
     fn drop(&mut self) {
+        // Removed while still held, so that no one locks the removed file
+        // unawares (see `same_file`).
         let _ = std::fs::remove_file(&self.path);
         crate::proc::keep_at_forced_exit(&self.path);
     }
 }
 
-/// The pid of the lock's holder if that process still runs: `PID START`
-/// (start time, see [`process_start_time`]) names one process; a bare
-/// `PID` (locks of earlier releases) any process with that pid.
-fn live_holder(text: &str) -> Option<u32> {
+/// Opens the lock file, making it if needed; a link or a file of another
+/// user planted there is refused.
+fn open(path: &Path) -> anyhow::Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| crate::files::explain(path, e))
+        .with_context(|| format!("cannot open the lock {}", path.display()))?;
+    crate::files::check_own_file(path, &file)?;
+    Ok(file)
+}
+
+fn same_file(file: &File, path: &Path) -> bool {
+    match (file.metadata(), std::fs::symlink_metadata(path)) {
+        (Ok(open), Ok(named)) => open.dev() == named.dev() && open.ino() == named.ino(),
+        _ => false,
+    }
+}
+
+/// Who holds the flock on `file`, from `/proc/locks`.
+fn holder(file: &File) -> Option<Holder> {
+    let ino = file.metadata().ok()?.ino();
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    let pid = flock_holder(&locks, ino)?;
+    // A pgbisect writes its text just after it took the lock: give it a
+    // moment.
+    for _ in 0..25 {
+        let text = std::fs::read_to_string(format!("/proc/self/fd/{}", file.as_raw_fd()));
+        if text.is_ok_and(|t| names(&t, pid)) {
+            return Some(Holder::Pgbisect { pid });
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let name = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .map(|n| n.trim().to_string())
+        .unwrap_or_else(|_| "?".into());
+    Some(Holder::Other { pid, name })
+}
+
+/// The pid holding an flock on the file whose inode is `ino`, from the
+/// text of `/proc/locks` (`1: FLOCK ADVISORY WRITE PID MAJ:MIN:INO 0 EOF`).
+fn flock_holder(locks: &str, ino: u64) -> Option<u32> {
+    locks.lines().find_map(|line| {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let (kind, pid, id) = (words.get(1)?, words.get(4)?, words.get(5)?);
+        let held_ino: u64 = id.rsplit(':').next()?.parse().ok()?;
+        (*kind == "FLOCK" && held_ino == ino)
+            .then(|| pid.parse().ok())
+            .flatten()
+    })
+}
+
+/// Whether the lock's text `PID START` names the live process `pid` (the
+/// start time, see [`process_start_time`], tells it from a process that
+/// got the same pid later).
+fn names(text: &str, pid: u32) -> bool {
     let mut words = text.split_whitespace();
-    let pid: u32 = words.next()?.parse().ok()?;
-    if !Path::new(&format!("/proc/{pid}")).exists() {
-        return None;
-    }
-    match words.next().and_then(|w| w.parse::<u64>().ok()) {
-        Some(started) if started != 0 => (process_start_time(pid) == Some(started)).then_some(pid),
-        _ => Some(pid),
-    }
+    let named = words.next().and_then(|w| w.parse::<u32>().ok());
+    let started = words.next().and_then(|w| w.parse::<u64>().ok());
+    named == Some(pid) && started.is_some_and(|s| process_start_time(pid) == Some(s))
 }
 
 #[cfg(test)]
@@ -99,35 +183,102 @@ mod tests {
     use super::*;
 
     #[test]
-    fn second_lock_is_refused_and_stale_taken_over() {
+    fn a_second_lock_is_refused_until_the_first_is_dropped() {
         let dir = tempfile::tempdir().unwrap();
         let lock = Lock::acquire(dir.path()).unwrap();
-        // Our own pid counts as a re-entry, so fake a live holder: pid 1.
-        std::fs::write(dir.path().join("lock"), "1").unwrap();
+        let text = std::fs::read_to_string(dir.path().join("lock")).unwrap();
+        assert!(text.starts_with(&format!("{} ", std::process::id())));
+        // flock(2) locks of two opens conflict within one process too.
         let err = Lock::acquire(dir.path()).unwrap_err();
-        assert!(err.to_string().contains("pid 1"), "{err}");
-        std::fs::write(dir.path().join("lock"), "999999999").unwrap();
+        let busy = err.downcast_ref::<Busy>().expect("busy");
+        let me = std::process::id();
+        assert_eq!(busy.holder, Holder::Pgbisect { pid: me });
+        assert!(
+            err.to_string()
+                .contains(&format!("another pgbisect (pid {me})")),
+            "{err}"
+        );
+        drop(lock);
+        assert!(!dir.path().join("lock").exists());
         let again = Lock::acquire(dir.path()).unwrap();
         drop(again);
-        assert!(!dir.path().join("lock").exists());
-        drop(lock);
     }
 
     #[test]
-    fn a_lock_whose_pid_now_belongs_to_another_process_is_stale() {
+    fn a_lock_file_left_behind_is_no_lock() {
         let dir = tempfile::tempdir().unwrap();
-        let init_started = process_start_time(1).unwrap_or(1);
-        // pid 1 as it really started: held.
-        std::fs::write(dir.path().join("lock"), format!("1 {init_started}")).unwrap();
-        assert!(Lock::acquire(dir.path()).is_err());
-        // pid 1, but a process that started at another time: stale.
-        std::fs::write(dir.path().join("lock"), format!("1 {}", init_started + 1)).unwrap();
+        // A crashed holder's text, even naming a live process: no flock.
+        std::fs::write(dir.path().join("lock"), "1").unwrap();
         let lock = Lock::acquire(dir.path()).unwrap();
-        let text = std::fs::read_to_string(dir.path().join("lock")).unwrap();
-        assert!(
-            text.starts_with(&format!("{} ", std::process::id())),
-            "{text}"
-        );
         drop(lock);
+        std::fs::write(dir.path().join("lock"), "").unwrap();
+        Lock::acquire(dir.path()).unwrap();
+    }
+
+    #[test]
+    fn simultaneous_takers_get_it_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let taken: Vec<bool> = std::thread::scope(|s| {
+            let takers: Vec<_> = (0..8)
+                .map(|_| s.spawn(|| Lock::acquire(dir.path()).ok()))
+                .collect();
+            let locks: Vec<_> = takers.into_iter().map(|t| t.join().unwrap()).collect();
+            locks.iter().map(Option::is_some).collect()
+        });
+        assert_eq!(taken.iter().filter(|t| **t).count(), 1, "{taken:?}");
+    }
+
+    #[test]
+    fn a_process_that_is_not_pgbisect_is_named_as_such() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lock");
+        std::fs::write(&path, "1 1").unwrap();
+        let Ok(mut child) = std::process::Command::new("flock")
+            .arg(&path)
+            .args(["sleep", "30"])
+            .spawn()
+        else {
+            return; // no flock(1) here
+        };
+        let waited = std::time::Instant::now();
+        let err = loop {
+            match Lock::acquire(dir.path()) {
+                Ok(lock) => drop(lock),
+                Err(e) => break e,
+            }
+            assert!(waited.elapsed().as_secs() < 10, "flock(1) took no lock");
+            std::fs::write(&path, "1 1").unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        child.kill().ok();
+        child.wait().ok();
+        let said = err.to_string();
+        assert!(
+            said.contains(&format!("locked by process {} (`flock`)", child.id())),
+            "{said}"
+        );
+        assert!(!said.contains("another pgbisect"), "{said}");
+    }
+
+    #[test]
+    fn a_link_planted_as_the_lock_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("precious");
+        std::fs::write(&target, "keep me").unwrap();
+        std::os::unix::fs::symlink(&target, dir.path().join("lock")).unwrap();
+        assert!(Lock::acquire(dir.path()).is_err());
+        std::fs::remove_file(dir.path().join("lock")).unwrap();
+        std::fs::hard_link(&target, dir.path().join("lock")).unwrap();
+        let err = format!("{:#}", Lock::acquire(dir.path()).unwrap_err());
+        assert!(err.contains("2 names"), "{err}");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+    }
+
+    #[test]
+    fn the_holder_is_read_from_proc_locks() {
+        let locks = "1: POSIX  ADVISORY  WRITE 10 fe:00:77 0 EOF\n\
+                     2: FLOCK  ADVISORY  WRITE 4242 fe:00:77 0 EOF\n";
+        assert_eq!(flock_holder(locks, 77), Some(4242));
+        assert_eq!(flock_holder(locks, 78), None);
     }
 }

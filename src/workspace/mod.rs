@@ -125,9 +125,16 @@ impl WorkDir {
             .unwrap_or(current))
     }
 
-    /// The folder of a comparison.
-    pub fn comparison(&self, name: &str) -> PathBuf {
-        self.root.join("compare").join(name)
+    /// The folder of a comparison, made if needed: it and `compare/`
+    /// must be real folders, not links out of the work dir.
+    pub fn comparison(&self, name: &str) -> anyhow::Result<PathBuf> {
+        let all = self.root.join("compare");
+        let dir = all.join(name);
+        for folder in [&all, &dir] {
+            crate::folders::create_dir(folder)
+                .with_context(|| format!("cannot create {}", folder.display()))?;
+        }
+        Ok(dir)
     }
 
     /// Every hunt whose folder holds `file` (e.g. [`RESULT_FILE`]), newest
