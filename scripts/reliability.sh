@@ -304,7 +304,7 @@ EOF
 touch "$work/w2-full.flag"
 hunt "$w" "$work/full.toml"
 full_stops() {
-  refused 4 "no space left on device" && ! grep -q "\"commit\":\"$culprit\",\"prepared\":{\"unbuildable\"" "$w"/hunts/*/journal.jsonl
+  [ "$rc" = 4 ] && grep -qiE "disk full|no space left on device" <<<"$out" && ! grep -q "\"commit\":\"$culprit\",\"prepared\":{\"unbuildable\"" "$w"/hunts/*/journal.jsonl
 }
 probe disk "a build filling the disk ($mounted tmpfs) stops the hunt; the commit is not journaled as unbuildable" full_stops
 rm -f "$work/w2-full.flag" "$w"/installs/*/big
