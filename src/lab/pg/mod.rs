@@ -220,8 +220,11 @@ impl PgLab {
         } else {
             format!("v{version}-")
         };
+        let setup = crate::server::setup_digest(&self.cfg.options)
+            .map(|d| format!("-setup{}", &d[..8]))
+            .unwrap_or_default();
         Ok(format!(
-            "{major}cat{catalog}-ctl{control}-s{}",
+            "{major}cat{catalog}-ctl{control}-s{}{setup}",
             self.cfg.options.scale
         ))
     }
@@ -375,6 +378,12 @@ impl PgLab {
     /// (for a host whose login is root), the placement's rules, the
     /// custom script, a fixed pgbench that must be there.
     pub fn host_request(&self) -> anyhow::Result<host::Request> {
+        let o = &self.cfg.options;
+        anyhow::ensure!(
+            o.scripts.is_empty() && o.setup.is_none(),
+            "a profile with `scripts` or `setup` runs on this machine only for now: \
+             measure it without `--hosts`, or with one `script` and no `setup`"
+        );
         let script =
             match &self.cfg.options.script {
                 Some(path) => Some(std::fs::read_to_string(path).with_context(|| {
