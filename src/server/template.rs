@@ -210,10 +210,16 @@ pub fn setup_digest(options: &PgbenchOptions) -> Option<String> {
     let path = options.setup.as_ref()?;
     let bytes = std::fs::read(path)
         .unwrap_or_else(|e| format!("unreadable {}: {e}", path.display()).into_bytes());
+    Some(digest(&bytes))
+}
+
+/// A digest of `bytes` that stays the same from one build of pgbisect to
+/// the next (64-bit FNV-1a, 16 hex digits): names of folders on disk.
+pub fn digest(bytes: &[u8]) -> String {
     let hash = bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
         (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
     });
-    Some(format!("{hash:016x}"))
+    format!("{hash:016x}")
 }
 
 fn write_log(path: &Path, text: &str) -> Result<(), ServerError> {
@@ -302,4 +308,14 @@ pub fn fresh_copy(template: &DataTemplate, dest: &Path) -> Result<Duration, Serv
     std::fs::rename(&part, dest)
         .map_err(|e| ServerError::io(format!("cannot rename {}", part.display()), e))?;
     Ok(started.elapsed())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn digests_are_fnv1a_and_stable() {
+        assert_eq!(super::digest(b""), "cbf29ce484222325");
+        assert_eq!(super::digest(b"a"), "af63dc4c8601ec8c");
+        assert_ne!(super::digest(b"ab"), super::digest(b"ba"));
+    }
 }
