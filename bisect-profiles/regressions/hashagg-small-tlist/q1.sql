@@ -4,5 +4,5 @@
 SELECT l_returnflag, l_linestatus, sum(l_quantity), sum(l_extendedprice),
        sum(l_extendedprice * (1 - l_discount)), avg(l_quantity), avg(l_discount), count(*)
   FROM lineitem
- WHERE l_shipdate <= date '2000-06-01' - :days
+ WHERE l_shipdate <= date '2000-06-01' - CAST(:days AS int)
  GROUP BY l_returnflag, l_linestatus;
