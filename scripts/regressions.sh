@@ -95,17 +95,23 @@ for i in "${!line_of[@]}"; do
 done
 [ "$at" -ge 0 ] || die "the culprit $culprit is not on the first-parent line of $ref"
 
-# A seeded draw, the same for the same seed on every machine.
-RANDOM=$seed
-draw() { echo $(( (RANDOM * 32768 + RANDOM) % $1 )); }
+# A seeded draw, the same for the same seed on every machine and bash
+# (not $RANDOM: bash reseeds it in every subshell).
+draw() { # N -> 0..N-1 in $drawn
+  local x=$(( (seed * 1103515245 + 12345) % 2147483648 ))
+  x=$(( (x * 1103515245 + 12345) % 2147483648 ))
+  drawn=$(( (x >> 8) % $1 ))
+}
 if [ "$control" = 1 ]; then
   # Ends 1..window commits before the culprit: the culprit is never inside.
-  end=$(( at - 1 - $(draw "$window") ))
+  draw "$window"
+  end=$(( at - 1 - drawn ))
   start=$(( end - window + 1 ))
   want=no-regression
 else
   # The culprit at place 1..window-1 (place 0 is the good end).
-  place=$(( 1 + $(draw $((window - 1))) ))
+  draw $((window - 1))
+  place=$(( 1 + drawn ))
   start=$(( at - place ))
   end=$(( start + window - 1 ))
   want=$culprit
