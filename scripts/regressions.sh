@@ -98,9 +98,11 @@ done
 # A seeded draw, the same for the same seed on every machine and bash
 # (not $RANDOM: bash reseeds it in every subshell).
 draw() { # N -> 0..N-1 in $drawn
-  local x=$(( (seed * 1103515245 + 12345) % 2147483648 ))
-  x=$(( (x * 1103515245 + 12345) % 2147483648 ))
-  drawn=$(( (x >> 8) % $1 ))
+  local x=$(( (seed + 1) * 2654435761 % 4294967296 ))
+  x=$(( x ^ (x >> 13) ))
+  x=$(( x * 1274126177 % 4294967296 ))
+  x=$(( x ^ (x >> 16) ))
+  drawn=$(( x % $1 ))
 }
 if [ "$control" = 1 ]; then
   # Ends 1..window commits before the culprit: the culprit is never inside.
