@@ -8,6 +8,9 @@
 //! are pure; running pgbench lives in [`crate::server`].
 
 pub mod instruments;
+pub mod scripts;
+
+pub use scripts::WeightedScript;
 
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -45,11 +48,13 @@ impl QueryMode {
     }
 }
 
-/// What one run executes: a builtin or a custom script file.
+/// What one run executes: a builtin, a custom script file, or several
+/// weighted ones.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Workload {
     Builtin(Builtin),
     Script(PathBuf),
+    Scripts(Vec<WeightedScript>),
 }
 
 /// A pgbench workload as a profile describes it.
@@ -60,6 +65,14 @@ pub struct PgbenchOptions {
     pub builtin: Option<Builtin>,
     /// Custom script (`-f`); excludes `builtin`.
     pub script: Option<PathBuf>,
+    /// Several scripts with weights (`-f FILE@W`, pgbench 9.6 and later);
+    /// excludes `builtin` and `script`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub scripts: Vec<WeightedScript>,
+    /// SQL run with psql once on the data template after `pgbench -i`
+    /// (tables, functions, `ALTER DATABASE ... SET`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub setup: Option<PathBuf>,
     /// `-M`; prepared when a profile does not say (pgbench's own default
     /// is simple, which mostly measures parsing and planning).
     pub mode: QueryMode,
@@ -87,6 +100,8 @@ impl Default for PgbenchOptions {
         PgbenchOptions {
             builtin: None,
             script: None,
+            scripts: Vec::new(),
+            setup: None,
             mode: QueryMode::Prepared,
             clients: 1,
             threads: None,
@@ -105,6 +120,8 @@ impl Default for PgbenchOptions {
 pub enum OptionsError {
     #[error("both `builtin` and `script` are set: choose one workload")]
     BuiltinAndScript,
+    #[error("`scripts` is set with `builtin` or `script`: choose one workload")]
+    ScriptsAndOther,
     #[error("`{field}` must be at least 1 (got 0)")]
     Zero { field: &'static str },
 }
@@ -114,6 +131,9 @@ impl PgbenchOptions {
     pub fn validate(&self) -> Result<(), OptionsError> {
         if self.builtin.is_some() && self.script.is_some() {
             return Err(OptionsError::BuiltinAndScript);
+        }
+        if !self.scripts.is_empty() && (self.builtin.is_some() || self.script.is_some()) {
+            return Err(OptionsError::ScriptsAndOther);
         }
         let counts = [
             ("clients", Some(self.clients)),
@@ -130,6 +150,9 @@ impl PgbenchOptions {
 
     /// The workload one run executes.
     pub fn workload(&self) -> Workload {
+        if !self.scripts.is_empty() {
+            return Workload::Scripts(self.scripts.clone());
+        }
         match (&self.script, self.builtin) {
             (Some(script), _) => Workload::Script(script.clone()),
             (None, builtin) => Workload::Builtin(builtin.unwrap_or(Builtin::SelectOnly)),
@@ -220,6 +243,13 @@ pub fn run_args(
             args.push("-n".to_string());
             args.push("-f".to_string());
             args.push(absolute(&script).display().to_string());
+        }
+        Workload::Scripts(scripts) => {
+            args.push("-n".to_string());
+            for script in scripts {
+                args.push("-f".to_string());
+                args.push(script.arg());
+            }
         }
     }
     let clients = clients.max(1);
@@ -517,6 +547,41 @@ mod tests {
         assert!(args.iter().position(|a| a == "-M").unwrap() < f);
         assert!(Path::new(&args[f + 1]).is_absolute());
         assert!(args.contains(&"-n".to_string()));
+    }
+
+    #[test]
+    fn weighted_scripts_each_get_their_own_f() {
+        let opts = PgbenchOptions {
+            scripts: vec![
+                WeightedScript::parse("w/a.sql@9").unwrap(),
+                WeightedScript::parse("w/b.sql").unwrap(),
+            ],
+            ..PgbenchOptions::default()
+        };
+        opts.validate().unwrap();
+        let args = run_args(&opts, 1, 3, &conn());
+        let fs: Vec<&String> = args
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i > 0 && args[i - 1] == "-f")
+            .map(|(_, a)| a)
+            .collect();
+        assert_eq!(fs.len(), 2, "{args:?}");
+        assert!(
+            fs[0].ends_with("w/a.sql@9") && fs[0].starts_with('/'),
+            "{fs:?}"
+        );
+        assert!(fs[1].ends_with("w/b.sql"), "{fs:?}");
+        assert!(args.contains(&"-n".to_string()));
+        assert!(
+            args.iter().position(|a| a == "-M").unwrap()
+                < args.iter().position(|a| a == "-f").unwrap()
+        );
+        let both = PgbenchOptions {
+            builtin: Some(Builtin::SelectOnly),
+            ..opts
+        };
+        assert_eq!(both.validate(), Err(OptionsError::ScriptsAndOther));
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! the key and the file, because a typo in a setting silently benchmarks the
 //! wrong thing. Flags on the command line override the profile.
 
-use crate::bench::{Builtin, PgbenchOptions, QueryMode};
+use crate::bench::{Builtin, PgbenchOptions, QueryMode, WeightedScript};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -155,6 +155,15 @@ pub struct BenchmarkSection {
     pub builtin: Option<Builtin>,
     /// A pgbench script file (`-f`), relative to the profile's directory.
     pub script: Option<PathBuf>,
+    /// Several scripts with weights, as pgbench takes them:
+    /// `["lookup.sql@9", "insert.sql@1"]` (`-f lookup.sql@9 -f insert.sql@1`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scripts: Vec<WeightedScript>,
+    /// SQL run once with psql on the data template after `pgbench -i`,
+    /// relative to the profile's directory: tables, functions, and
+    /// `ALTER DATABASE postgres SET ...` for settings of the database.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<PathBuf>,
     /// `simple`, `extended` or `prepared` (`-M`).
     pub mode: Option<QueryMode>,
     pub clients: Option<Clients>,
@@ -220,12 +229,16 @@ impl BenchmarkSection {
     pub fn pgbench_options(&self, clients: u32) -> PgbenchOptions {
         let d = PgbenchOptions::default();
         PgbenchOptions {
-            builtin: self.builtin.or(if self.script.is_none() {
-                Some(Builtin::SelectOnly)
-            } else {
-                None
-            }),
+            builtin: self
+                .builtin
+                .or(if self.script.is_none() && self.scripts.is_empty() {
+                    Some(Builtin::SelectOnly)
+                } else {
+                    None
+                }),
             script: self.script.clone(),
+            scripts: self.scripts.clone(),
+            setup: self.setup.clone(),
             mode: self.mode.unwrap_or(d.mode),
             clients,
             threads: self.threads,
@@ -334,10 +347,12 @@ impl Profile {
                 f.patch = dir.join(&f.patch);
             }
         }
-        if let Some(s) = &mut self.benchmark.script
-            && s.is_relative()
-        {
-            *s = dir.join(&*s);
+        let b = &mut self.benchmark;
+        let scripts = b.scripts.iter_mut().map(|s| &mut s.path);
+        for s in b.script.iter_mut().chain(b.setup.iter_mut()).chain(scripts) {
+            if s.is_relative() {
+                *s = dir.join(&*s);
+            }
         }
     }
 
@@ -355,6 +370,20 @@ impl Profile {
         if b.builtin.is_some() && b.script.is_some() {
             return Err(invalid(
                 "[benchmark] has both `builtin` and `script`: keep one".into(),
+            ));
+        }
+        if !b.scripts.is_empty() && (b.builtin.is_some() || b.script.is_some()) {
+            return Err(invalid(
+                "[benchmark] has `scripts` with `builtin` or `script`: keep one workload \
+                 (a single script is `scripts = [\"a.sql\"]` too)"
+                    .into(),
+            ));
+        }
+        if b.command.is_some() && (!b.scripts.is_empty() || b.setup.is_some()) {
+            return Err(invalid(
+                "[benchmark] has `command` with `scripts` or `setup`, which only pgbench runs use: \
+                 keep one of them"
+                    .into(),
             ));
         }
         if let Some(t) = self.hunt.threshold
@@ -633,6 +662,45 @@ mod tests {
         }
         let fine = format!("[build]\ncommand = \"make\"\ntimeout = 60\n{bench}clients = 4\n");
         Profile::parse(&fine, Path::new("p.toml")).unwrap();
+    }
+
+    #[test]
+    fn weighted_scripts_and_setup_are_anchored_to_the_profile() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("case.toml");
+        std::fs::write(
+            &path,
+            "[benchmark]\nsetup = \"schema.sql\"\nscripts = [\"a.sql@9\", \"b.sql@1\"]\n",
+        )
+        .unwrap();
+        let p = Profile::load(path.to_str().unwrap()).unwrap();
+        let o = p.benchmark.pgbench_options(1);
+        assert_eq!(o.builtin, None);
+        assert_eq!(o.setup, Some(dir.path().join("schema.sql")));
+        assert_eq!(o.scripts.len(), 2);
+        assert_eq!(o.scripts[0].path, dir.path().join("a.sql"));
+        assert_eq!(o.scripts[0].weight, Some(9));
+        o.validate().unwrap();
+    }
+
+    #[test]
+    fn scripts_exclude_the_other_workloads() {
+        let both = "[benchmark]\nscript = \"a.sql\"\nscripts = [\"b.sql@2\"]\n";
+        let err = Profile::parse(both, Path::new("x.toml")).unwrap_err();
+        assert!(err.to_string().contains("keep one workload"), "{err}");
+        let bad = "[benchmark]\nscripts = [\"b.sql@0\"]\n";
+        let err = Profile::parse(bad, Path::new("x.toml")).unwrap_err();
+        assert!(err.to_string().contains("FILE@WEIGHT"), "{err}");
+    }
+
+    #[test]
+    fn profiles_without_the_new_keys_serialize_as_before() {
+        let p = Profile::parse("[benchmark]\nscript = \"a.sql\"\n", Path::new("x.toml")).unwrap();
+        let text = toml::to_string(&p).unwrap();
+        assert!(
+            !text.contains("scripts") && !text.contains("setup"),
+            "{text}"
+        );
     }
 
     #[test]

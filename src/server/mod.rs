@@ -25,7 +25,7 @@ pub use limits::{
 pub use pgbench::{BenchError, run_pgbench, time_limit};
 pub use registry::{process_start_time, reap_leftovers, stop_server_in};
 pub use run_as::{DEFAULT_USER, RunAs, is_root, lookup_user};
-pub use template::{DataTemplate, TemplateSpec, fresh_copy, shares_blocks};
+pub use template::{DataTemplate, TemplateSpec, digest, fresh_copy, setup_digest, shares_blocks};
 
 use crate::bench::{Conn, tail_lines};
 use crate::placement::Pin;
@@ -69,6 +69,11 @@ pub enum ServerError {
         blocked_at: PathBuf,
         who: String,
     },
+    #[error(
+        "the setup SQL {} failed on this commit's server (psql, ON_ERROR_STOP); its last lines:\n{tail}",
+        path.display()
+    )]
+    SetupFailed { path: PathBuf, tail: String },
     #[error("{what}: {source}")]
     Io {
         what: String,
@@ -391,8 +396,10 @@ impl Server {
             ServerError::io(format!("cannot create {}", self.socket_dir.display()), e)
         })?;
         self.run_as.hand_over(&self.socket_dir)?;
+        // The log's folder may be one handed to the server's user (a data
+        // template's folder keeps its server's log).
         if let Some(parent) = self.log.parent() {
-            crate::folders::create_dir(parent)
+            crate::folders::create_dir_for(parent, self.run_as.uid())
                 .map_err(|e| ServerError::io(format!("cannot create {}", parent.display()), e))?;
         }
         std::fs::OpenOptions::new()

@@ -134,19 +134,92 @@ impl DataTemplate {
         .within(super::data_limit(spec.options.scale));
         let init_log = init.run(run_as)?;
         write_log(&self.dir.join("pgbench-init.log"), &init_log)?;
+        if let Some(setup) = &spec.options.setup {
+            self.run_setup(spec, &server, setup)?;
+        }
         server.psql("CHECKPOINT")?;
         server.stop()
     }
 }
 
-/// What the marker records: the `pgbench -i` arguments that made it.
+impl DataTemplate {
+    /// Runs the profile's setup SQL with this commit's own psql, stopping
+    /// at the first error; a copy of the SQL and psql's output stay in the
+    /// template's folder. SQL this version refuses makes
+    /// [`ServerError::SetupFailed`] with psql's words.
+    fn run_setup(
+        &self,
+        spec: &TemplateSpec,
+        server: &super::RunningServer,
+        setup: &Path,
+    ) -> Result<(), ServerError> {
+        let sql = std::fs::read(setup).map_err(|e| {
+            ServerError::io(format!("cannot read the setup SQL {}", setup.display()), e)
+        })?;
+        // A copy the server's user can read, whoever owns the profile.
+        let copy = self.dir.join("setup.sql");
+        crate::files::write(&copy, &sql)
+            .map_err(|e| ServerError::io(format!("cannot write {}", copy.display()), e))?;
+        let mut args: Vec<OsString> = ["-X", "-q", "-v", "ON_ERROR_STOP=1"]
+            .map(OsString::from)
+            .to_vec();
+        args.extend(
+            server
+                .conn("postgres")
+                .host_args()
+                .into_iter()
+                .map(OsString::from),
+        );
+        args.extend([
+            "-d".into(),
+            "postgres".into(),
+            "-f".into(),
+            copy.into_os_string(),
+        ]);
+        let psql = Invocation::new(spec.bin.join("psql"), args);
+        match psql.run(&spec.run_as) {
+            Ok(log) => write_log(&self.dir.join("setup.log"), &log),
+            Err(ServerError::Command { tail, .. }) => Err(ServerError::SetupFailed {
+                path: setup.to_path_buf(),
+                tail,
+            }),
+            Err(other) => Err(other),
+        }
+    }
+}
+
+/// What the marker records: the `pgbench -i` arguments that made it, and
+/// a digest of the setup SQL run after it.
 fn marker_text(options: &PgbenchOptions) -> String {
     let conn = crate::bench::Conn {
         socket_dir: PathBuf::new(),
         port: 0,
         dbname: String::new(),
     };
-    serde_json::json!({ "pgbench_init": init_args(options, &conn) }).to_string()
+    let init = init_args(options, &conn);
+    match setup_digest(options) {
+        None => serde_json::json!({ "pgbench_init": init }).to_string(),
+        Some(digest) => serde_json::json!({ "pgbench_init": init, "setup": digest }).to_string(),
+    }
+}
+
+/// A digest of the setup SQL's text (64-bit FNV-1a, hex), or of the error
+/// reading it; `None` without setup SQL. Templates of different setups
+/// get different folders and markers.
+pub fn setup_digest(options: &PgbenchOptions) -> Option<String> {
+    let path = options.setup.as_ref()?;
+    let bytes = std::fs::read(path)
+        .unwrap_or_else(|e| format!("unreadable {}: {e}", path.display()).into_bytes());
+    Some(digest(&bytes))
+}
+
+/// A digest of `bytes` that stays the same from one build of pgbisect to
+/// the next (64-bit FNV-1a, 16 hex digits): names of folders on disk.
+pub fn digest(bytes: &[u8]) -> String {
+    let hash = bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("{hash:016x}")
 }
 
 fn write_log(path: &Path, text: &str) -> Result<(), ServerError> {
@@ -235,4 +308,14 @@ pub fn fresh_copy(template: &DataTemplate, dest: &Path) -> Result<Duration, Serv
     std::fs::rename(&part, dest)
         .map_err(|e| ServerError::io(format!("cannot rename {}", part.display()), e))?;
     Ok(started.elapsed())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn digests_are_fnv1a_and_stable() {
+        assert_eq!(super::digest(b""), "cbf29ce484222325");
+        assert_eq!(super::digest(b"a"), "af63dc4c8601ec8c");
+        assert_ne!(super::digest(b"ab"), super::digest(b"ba"));
+    }
 }

@@ -87,6 +87,29 @@ pub struct PgLabConfig {
     pub watch: Watch,
 }
 
+/// SQL files initdb runs into every new database: views and functions a
+/// commit can change without a catalog-version bump (32ff26911 changed the
+/// `information_schema.triggers` view so), which the data template must
+/// then not share with its parent.
+const INITDB_SQL: &[&str] = &[
+    "src/backend/catalog/information_schema.sql",
+    "src/backend/catalog/system_views.sql",
+    "src/backend/catalog/system_functions.sql",
+];
+
+/// Eight hex digits of a digest of the [`INITDB_SQL`] files `read` gives
+/// (those missing count as empty).
+fn initdb_sql_digest(
+    read: impl Fn(&str) -> anyhow::Result<Option<Vec<u8>>>,
+) -> anyhow::Result<String> {
+    let mut sql = Vec::new();
+    for file in INITDB_SQL {
+        sql.extend(read(file)?.unwrap_or_default());
+        sql.push(0);
+    }
+    Ok(crate::server::digest(&sql)[..8].to_string())
+}
+
 /// Builds and benchmarks real PostgreSQL commits.
 pub struct PgLab {
     cfg: PgLabConfig,
@@ -193,7 +216,8 @@ impl PgLab {
     }
 
     /// Data-directory format of a commit: major version, catalog and
-    /// control-file versions, read from its headers.
+    /// control-file versions, read from its headers, and a digest of the
+    /// SQL initdb runs into every database.
     fn template_key(&self, commit: &str) -> anyhow::Result<String> {
         let read = |path: &str, name: &str| -> anyhow::Result<String> {
             let text = self
@@ -220,8 +244,12 @@ impl PgLab {
         } else {
             format!("v{version}-")
         };
+        let sql = initdb_sql_digest(|file| Ok(self.repo.read_file(commit, file)?))?;
+        let setup = crate::server::setup_digest(&self.cfg.options)
+            .map(|d| format!("-setup{}", &d[..8]))
+            .unwrap_or_default();
         Ok(format!(
-            "{major}cat{catalog}-ctl{control}-s{}",
+            "{major}cat{catalog}-ctl{control}-sql{sql}-s{}{setup}",
             self.cfg.options.scale
         ))
     }
@@ -375,6 +403,12 @@ impl PgLab {
     /// (for a host whose login is root), the placement's rules, the
     /// custom script, a fixed pgbench that must be there.
     pub fn host_request(&self) -> anyhow::Result<host::Request> {
+        let o = &self.cfg.options;
+        anyhow::ensure!(
+            o.scripts.is_empty() && o.setup.is_none(),
+            "a profile with `scripts` or `setup` runs on this machine only for now: \
+             measure it without `--hosts`, or with one `script` and no `setup`"
+        );
         let script =
             match &self.cfg.options.script {
                 Some(path) => Some(std::fs::read_to_string(path).with_context(|| {
@@ -609,6 +643,27 @@ impl Lab for PgLab {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_change_to_the_initdb_sql_alone_makes_another_template() {
+        let files = |view: &'static str| {
+            move |file: &str| -> anyhow::Result<Option<Vec<u8>>> {
+                Ok(match file {
+                    "src/backend/catalog/information_schema.sql" => Some(view.into()),
+                    "src/backend/catalog/system_views.sql" => Some(b"CREATE VIEW v".to_vec()),
+                    _ => None,
+                })
+            }
+        };
+        let before = initdb_sql_digest(files("PARTITION BY oid")).unwrap();
+        let after = initdb_sql_digest(files("PARTITION BY relname")).unwrap();
+        assert_ne!(before, after);
+        assert_eq!(before.len(), 8);
+        assert_eq!(
+            before,
+            initdb_sql_digest(files("PARTITION BY oid")).unwrap()
+        );
+    }
 
     #[test]
     fn package_versions_from_configure_and_meson() {

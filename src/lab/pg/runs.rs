@@ -171,6 +171,11 @@ pub struct Runs {
     options: PgbenchOptions,
     /// Templates made or found, by their folder.
     templates: HashMap<PathBuf, DataTemplate>,
+    /// Templates whose setup SQL failed, by their folder: the SQL and the
+    /// version are what they were, so every later run fails the same way
+    /// without making the template again. Holds the SQL's path and psql's
+    /// words.
+    failed_setups: HashMap<PathBuf, (PathBuf, String)>,
     /// The template the data directory is a copy of, not yet written to.
     fresh_copy_of: Option<DataTemplate>,
     /// Whether the data folder was checked for copies that share blocks.
@@ -184,6 +189,7 @@ impl Runs {
             machinery,
             options,
             templates: HashMap::new(),
+            failed_setups: HashMap::new(),
             fresh_copy_of: None,
             copies_checked: false,
             totals: LabTotals::default(),
@@ -216,8 +222,20 @@ impl Runs {
         if let Some(t) = self.templates.get(&spec.dir) {
             return Ok(t.clone());
         }
+        if let Some((path, tail)) = self.failed_setups.get(&spec.dir) {
+            let (path, tail) = (path.clone(), tail.clone());
+            return Err(ServerError::SetupFailed { path, tail });
+        }
         let started = Instant::now();
-        let (template, built) = self.machinery.ensure_template(spec)?;
+        let (template, built) = match self.machinery.ensure_template(spec) {
+            Ok(made) => made,
+            Err(ServerError::SetupFailed { path, tail }) => {
+                let failed = (path.clone(), tail.clone());
+                self.failed_setups.insert(spec.dir.clone(), failed);
+                return Err(ServerError::SetupFailed { path, tail });
+            }
+            Err(e) => return Err(e),
+        };
         if built {
             self.totals.setup.templates += 1;
             self.totals.setup.template_seconds += started.elapsed().as_secs_f64();

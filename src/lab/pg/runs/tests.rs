@@ -11,6 +11,8 @@ use std::rc::Rc;
 #[derive(Debug, Default)]
 struct Calls {
     templates_made: u32,
+    /// Templates whose setup SQL was run and failed.
+    setups_failed: u32,
     copies: Vec<PathBuf>,
     starts: u32,
     pgbench: Vec<PathBuf>,
@@ -30,6 +32,7 @@ struct Fake {
     calls: Rc<RefCell<Calls>>,
     tps: f64,
     fail_template: bool,
+    fail_setup: bool,
     fail_starts: u32,
     disk_full: bool,
     fail_output: Option<PathBuf>,
@@ -44,6 +47,13 @@ impl Machinery for Fake {
             return Err(ServerError::BadDataDir {
                 path: spec.dir.clone(),
                 detail: "initdb failed".into(),
+            });
+        }
+        if self.fail_setup {
+            self.calls.borrow_mut().setups_failed += 1;
+            return Err(ServerError::SetupFailed {
+                path: PathBuf::from("/p/schema.sql"),
+                tail: "ERROR:  syntax error at or near \"GENERATED\"".into(),
             });
         }
         self.calls.borrow_mut().templates_made += 1;
@@ -179,6 +189,7 @@ fn fake() -> (Fake, Rc<RefCell<Calls>>) {
         calls: calls.clone(),
         tps: 1234.5,
         fail_template: false,
+        fail_setup: false,
         fail_starts: 0,
         disk_full: false,
         fail_output: None,
@@ -434,4 +445,24 @@ fn a_template_that_cannot_be_made_fails_the_run_before_any_server_starts() {
     assert!(matches!(&outcome, RunOutcome::Failed { reason } if reason.contains("initdb failed")));
     assert_eq!(calls.borrow().starts, 0);
     assert_eq!(runs.totals().runs, 0);
+}
+
+#[test]
+fn setup_sql_that_fails_fails_every_run_of_that_template_with_psqls_words_made_once() {
+    let (mut fake, calls) = fake();
+    fake.fail_setup = true;
+    let mut runs = Runs::new(Box::new(fake), options(Builtin::TpcbLike, 1));
+    for _ in 0..3 {
+        let outcome = run(&mut runs, "/t/a", 1).unwrap();
+        let RunOutcome::Failed { reason } = outcome else {
+            panic!("{outcome:?}")
+        };
+        assert!(
+            reason.contains("setup SQL /p/schema.sql failed"),
+            "{reason}"
+        );
+        assert!(reason.contains("syntax error at or near"), "{reason}");
+    }
+    assert_eq!(calls.borrow().setups_failed, 1);
+    assert_eq!(calls.borrow().starts, 0);
 }

@@ -1,0 +1,2 @@
+\set i random(1, 100000)
+SELECT next_id(:i);
