@@ -207,3 +207,24 @@ impl clap::ValueEnum for ReportFormat {
         })
     }
 }
+
+/// `--format` of a hunt: what it prints at the end. An email is made from
+/// a finished hunt by `pgbisect report --format email` (or sent by the
+/// hunt itself with `--mail-to`), so a hunt does not offer it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct HuntFormat(pub Format);
+
+impl clap::ValueEnum for HuntFormat {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[
+            HuntFormat(Format::Text),
+            HuntFormat(Format::Markdown),
+            HuntFormat(Format::Json),
+        ]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        ReportFormat(self.0).to_possible_value()
+    }
+}

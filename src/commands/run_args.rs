@@ -1,7 +1,7 @@
 //! A hunt's flags, and their copy in the hunt's folder (`command.json`)
 //! that `resume` and `judge` read back.
 
-use super::args::{ReportFormat, TargetArgs};
+use super::args::{HuntFormat, TargetArgs};
 use super::output::write_file;
 use crate::core::posterior::Search;
 use crate::workspace::HuntDir;
@@ -53,7 +53,7 @@ pub struct RunArgs {
     /// What to print at the end: text (72 columns, for the mailing list),
     /// markdown or json.
     #[arg(long, value_enum, default_value_t)]
-    pub format: ReportFormat,
+    pub format: HuntFormat,
     /// Do not measure each culprit against its parent again with
     /// instruments (client sweep, statement latencies, wait events).
     #[arg(long)]
