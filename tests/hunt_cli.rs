@@ -111,6 +111,34 @@ fn bad_revision_is_a_usage_error() {
 }
 
 #[test]
+fn a_failed_hunt_still_writes_its_json() {
+    let (repo, _) = history(&[1000, 900], &[]);
+    let work = tempfile::tempdir().unwrap();
+    let profile = profile(work.path());
+    let json = work.path().join("result.json");
+    let args = [
+        "--good",
+        "no-such-tag",
+        "--bad",
+        "bad",
+        "--profile",
+        profile.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    let out = pgbisect(repo.path(), &work.path().join("w"), &args);
+    assert_code(&out, 2);
+    let body: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(body["outcome"], "failed");
+    assert_eq!(body["exit_code"], 2);
+    assert!(
+        body["reason"].as_str().unwrap().contains("no-such-tag"),
+        "{body}"
+    );
+}
+
+#[test]
 fn good_must_be_an_ancestor_of_bad() {
     let stderr = usage_error(&[1000, 900, 800], "bad", "good");
     assert!(stderr.contains("ancestor"), "{stderr}");

@@ -210,7 +210,8 @@ impl clap::ValueEnum for ReportFormat {
 
 /// `--format` of a hunt: what it prints at the end. An email is made from
 /// a finished hunt by `pgbisect report --format email` (or sent by the
-/// hunt itself with `--mail-to`), so a hunt does not offer it.
+/// hunt itself with `--mail-to`), so a hunt does not offer it; `email` is
+/// still read, hidden, so that the hunt can say where to get one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct HuntFormat(pub Format);
@@ -221,10 +222,16 @@ impl clap::ValueEnum for HuntFormat {
             HuntFormat(Format::Text),
             HuntFormat(Format::Markdown),
             HuntFormat(Format::Json),
+            HuntFormat(Format::Email),
         ]
     }
 
     fn to_possible_value(&self) -> Option<PossibleValue> {
-        ReportFormat(self.0).to_possible_value()
+        let value = ReportFormat(self.0).to_possible_value()?;
+        Some(if self.0 == Format::Email {
+            value.hide(true)
+        } else {
+            value
+        })
     }
 }

@@ -72,15 +72,33 @@ pub(super) fn command(args: &RunArgs) -> anyhow::Result<ExitCode> {
             report: Some(done.hunt.report_text()),
             work_dir,
         }),
-        Err(err) => notifier.deliver_and_warn(&HuntEnd {
-            ending: Ending::Failed(&format!("{err:#}")),
-            exit_code: super::exit_code_for(err),
-            result: None,
-            report: None,
-            work_dir,
-        }),
+        Err(err) => {
+            write_failure(args.json.as_deref(), err);
+            notifier.deliver_and_warn(&HuntEnd {
+                ending: Ending::Failed(&format!("{err:#}")),
+                exit_code: super::exit_code_for(err),
+                result: None,
+                report: None,
+                work_dir,
+            })
+        }
     }
     result.map(|done| ExitCode::from(done.exit_code))
+}
+
+/// A hunt that failed still leaves its `--json`, so that a cron wrapper
+/// reading it finds why: `{"outcome": "failed", "reason": ..., "exit_code": N}`.
+/// A path that cannot be written is said on stderr, beside the error itself.
+fn write_failure(json: Option<&Path>, err: &anyhow::Error) {
+    let Some(path) = json else { return };
+    let body = serde_json::json!({
+        "outcome": "failed",
+        "reason": format!("{err:#}"),
+        "exit_code": super::exit_code_for(err),
+    });
+    if let Err(e) = write_output_file(path, &format!("{body:#}\n")) {
+        eprintln!("pgbisect: warning: {e:#}");
+    }
 }
 
 fn run_hunt(
