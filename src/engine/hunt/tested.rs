@@ -35,7 +35,8 @@ pub(super) fn with_confirmed(
         } else if drops.iter().any(|&(good, _)| good == t.position) {
             t.judgement = Judgement::GoodLike;
         }
-        let after = drops.iter().rev().find(|&&(_, bad)| bad <= t.position);
+        // A culprit itself was judged for its own drop, confirmed above.
+        let after = drops.iter().rev().find(|&&(_, bad)| bad < t.position);
         let before_another = drops.iter().any(|&(_, bad)| bad > t.position);
         if let (Some(&(_, bad)), true) = (after, before_another)
             && matches!(t.judgement, Judgement::GoodLike | Judgement::BadLike)
@@ -135,6 +136,7 @@ mod tests {
     fn a_commit_between_two_drops_says_which_level_it_was_judged_against() {
         let list = vec![
             tested(2, Judgement::GoodLike),
+            tested(4, Judgement::BadLike),
             tested(6, Judgement::GoodLike),
             tested(12, Judgement::BadLike),
         ];
@@ -147,6 +149,7 @@ mod tests {
         assert_eq!(
             notes,
             [
+                None,
                 None,
                 Some(between),
                 None,
