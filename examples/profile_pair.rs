@@ -74,7 +74,7 @@ impl Sampler for Keeping {
     fn record(&self, req: &Request) -> anyhow::Result<Result<String, Unavailable>> {
         let recorded = PerfSampler::default().record(req)?;
         if let (Some(dir), Ok(text)) = (&self.dir, &recorded) {
-            pgbisect::files::create_dir(dir)?;
+            pgbisect::folders::create_dir(dir)?;
             pgbisect::files::write(&dir.join(&self.name), text)?;
         }
         Ok(recorded)
@@ -108,7 +108,7 @@ fn main() -> anyhow::Result<()> {
     else {
         bail!("give --repo, --before, --after and --work-dir (or --table-of DIR)");
     };
-    pgbisect::files::create_dir(work)?;
+    pgbisect::folders::create_dir(work)?;
     let run_as = RunAs::resolve(None)?;
     let options = PgbenchOptions {
         scale: args.scale,

@@ -150,37 +150,6 @@ pub fn explain(path: &Path, err: io::Error) -> io::Error {
     }
 }
 
-/// Creates the folder `dir` (and its parents) if needed, and checks that
-/// it is a real folder, not a symbolic link to one.
-pub fn create_dir(dir: &Path) -> io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    let meta = std::fs::symlink_metadata(dir)?;
-    if meta.file_type().is_symlink() {
-        return Err(io::Error::other(format!(
-            "{} is a symbolic link; pgbisect does not follow links in its work dir: remove it",
-            dir.display()
-        )));
-    }
-    Ok(())
-}
-
-/// Checks that `dir` belongs to the user pgbisect runs as: as root, a work
-/// dir another user owns could hold links and files of that user's choice.
-pub fn check_owner(dir: &Path) -> io::Result<()> {
-    let meta = std::fs::symlink_metadata(dir)?;
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
-    if meta.uid() != me {
-        return Err(io::Error::other(format!(
-            "{} belongs to another user (uid {}), not to the user pgbisect runs as (uid {me}); \
-             give a work dir of your own with --work-dir",
-            dir.display(),
-            meta.uid()
-        )));
-    }
-    Ok(())
-}
-
 /// Most of a command's output kept (and read back), in bytes: its first
 /// and last halves, which hold what a failure and a result print.
 pub const KEEP_OUTPUT: u64 = 1 << 20;
@@ -279,25 +248,6 @@ mod tests {
             "{kept}"
         );
         assert_eq!(std::fs::read_to_string(&out).unwrap(), kept);
-    }
-
-    #[test]
-    fn a_linked_folder_is_refused_and_a_foreign_one_named() {
-        let tmp = tempfile::tempdir().unwrap();
-        let elsewhere = tmp.path().join("elsewhere");
-        std::fs::create_dir(&elsewhere).unwrap();
-        let hunts = tmp.path().join("hunts");
-        symlink(&elsewhere, &hunts).unwrap();
-        let err = create_dir(&hunts).unwrap_err().to_string();
-        assert!(err.contains("is a symbolic link"), "{err}");
-        create_dir(&tmp.path().join("a/b")).unwrap();
-        check_owner(tmp.path()).unwrap();
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } == 0 {
-            std::os::unix::fs::chown(&elsewhere, Some(65534), None).unwrap();
-            let err = check_owner(&elsewhere).unwrap_err().to_string();
-            assert!(err.contains("belongs to another user (uid 65534)"), "{err}");
-        }
     }
 
     #[test]
