@@ -49,6 +49,20 @@ pub fn write_output(path: &Path, contents: impl AsRef<[u8]>) -> io::Result<()> {
     write(path, contents)
 }
 
+/// [`write`], the error naming the file: a file of the work dir (a link
+/// planted there is replaced).
+pub fn write_file(path: &Path, body: &str) -> anyhow::Result<()> {
+    use anyhow::Context;
+    write(path, body).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// [`write_output`], the error naming the file: a file at a path the
+/// user named (a link there is refused).
+pub fn write_output_file(path: &Path, body: &str) -> anyhow::Result<()> {
+    use anyhow::Context;
+    write_output(path, body).with_context(|| format!("cannot write {}", path.display()))
+}
+
 /// Checks that `path`, named by the user for pgbisect to write, is not a
 /// symbolic link nor anything but a plain file.
 pub fn check_output(path: &Path) -> io::Result<()> {

@@ -43,6 +43,8 @@ const FLOORS: &[(&str, &[&str])] = &[
             "build",
             "hosts",
             "lab::pg",
+            "lab::open",
+            "lab::held",
             "lab::command",
             "lab::replay",
             "lab::pool",

@@ -2,19 +2,14 @@
 //! several client counts, the runs of the two sides alternating.
 
 use super::args::LabArgs;
-use super::lab::{make_lab_on, why_lab};
-use super::output::{check_writable_file, write_file, write_output_file};
-use super::plan::{Plan, load_profile};
+use super::output::{check_writable_file, write_output_file};
+use super::plan::{choices, load_profile};
 use crate::core::decide::DecisionConfig;
-use crate::engine::compare::{CompareReport, chart_series, measure, table};
-use crate::engine::hunt::HuntConfig;
-use crate::engine::why::{self, WhyPlan};
+use crate::engine::compare::table;
+use crate::engine::session::compare::{self, Bench, CompareAsk, Compared, SideB};
 use crate::error::UsageError;
-use crate::model::Commit;
-use crate::repo::{Repo, WorkTree, as_git_diff};
-use anyhow::Context;
 use clap::Args;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// `pgbisect compare`.
@@ -94,107 +89,47 @@ pub(super) fn command(args: &CompareArgs) -> anyhow::Result<ExitCode> {
             check_writable_file(path, flag)?;
         }
     }
-    let lab_args = &args.lab;
-    let repo_dir = lab_args.repo_dir();
-    let repo = Repo::open(&repo_dir)?;
-    let a_named = repo.resolve_name(&args.a)?;
-    let a = a_named.commit.clone();
-    let work = lab_args.work_dir()?;
-    let _lock = work.create_and_lock()?;
-    let (b, b_label) = side_b(&repo, &work.checkout(), &a, args)?;
-    let plan = Plan {
-        profile: load_profile(lab_args)?,
-        config: HuntConfig {
-            decision,
-            clients: args.clients[0],
-            ..Default::default()
-        },
-        good: a.clone(),
-        bad: b.clone(),
-        resolution: vec![],
-        release: None,
+    let b = match (&args.b, &args.patch) {
+        (_, Some(patch)) => SideB::Patch(patch),
+        (Some(b_rev), None) => SideB::Rev(b_rev),
+        (None, None) => return Err(UsageError("give B or --patch FILE".into()).into()),
+    };
+    let ask = CompareAsk {
+        a: &args.a,
+        b,
+        clients: &args.clients,
+        runs: args.runs,
+        decision,
+        why_runs: args.why.then_some(args.why_args.why_runs),
+        hosts: args.on.wanted(),
+    };
+    let done = compare::run(bench(&args.lab)?, &ask)?;
+    write_outputs(&done, args)?;
+    Ok(print(&done))
+}
+
+/// Where the comparison measures, from the lab flags.
+fn bench(lab: &LabArgs) -> anyhow::Result<Bench> {
+    let (repo_dir, work) = (lab.repo_dir(), lab.work_dir()?);
+    Ok(Bench {
         repo_dir,
         work,
-    };
-    let settings = serde_json::to_string(&(&args.clients, &plan.profile))
-        .context("cannot encode the comparison's settings")?;
-    let out_dir = plan.work.comparison(&format!(
-        "{}-{}-{}",
-        a.short(),
-        b.short(),
-        &crate::core::fingerprint::fingerprint(&settings)[..8]
-    ))?;
-    crate::proc::install_signal_handlers().context("cannot install the signal handlers")?;
-    let watch = crate::machine::steady::Watch::default();
-    let name = format!("compare-{}", file_name(&out_dir));
-    let held = super::hosts::take(
-        &args.on,
-        &plan.profile,
-        (&plan.work, &name, "comparison"),
-        crate::progress::for_stderr().as_mut(),
-    )?;
-    let mut lab = make_lab_on(
-        &plan,
-        (lab_args, &watch),
-        &out_dir.join("runs"),
-        held.as_ref().map(|h| (h, "")),
-    )?;
-    let a_label = a_named.label();
-    let rows = measure(
-        lab.as_mut(),
-        [(&a, "A"), (&b, "B")],
-        &args.clients,
-        args.runs,
-        &decision,
-        &mut |line| eprintln!("{line}"),
-    )?;
-    let why = if args.why {
-        let why_plan = WhyPlan {
-            clients: args.clients.clone(),
-            runs: args.why_args.why_runs,
-            main_clients: args.clients[0],
-            first_run: 10_000,
-        };
-        eprintln!(
-            "why: B against A again with instruments at {} clients, {} runs a side each",
-            super::why::list(&why_plan.clients),
-            why_plan.runs
-        );
-        let mut profiled = why_lab(&plan, lab_args, &out_dir.join("runs"), &watch)?;
-        let no_profile = profiled.no_profile.take();
-        let why_lab = profiled.lab.as_deref_mut().unwrap_or(lab.as_mut());
-        let built = why_lab.totals();
-        let mut lines = crate::progress::LogLines::new();
-        let mut found = why::measure(why_lab, &a, &b, &why_plan, &mut |_| true, &mut lines)?;
-        super::why::compare_profiles(
-            &mut found,
-            &out_dir.join("why-profile"),
-            no_profile.as_deref(),
-        );
-        super::why::note_builds(&mut found, &built, &why_lab.totals());
-        Some(found)
-    } else {
-        None
-    };
-    let report = CompareReport {
-        a,
-        b,
-        a_label,
-        b_label,
-        threshold: decision.threshold,
-        measurement: lab.describe(),
-        measured_on: held.as_ref().map(|h| h.describe()),
-        rows,
-        why,
-    };
-    write_outputs(&report, &out_dir, args)?;
-    print!("{}", table(&report));
+        profile: load_profile(lab)?,
+        choices: choices(lab),
+    })
+}
+
+/// Prints the table (and the why-runs); the exit code: an error when a
+/// side has no result at some client count.
+fn print(done: &Compared) -> ExitCode {
+    let report = &done.report;
+    print!("{}", table(report));
     if let Some(why) = &report.why {
         print!("\n{}", crate::report::why_text(why));
     }
     let missing = report.sides_without_results();
     if missing.is_empty() {
-        return Ok(ExitCode::SUCCESS);
+        return ExitCode::SUCCESS;
     }
     let places: Vec<String> = missing
         .iter()
@@ -203,15 +138,20 @@ pub(super) fn command(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     eprintln!(
         "pgbisect: no run gave a result for {}: see the run failures above and the logs under {}",
         places.join(", "),
-        out_dir.join("runs").display()
+        done.out_dir.join("runs").display()
     );
-    Ok(ExitCode::from(crate::error::EXIT_RUNTIME_ERROR))
+    ExitCode::from(crate::error::EXIT_RUNTIME_ERROR)
 }
 
-/// The last part of `path`, as text.
-fn file_name(path: &Path) -> String {
-    path.file_name()
-        .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+/// The result and the chart where `--json` and `--chart` ask.
+fn write_outputs(done: &Compared, args: &CompareArgs) -> anyhow::Result<()> {
+    let (json, svg) = compare::outputs(&done.report)?;
+    for (path, body) in [(&args.json, &json), (&args.chart, &svg)] {
+        if let Some(path) = path {
+            write_output_file(path, body)?;
+        }
+    }
+    Ok(())
 }
 
 /// The decision settings from the flags, which are checked first.
@@ -235,73 +175,6 @@ fn decision_config(args: &CompareArgs) -> anyhow::Result<DecisionConfig> {
         threshold: threshold_pct / 100.0,
         ..DecisionConfig::default()
     })
-}
-
-/// B: a commit of the repository, or A with the patch applied.
-fn side_b(
-    repo: &Repo,
-    checkout: &Path,
-    a: &Commit,
-    args: &CompareArgs,
-) -> anyhow::Result<(Commit, String)> {
-    match (&args.b, &args.patch) {
-        (_, Some(patch)) => patched(repo, checkout, (a, &args.a), patch),
-        (Some(b_rev), None) => {
-            let b = repo.resolve_name(b_rev)?;
-            Ok((b.commit.clone(), b.label()))
-        }
-        (None, None) => Err(UsageError("give B or --patch FILE".into()).into()),
-    }
-}
-
-/// A's commit with the patch applied, made in the work dir's private repository.
-fn patched(
-    repo: &Repo,
-    checkout: &Path,
-    (a, a_rev): (&Commit, &str),
-    patch: &Path,
-) -> anyhow::Result<(Commit, String)> {
-    let text = std::fs::read(patch)
-        .map_err(|e| UsageError(format!("cannot read the patch {}: {e}", patch.display())))?;
-    let name = patch
-        .file_name()
-        .map_or_else(|| "patch".into(), |n| n.to_string_lossy().into_owned());
-    let text = as_git_diff(&text);
-    let worktree = WorkTree::open_or_create(repo, checkout)?;
-    let message = format!("{} + {name}", a.subject);
-    let id = worktree
-        .commit_with_patch(&a.id, &text, &message)?
-        .ok_or_else(|| {
-            UsageError(format!(
-                "the patch {} does not apply to {} (a patch from git diff, git format-patch or diff -u, applied as with -p1, is expected)",
-                patch.display(),
-                a.short()
-            ))
-        })?;
-    let label = format!("{a_rev}+{name}");
-    let commit = Commit {
-        id,
-        subject: message,
-        author: a.author.clone(),
-        date: a.date.clone(),
-    };
-    Ok((commit, label))
-}
-
-fn write_outputs(report: &CompareReport, out_dir: &Path, args: &CompareArgs) -> anyhow::Result<()> {
-    crate::folders::create_dir(out_dir)
-        .with_context(|| format!("cannot create {}", out_dir.display()))?;
-    let json = serde_json::to_string_pretty(report).context("cannot encode the comparison")?;
-    let title = format!("{} against {}", report.b_label, report.a_label);
-    let svg = crate::report::chart::compare_chart(&title, &chart_series(report));
-    write_file(&out_dir.join("result.json"), &json)?;
-    write_file(&out_dir.join("chart.svg"), &svg)?;
-    for (path, body) in [(&args.json, &json), (&args.chart, &svg)] {
-        if let Some(path) = path {
-            write_output_file(path, body)?;
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -3,17 +3,14 @@
 
 use super::args::TargetArgs;
 use super::hosts::HostArgs;
-use super::lab::make_lab_on;
 use super::output::write_output_file;
-use super::plan::{Plan, resolve_plan};
+use super::plan::resolve_plan;
 use crate::core::stats;
-use crate::engine::judge::{HuntRuns, Judgement, Verdict, judge, on_host};
-use crate::error::UsageError;
-use crate::journal::Journal;
-use crate::profile::Profile;
+use crate::engine::judge::{HuntRuns, Judgement, Verdict, on_host};
+use crate::engine::session::judge;
+use crate::model::Commit;
 use crate::repo::Repo;
 use crate::workspace::{COMMAND_FILE, HuntDir, WorkDir};
-use anyhow::Context;
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -86,85 +83,68 @@ fn run(args: &JudgeArgs) -> anyhow::Result<u8> {
     }
     let repo = Repo::open(&target.lab.repo_dir())?;
     let commit = repo.resolve(&args.commit)?;
-    // The hunt's good end is where a release off --bad's line left it.
-    let (want_good, want_bad) = match (&target.good, &target.bad) {
-        (Some(good), Some(bad)) => {
-            let ends = repo.endpoints(good, bad)?;
-            (Some(ends.start.id), Some(ends.bad.commit.id))
-        }
-        (good, bad) => {
-            let want = |rev: &Option<String>| -> anyhow::Result<Option<String>> {
-                Ok(match rev {
-                    Some(r) => Some(repo.resolve(r)?.id),
-                    None => None,
-                })
-            };
-            (want(good)?, want(bad)?)
-        }
-    };
+    let (want_good, want_bad) = wanted_ends(&repo, &target)?;
     let work = target.lab.work_dir()?;
-    let (hunt_dir, hunt) = find_hunt(&work, &want_good, &want_bad, target.clients)?;
-    let references = hunt.references();
-    if references.is_empty() {
-        return Err(UsageError(format!(
-            "the hunt in {} has fewer than two runs of an endpoint: let it run longer",
-            hunt_dir.dir().display()
-        ))
-        .into());
-    }
+    let (hunt_dir, hunt) = judge::hunt_to_judge(&work, (&want_good, &want_bad), target.clients)?;
     target.good = Some(hunt.good.clone());
     target.bad = Some(hunt.bad.clone());
     target.lab.work_dir = Some(work.root().to_path_buf());
     target.clients = target.clients.or(hunt.clients);
     let mut plan = resolve_plan(&target, false)?;
     if target.lab.profile.is_none() {
-        use_saved_profile(&mut plan, &target, &hunt_dir.profile())?;
+        let flags = (target.threshold, target.max_runs);
+        judge::use_saved_profile(&mut plan, flags, &hunt_dir.profile())?;
     }
-    let _lock = work.create_and_lock()?;
-    crate::proc::install_signal_handlers().context("cannot install the signal handlers")?;
-    let held = super::hosts::take(
-        &hosts_of(args, &hunt_dir),
-        &plan.profile,
-        (&work, &hunt_dir.name, "judgement"),
-        crate::progress::for_stderr().as_mut(),
-    )?;
-    let mut lab = make_lab_on(
-        &plan,
-        (&target.lab, &crate::machine::steady::Watch::default()),
-        &hunt_dir.judge_runs(),
-        held.as_ref().map(|h| (h, "judge-")),
-    )?;
-    check_hosts(&lab.hosts(), &references)?;
-    let cfg = plan.config.decision;
-    let judged = judge(
-        lab.as_mut(),
-        &commit,
-        &references,
-        &cfg,
-        (plan.config.clients, hunt.last_run, hunt.seconds),
-    )?;
-    let (code, word) = match &judged.verdict {
-        Verdict::GoodLike => (EXIT_GOOD, "good-like"),
-        Verdict::BadLike => (EXIT_BAD, "bad-like"),
-        Verdict::Unsure => (EXIT_SKIP, "unsure"),
-        Verdict::Unbuildable(reason) => {
-            eprintln!("{}: cannot be built: {reason}", commit.short());
-            return Ok(EXIT_SKIP);
-        }
-        Verdict::RunFailed(reason) => {
-            eprintln!("{}: a run failed: {reason}", commit.short());
-            return Ok(EXIT_SKIP);
-        }
+    let hosts = hosts_of(args, &hunt_dir).wanted();
+    let judged = judge::run(&plan, &commit, (&hunt_dir, &hunt), &hosts)?;
+    let Some((code, word)) = verdict(&judged.judgement, &commit) else {
+        return Ok(EXIT_SKIP);
     };
-    let measured_on = held.as_ref().map(|h| h.describe());
     let said = Said {
         commit: &commit.id,
         word,
-        judged: &judged,
-        measured_on: measured_on.as_deref(),
+        judged: &judged.judgement,
+        measured_on: judged.measured_on.as_deref(),
     };
     report(&said, &hunt, args.json.as_deref())?;
     Ok(code)
+}
+
+/// The hunt's endpoints to judge against, each when given: the good end
+/// is where a release off --bad's line left it.
+fn wanted_ends(
+    repo: &Repo,
+    target: &TargetArgs,
+) -> anyhow::Result<(Option<String>, Option<String>)> {
+    if let (Some(good), Some(bad)) = (&target.good, &target.bad) {
+        let ends = repo.endpoints(good, bad)?;
+        return Ok((Some(ends.start.id), Some(ends.bad.commit.id)));
+    }
+    let want = |rev: &Option<String>| -> anyhow::Result<Option<String>> {
+        Ok(match rev {
+            Some(r) => Some(repo.resolve(r)?.id),
+            None => None,
+        })
+    };
+    Ok((want(&target.good)?, want(&target.bad)?))
+}
+
+/// The exit code and word of a verdict; `None` (a skip, said on stderr)
+/// when the commit could not be built or run.
+fn verdict(judged: &Judgement, commit: &Commit) -> Option<(u8, &'static str)> {
+    match &judged.verdict {
+        Verdict::GoodLike => Some((EXIT_GOOD, "good-like")),
+        Verdict::BadLike => Some((EXIT_BAD, "bad-like")),
+        Verdict::Unsure => Some((EXIT_SKIP, "unsure")),
+        Verdict::Unbuildable(reason) => {
+            eprintln!("{}: cannot be built: {reason}", commit.short());
+            None
+        }
+        Verdict::RunFailed(reason) => {
+            eprintln!("{}: a run failed: {reason}", commit.short());
+            None
+        }
+    }
 }
 
 /// The hosts to measure on: those given, or else those the hunt was
@@ -176,95 +156,10 @@ fn hosts_of(args: &JudgeArgs, hunt_dir: &HuntDir) -> HostArgs {
     super::run_args::load(hunt_dir).map_or_else(|_| HostArgs::default(), |run| run.on)
 }
 
-/// Each run is judged against its own host's levels: the hosts that
-/// measure now must be among those the hunt measured on.
-fn check_hosts(
-    hosts: &[String],
-    references: &[(Option<String>, crate::core::decide::Reference)],
-) -> anyhow::Result<()> {
-    let now: Vec<Option<String>> = if hosts.is_empty() {
-        vec![None]
-    } else {
-        hosts.iter().cloned().map(Some).collect()
-    };
-    if now.iter().any(|h| references.iter().any(|(r, _)| r == h)) {
-        return Ok(());
-    }
-    let name = |h: &Option<String>| h.clone().unwrap_or_else(|| "this machine".into());
-    let names =
-        |hs: &mut dyn Iterator<Item = &Option<String>>| hs.map(name).collect::<Vec<_>>().join(", ");
-    let then = names(&mut references.iter().map(|(h, _)| h));
-    Err(UsageError(format!(
-        "the hunt's endpoints were measured on {then}, and a run is judged only against \
-         its own host's levels: judge on {} measures where the hunt has none\n\
-         hint: measure where the hunt did ({})",
-        names(&mut now.iter()),
-        if references.iter().any(|(h, _)| h.is_none()) {
-            "this machine: drop --hosts/--slurm".to_string()
-        } else {
-            format!(
-                "--hosts {}, or --slurm with the same nodes",
-                then.replace(", ", ",")
-            )
-        }
-    ))
-    .into())
-}
-
 /// The repository the newest hunt in `work` ran in, as it saved it.
 fn hunts_repo(work: &WorkDir) -> Option<PathBuf> {
     let hunt = work.choose_hunt(None, COMMAND_FILE).ok()?;
     super::run_args::load(&hunt).ok()?.target.lab.repo
-}
-
-/// Measures with the profile the hunt used, when it was kept: its build
-/// and benchmark, and its decision settings unless given as flags.
-fn use_saved_profile(plan: &mut Plan, target: &TargetArgs, path: &Path) -> anyhow::Result<()> {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return Ok(());
-    };
-    let profile: Profile = serde_json::from_str(&text)
-        .with_context(|| format!("cannot read the hunt's profile {}", path.display()))?;
-    let decision = &mut plan.config.decision;
-    if let (None, Some(t)) = (target.threshold, profile.hunt.threshold) {
-        decision.threshold = t / 100.0;
-    }
-    if let (None, Some(m)) = (target.max_runs, profile.hunt.max_runs) {
-        decision.max_runs = m.max(decision.min_runs);
-    }
-    plan.profile = profile;
-    Ok(())
-}
-
-/// The newest hunt in `work` with these endpoints and clients (each when
-/// given), and its endpoints' runs.
-fn find_hunt(
-    work: &WorkDir,
-    want_good: &Option<String>,
-    want_bad: &Option<String>,
-    clients: Option<u32>,
-) -> anyhow::Result<(HuntDir, HuntRuns)> {
-    let matches = |w: &Option<String>, id: &str| w.as_deref().is_none_or(|w| w == id);
-    for hunt_dir in work.journals()? {
-        let Some(hunt) = HuntRuns::from_events(&Journal::load(&hunt_dir.journal())?) else {
-            continue;
-        };
-        let same_clients = clients.is_none() || hunt.clients == clients;
-        if matches(want_good, &hunt.good) && matches(want_bad, &hunt.bad) && same_clients {
-            return Ok((hunt_dir, hunt));
-        }
-    }
-    let filtered = want_good.is_some() || want_bad.is_some() || clients.is_some();
-    Err(UsageError(format!(
-        "no hunt{} in {}: run a hunt first (pgbisect --good A --bad B ...)",
-        if filtered {
-            " with these --good/--bad/--clients"
-        } else {
-            ""
-        },
-        work.hunts_display()
-    ))
-    .into())
 }
 
 /// What judge says of a commit.
@@ -294,26 +189,7 @@ fn report(said: &Said, hunt: &HuntRuns, json: Option<&Path>) -> anyhow::Result<(
         said.word,
         levels(own, tps.len(), (good, bad))
     );
-    let mut hosts: Vec<Option<String>> = Vec::new();
-    for h in &said.judged.hosts {
-        if !hosts.contains(h) {
-            hosts.push(h.clone());
-        }
-    }
-    let per_host: Vec<serde_json::Value> = hosts
-        .iter()
-        .filter_map(|h| Some((h.as_ref()?, h)))
-        .map(|(name, h)| {
-            let runs = on_host(tps, &said.judged.hosts, h);
-            let (good, bad) = hunt.on_host(h);
-            let (own, good, bad) = (median(&runs), median(&good), median(&bad));
-            println!("  on {name}: {}", levels(own, runs.len(), (good, bad)));
-            serde_json::json!({
-                "host": name, "median_tps": own, "runs": runs.len(),
-                "good_median_tps": good, "bad_median_tps": bad,
-            })
-        })
-        .collect();
+    let per_host = per_host(said, hunt);
     if let Some(on) = said.measured_on {
         println!("measured on {on}");
     }
@@ -335,37 +211,28 @@ fn report(said: &Said, hunt: &HuntRuns, json: Option<&Path>) -> anyhow::Result<(
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::core::decide::Reference;
-
-    fn reference() -> Reference {
-        Reference {
-            good_log_level: 7.0,
-            good_runs: 3,
-            bad_log_level: 6.8,
-            bad_runs: 3,
-            log_sigma: 0.01,
+/// Each host's medians, printed, and as JSON.
+fn per_host(said: &Said, hunt: &HuntRuns) -> Vec<serde_json::Value> {
+    let median = |v: &[f64]| stats::median(v);
+    let tps = &said.judged.tps;
+    let mut hosts: Vec<Option<String>> = Vec::new();
+    for h in &said.judged.hosts {
+        if !hosts.contains(h) {
+            hosts.push(h.clone());
         }
     }
-
-    #[test]
-    fn runs_are_made_only_where_the_hunt_has_levels() {
-        let on = |names: &[&str]| -> Vec<(Option<String>, Reference)> {
-            names
-                .iter()
-                .map(|n| (Some(n.to_string()), reference()))
-                .collect()
-        };
-        let hunt_hosts = on(&["a", "b"]);
-        check_hosts(&["b".into(), "c".into()], &hunt_hosts).unwrap();
-        let err = check_hosts(&[], &hunt_hosts).unwrap_err().to_string();
-        assert!(err.contains("measured on a, b"), "{err}");
-        assert!(err.contains("--hosts a,b"), "{err}");
-        let here = vec![(None, reference())];
-        check_hosts(&[], &here).unwrap();
-        let err = check_hosts(&["a".into()], &here).unwrap_err().to_string();
-        assert!(err.contains("drop --hosts/--slurm"), "{err}");
-    }
+    hosts
+        .iter()
+        .filter_map(|h| Some((h.as_ref()?, h)))
+        .map(|(name, h)| {
+            let runs = on_host(tps, &said.judged.hosts, h);
+            let (good, bad) = hunt.on_host(h);
+            let (own, good, bad) = (median(&runs), median(&good), median(&bad));
+            println!("  on {name}: {}", levels(own, runs.len(), (good, bad)));
+            serde_json::json!({
+                "host": name, "median_tps": own, "runs": runs.len(),
+                "good_median_tps": good, "bad_median_tps": bad,
+            })
+        })
+        .collect()
 }

@@ -13,7 +13,6 @@ mod host_run;
 mod hosts;
 mod hunt;
 mod judge;
-mod lab;
 mod output;
 mod plan;
 mod profiles;

@@ -1,8 +1,7 @@
-//! The files a command writes, and the check that a path given for one
-//! can take it, made before hours of measuring.
+//! The files a command writes (through [`crate::files`]), and the check
+//! that a path given for one can take it, made before hours of measuring.
 
 use crate::error::UsageError;
-use anyhow::Context;
 use std::path::Path;
 
 /// Fails at once, before hours of measuring, when `path` cannot take a
@@ -27,16 +26,7 @@ pub(super) fn check_writable_file(path: &Path, flag: &str) -> anyhow::Result<()>
     .into())
 }
 
-/// Writes a file of the work dir (a link planted there is replaced).
-pub(super) fn write_file(path: &Path, body: &str) -> anyhow::Result<()> {
-    crate::files::write(path, body).with_context(|| format!("cannot write {}", path.display()))
-}
-
-/// Writes a file at a path the user named (a link there is refused).
-pub(super) fn write_output_file(path: &Path, body: &str) -> anyhow::Result<()> {
-    crate::files::write_output(path, body)
-        .with_context(|| format!("cannot write {}", path.display()))
-}
+pub(super) use crate::files::{write_file, write_output_file};
 
 #[cfg(test)]
 mod tests {

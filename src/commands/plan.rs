@@ -5,14 +5,12 @@ use super::args::{LabArgs, TargetArgs};
 use crate::core::decide::DecisionConfig;
 use crate::engine::hunt::HuntConfig;
 use crate::engine::release_check::Sides;
+pub(super) use crate::engine::session::Plan;
 use crate::error::UsageError;
-use crate::model::Commit;
+use crate::lab::open::LabChoices;
 use crate::profile::{Profile, RunLength};
 use crate::repo::Repo;
-use crate::report::findings::EndpointResolution;
 use crate::server::{RunAs, ServerError};
-use crate::workspace::WorkDir;
-use std::path::PathBuf;
 
 /// The profile named by `--profile`, or the default one, with the user
 /// that is to run PostgreSQL (`--run-as`, or the profile's) checked to
@@ -38,20 +36,13 @@ pub(super) fn load_profile(args: &LabArgs) -> anyhow::Result<Profile> {
     Ok(profile)
 }
 
-/// What a hunt (or a judgement against one) measures, resolved from the
-/// flags and the profile.
-pub(super) struct Plan {
-    pub(super) profile: Profile,
-    pub(super) config: HuntConfig,
-    pub(super) good: Commit,
-    pub(super) bad: Commit,
-    /// How `--good` and `--bad` became `good` and `bad`.
-    pub(super) resolution: Vec<EndpointResolution>,
-    /// The release given as `--good`, when `good` is where it left the
-    /// line of `bad`.
-    pub(super) release: Option<Sides>,
-    pub(super) repo_dir: PathBuf,
-    pub(super) work: WorkDir,
+/// The lab flags, as the lab takes them.
+pub(super) fn choices(args: &LabArgs) -> LabChoices {
+    LabChoices {
+        pgbench: args.pgbench.clone(),
+        run_as: args.run_as.clone(),
+        cache_size: args.cache_size,
+    }
 }
 
 /// Resolves the endpoints, the profile and the decision's bounds.
@@ -85,6 +76,7 @@ pub(super) fn resolve_plan(args: &TargetArgs, first_only: bool) -> anyhow::Resul
         bad: ends.bad.commit,
         repo_dir,
         work,
+        choices: choices(&args.lab),
     })
 }
 

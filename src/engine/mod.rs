@@ -10,5 +10,6 @@ pub mod compare;
 pub mod hunt;
 pub mod judge;
 pub mod release_check;
+pub mod session;
 pub mod simulate;
 pub mod why;

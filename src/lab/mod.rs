@@ -12,9 +12,12 @@
 //! | `replay`  | runs from a journal first, then a real lab (resume) |
 //! | `pool`    | shell commands from a profile, run on several hosts (`crate::hosts`) |
 //! | `pg::pool` | real PostgreSQL builds made here, measured on several hosts |
+//! | `open`    | opens the lab a [`open::LabSpec`] names (`held`: the hosts it measures on) |
 //! | `spread`  | what labs of several hosts share: rounds, lone runs in turn, hosts down, sends |
 
 pub mod command;
+pub mod held;
+pub mod open;
 pub mod pg;
 pub mod pool;
 pub mod replay;
@@ -27,7 +30,7 @@ use std::path::{Path, PathBuf};
 
 /// Where a lab keeps what outlives one run: named by the work dir
 /// ([`crate::workspace::WorkDir::lab_dirs`]), used by the labs.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LabDirs {
     /// The work dir itself: it marks the processes of its commands.
     pub root: PathBuf,

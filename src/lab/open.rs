@@ -1,37 +1,67 @@
-//! The lab a command measures with, from the profile and the lab flags:
-//! the profile's shell commands, or real PostgreSQL builds, servers and
-//! pgbench.
+//! Opens the lab a command measures with, from a [`LabSpec`]: the
+//! profile's shell commands, or real PostgreSQL builds, servers and
+//! pgbench, here or on the hosts a hunt holds.
 
-use super::args::LabArgs;
-use super::hosts::Held;
-use super::plan::Plan;
 use crate::build::{BuildSettings, BuildSystem, Fixup};
 use crate::error::UsageError;
-use crate::lab::Lab;
 use crate::lab::command::{CommandLab, Commands, DEFAULT_BENCHMARK_LIMIT, DEFAULT_BUILD_LIMIT};
+use crate::lab::held::Held;
 use crate::lab::pg::pool::PgPoolLab;
 use crate::lab::pg::{PerfProfiler, PgLab, PgLabConfig, PgbenchChoice};
 use crate::lab::pool::PoolLab;
+use crate::lab::{Lab, LabDirs};
 use crate::machine::steady::Watch;
 use crate::perf::PerfSampler;
 use crate::placement::Policy;
 use crate::profile::Profile;
 use crate::repo::{Repo, WorkTree};
 use crate::server::{RunAs, ServerError};
-use std::path::Path;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// The lab for `plan`, measuring on the hosts `on` holds (its jobs
+/// The lab flags: which pgbench drives the load, the user PostgreSQL
+/// runs as, the build cache's size.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LabChoices {
+    /// `--pgbench`: `good`, `candidate` or `fixed:PATH` (else the profile's).
+    pub pgbench: Option<String>,
+    /// `--run-as` (else the profile's).
+    pub run_as: Option<String>,
+    /// `--cache-size`: installs kept.
+    pub cache_size: usize,
+}
+
+/// Everything a lab is opened with, resolved before: a plain value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabSpec {
+    pub profile: Profile,
+    /// pgbench clients of the measured runs.
+    pub clients: u32,
+    pub repo_dir: PathBuf,
+    /// The work dir's labs' folders.
+    pub dirs: LabDirs,
+    /// The private git work tree commits are checked out in.
+    pub checkout: PathBuf,
+    /// Objects of commits made in the private work tree (patches applied).
+    pub private_objects: PathBuf,
+    /// The endpoints (the good one's pgbench may drive every run).
+    pub good: String,
+    pub bad: String,
+    pub choices: LabChoices,
+}
+
+/// The lab of `plan`, measuring on the hosts `on` holds (its jobs
 /// named `<hunt's job prefix><tag><run>`) or, without hosts, here.
-pub(super) fn make_lab_on(
-    plan: &Plan,
-    (args, watch): (&LabArgs, &Watch),
+pub fn open(
+    plan: &LabSpec,
+    watch: &Watch,
     runs_dir: &Path,
     on: Option<(&Held, &str)>,
 ) -> anyhow::Result<Box<dyn Lab>> {
     let repo = open_repo(plan)?;
     if let Some(benchmark) = &plan.profile.benchmark.command {
-        let worktree = WorkTree::open_or_create(&repo, &plan.work.checkout())?;
+        let worktree = WorkTree::open_or_create(&repo, &plan.checkout)?;
         let seconds = std::time::Duration::from_secs;
         let commands = Commands {
             build: plan.profile.build.command.clone(),
@@ -47,7 +77,7 @@ pub(super) fn make_lab_on(
                 .timeout
                 .map_or(DEFAULT_BENCHMARK_LIMIT, seconds),
         };
-        let lab = CommandLab::new(commands, worktree, plan.work.lab_dirs(), runs_dir)?;
+        let lab = CommandLab::new(commands, worktree, plan.dirs.clone(), runs_dir)?;
         return Ok(match on {
             Some((held, tag)) => {
                 let prefix = format!("{}{tag}", held.owner.job_prefix());
@@ -56,14 +86,7 @@ pub(super) fn make_lab_on(
             None => Box::new(lab),
         });
     }
-    let lab = pg_lab(
-        plan,
-        args,
-        runs_dir,
-        watch,
-        repo,
-        build_settings(&plan.profile)?,
-    )?;
+    let lab = pg_lab(plan, runs_dir, watch, repo, build_settings(&plan.profile)?)?;
     Ok(match on {
         Some((held, tag)) => {
             let prefix = format!("{}{tag}", held.owner.job_prefix());
@@ -81,26 +104,25 @@ pub(super) fn make_lab_on(
 
 /// The repository of `plan`, with the commits made in the private work
 /// tree (a patch applied) readable too.
-fn open_repo(plan: &Plan) -> anyhow::Result<Repo> {
+fn open_repo(plan: &LabSpec) -> anyhow::Result<Repo> {
     let repo = Repo::open(&plan.repo_dir)?;
-    let private_objects = plan.work.private_objects();
-    if private_objects.is_dir() {
-        repo.add_object_source(&private_objects)?;
+    if plan.private_objects.is_dir() {
+        repo.add_object_source(&plan.private_objects)?;
     }
     Ok(repo)
 }
 
 /// The PostgreSQL lab of `plan`, building with `build`.
 fn pg_lab(
-    plan: &Plan,
-    args: &LabArgs,
+    plan: &LabSpec,
     runs_dir: &Path,
     watch: &Watch,
     repo: Repo,
     build: BuildSettings,
 ) -> anyhow::Result<PgLab> {
     let profile = &plan.profile;
-    let options = profile.benchmark.pgbench_options(plan.config.clients);
+    let args = &plan.choices;
+    let options = profile.benchmark.pgbench_options(plan.clients);
     options
         .validate()
         .map_err(|e| UsageError(format!("the profile's [benchmark]: {e}")))?;
@@ -114,11 +136,11 @@ fn pg_lab(
     check_reachable(&run_as, plan)?;
     let placement = Policy::current(&profile.placement);
     placement
-        .decide(plan.config.clients)
+        .decide(plan.clients)
         .map_err(|e| UsageError(e.to_string()))?;
     let cfg = PgLabConfig {
-        dirs: plan.work.lab_dirs(),
-        checkout: plan.work.checkout(),
+        dirs: plan.dirs.clone(),
+        checkout: plan.checkout.clone(),
         runs_dir: runs_dir.to_path_buf(),
         options,
         settings: profile.server.settings_strings(),
@@ -126,8 +148,8 @@ fn pg_lab(
         pgbench,
         build,
         cache_size: args.cache_size.max(2),
-        good: plan.good.id.clone(),
-        bad: plan.bad.id.clone(),
+        good: plan.good.clone(),
+        bad: plan.bad.clone(),
         placement,
         watch: watch.clone(),
     };
@@ -136,7 +158,7 @@ fn pg_lab(
 
 /// Where the why-runs are made.
 #[derive(Default)]
-pub(super) struct WhyLab {
+pub struct WhyLab {
     /// A lab of their own, or `None` for the measuring lab's.
     pub lab: Option<Box<dyn Lab>>,
     /// Why the runs record no CPU profile, when they do not.
@@ -149,12 +171,7 @@ pub(super) struct WhyLab {
 /// runs are sampled by `perf`; otherwise the measuring lab, with the
 /// reason there is no CPU profile (none for custom commands, which have
 /// no why-runs).
-pub(super) fn why_lab(
-    plan: &Plan,
-    args: &LabArgs,
-    runs_dir: &Path,
-    watch: &Watch,
-) -> anyhow::Result<WhyLab> {
+pub fn open_for_why(plan: &LabSpec, runs_dir: &Path, watch: &Watch) -> anyhow::Result<WhyLab> {
     if plan.profile.is_custom() {
         return Ok(WhyLab::default());
     }
@@ -167,7 +184,7 @@ pub(super) fn why_lab(
     }
     let repo = open_repo(plan)?;
     let build = build_settings(&plan.profile)?.for_profiling();
-    let mut lab = pg_lab(plan, args, runs_dir, watch, repo, build)?;
+    let mut lab = pg_lab(plan, runs_dir, watch, repo, build)?;
     lab.set_profiler(Box::new(PerfProfiler::new(
         Arc::new(sampler),
         runs_dir.join("profiles"),
@@ -181,8 +198,8 @@ pub(super) fn why_lab(
 /// The server's user must reach the work dir (its installs, data and
 /// logs live there): found out now, before anything is built, not when
 /// the first server is to start.
-fn check_reachable(run_as: &RunAs, plan: &Plan) -> anyhow::Result<()> {
-    let inside = plan.work.lab_dirs().data;
+fn check_reachable(run_as: &RunAs, plan: &LabSpec) -> anyhow::Result<()> {
+    let inside = plan.dirs.data.clone();
     let inside = std::path::absolute(&inside).unwrap_or(inside);
     run_as.check_reachable(&inside).map_err(|e| match e {
         ServerError::Unreachable {
@@ -191,7 +208,7 @@ fn check_reachable(run_as: &RunAs, plan: &Plan) -> anyhow::Result<()> {
             "{who}, which runs PostgreSQL's programs (--run-as), cannot reach the work dir {}: \
              {} is not searchable by it\n\
              hint: `chmod o+x {}` (or `chmod 755`), or pass another --work-dir, e.g. under /var/tmp",
-            plan.work.root().display(),
+            plan.dirs.root.display(),
             blocked_at.display(),
             blocked_at.display()
         ))
@@ -201,7 +218,7 @@ fn check_reachable(run_as: &RunAs, plan: &Plan) -> anyhow::Result<()> {
 }
 
 /// The profile's `[build]` as the builder's settings.
-pub(super) fn build_settings(profile: &Profile) -> anyhow::Result<BuildSettings> {
+pub fn build_settings(profile: &Profile) -> anyhow::Result<BuildSettings> {
     let b = &profile.build;
     let system = match b.system.as_deref() {
         None | Some("auto") => BuildSystem::Auto,

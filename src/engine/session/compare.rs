@@ -1,0 +1,248 @@
+//! A comparison's session: A against B, or A against A with a patch, at
+//! several client counts, the runs of the two sides alternating; then,
+//! when asked, the why-runs of B against A. Its result and chart are kept
+//! in the work dir.
+
+use super::Plan;
+use crate::core::decide::DecisionConfig;
+use crate::engine::compare::{CompareReport, chart_series, measure};
+use crate::engine::hunt::HuntConfig;
+use crate::engine::why::{self, WhyPlan};
+use crate::error::UsageError;
+use crate::files::write_file;
+use crate::lab::Lab;
+use crate::lab::held::HostsWanted;
+use crate::lab::open::LabChoices;
+use crate::machine::steady::Watch;
+use crate::model::Commit;
+use crate::profile::Profile;
+use crate::repo::{Repo, WorkTree, as_git_diff};
+use crate::workspace::WorkDir;
+use anyhow::Context;
+use std::path::{Path, PathBuf};
+
+/// B: another revision, or A with a patch applied.
+pub enum SideB<'a> {
+    Rev(&'a str),
+    Patch(&'a Path),
+}
+
+/// What a comparison is asked.
+pub struct CompareAsk<'a> {
+    /// A, as given.
+    pub a: &'a str,
+    pub b: SideB<'a>,
+    pub clients: &'a [u32],
+    /// Runs of each side per client count.
+    pub runs: usize,
+    pub decision: DecisionConfig,
+    /// Runs a side of the why-runs; `None`: none.
+    pub why_runs: Option<usize>,
+    pub hosts: HostsWanted,
+}
+
+/// Where a comparison measures: the repository, the work dir, the
+/// profile and the lab flags.
+pub struct Bench {
+    pub repo_dir: PathBuf,
+    pub work: WorkDir,
+    pub profile: Profile,
+    pub choices: LabChoices,
+}
+
+/// A comparison made, and the folder its files are in.
+pub struct Compared {
+    pub report: CompareReport,
+    pub out_dir: PathBuf,
+}
+
+/// Measures A against B as `ask` says, on `bench`.
+pub fn run(bench: Bench, ask: &CompareAsk) -> anyhow::Result<Compared> {
+    let repo = Repo::open(&bench.repo_dir)?;
+    let a_named = repo.resolve_name(ask.a)?;
+    let a = a_named.commit.clone();
+    let _lock = bench.work.create_and_lock()?;
+    let (b, b_label) = side_b(&repo, &bench.work.checkout(), &a, ask)?;
+    let plan = Plan {
+        profile: bench.profile,
+        config: HuntConfig {
+            decision: ask.decision,
+            clients: ask.clients[0],
+            ..Default::default()
+        },
+        good: a.clone(),
+        bad: b.clone(),
+        resolution: vec![],
+        release: None,
+        repo_dir: bench.repo_dir,
+        work: bench.work,
+        choices: bench.choices,
+    };
+    let out_dir = out_dir(&plan, ask.clients)?;
+    crate::proc::install_signal_handlers().context("cannot install the signal handlers")?;
+    let watch = Watch::default();
+    let name = format!("compare-{}", file_name(&out_dir));
+    let held = crate::lab::held::take(
+        &ask.hosts,
+        &plan.profile,
+        (plan.work.root(), &name, "comparison"),
+        crate::progress::for_stderr().as_mut(),
+    )?;
+    let mut lab = crate::lab::open::open(
+        &plan.lab_spec(),
+        &watch,
+        &out_dir.join("runs"),
+        held.as_ref().map(|h| (h, "")),
+    )?;
+    let rows = measure(
+        lab.as_mut(),
+        [(&a, "A"), (&b, "B")],
+        ask.clients,
+        ask.runs,
+        &ask.decision,
+        &mut |line| eprintln!("{line}"),
+    )?;
+    let why = match ask.why_runs {
+        Some(runs) => Some(why_runs(
+            &plan,
+            (lab.as_mut(), &watch),
+            &out_dir,
+            (ask, runs),
+        )?),
+        None => None,
+    };
+    let report = CompareReport {
+        a,
+        b,
+        a_label: a_named.label(),
+        b_label,
+        threshold: ask.decision.threshold,
+        measurement: lab.describe(),
+        measured_on: held.as_ref().map(|h| h.describe()),
+        rows,
+        why,
+    };
+    write_outputs(&report, &out_dir)?;
+    Ok(Compared { report, out_dir })
+}
+
+/// The comparison's folder, named by its commits and settings.
+fn out_dir(plan: &Plan, clients: &[u32]) -> anyhow::Result<PathBuf> {
+    let settings = serde_json::to_string(&(clients, &plan.profile))
+        .context("cannot encode the comparison's settings")?;
+    plan.work.comparison(&format!(
+        "{}-{}-{}",
+        plan.good.short(),
+        plan.bad.short(),
+        &crate::core::fingerprint::fingerprint(&settings)[..8]
+    ))
+}
+
+/// B measured against A again with instruments, at every client count.
+fn why_runs(
+    plan: &Plan,
+    (lab, watch): (&mut (dyn Lab + 'static), &Watch),
+    out_dir: &Path,
+    (ask, runs): (&CompareAsk, usize),
+) -> anyhow::Result<crate::core::why::Why> {
+    let why_plan = WhyPlan {
+        clients: ask.clients.to_vec(),
+        runs,
+        main_clients: ask.clients[0],
+        first_run: 10_000,
+    };
+    eprintln!(
+        "why: B against A again with instruments at {} clients, {} runs a side each",
+        super::why::list(&why_plan.clients),
+        why_plan.runs
+    );
+    let mut profiled =
+        crate::lab::open::open_for_why(&plan.lab_spec(), &out_dir.join("runs"), watch)?;
+    let no_profile = profiled.no_profile.take();
+    let why_lab = profiled.lab.as_deref_mut().unwrap_or(lab);
+    let built = why_lab.totals();
+    let mut lines = crate::progress::LogLines::new();
+    let (a, b) = (&plan.good, &plan.bad);
+    let mut found = why::measure(why_lab, a, b, &why_plan, &mut |_| true, &mut lines)?;
+    super::why::compare_profiles(
+        &mut found,
+        &out_dir.join("why-profile"),
+        no_profile.as_deref(),
+    );
+    super::why::note_builds(&mut found, &built, &why_lab.totals());
+    Ok(found)
+}
+
+/// The last part of `path`, as text.
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+}
+
+/// B: a commit of the repository, or A with the patch applied.
+fn side_b(
+    repo: &Repo,
+    checkout: &Path,
+    a: &Commit,
+    ask: &CompareAsk,
+) -> anyhow::Result<(Commit, String)> {
+    match ask.b {
+        SideB::Patch(patch) => patched(repo, checkout, (a, ask.a), patch),
+        SideB::Rev(b_rev) => {
+            let b = repo.resolve_name(b_rev)?;
+            Ok((b.commit.clone(), b.label()))
+        }
+    }
+}
+
+/// A's commit with the patch applied, made in the work dir's private repository.
+fn patched(
+    repo: &Repo,
+    checkout: &Path,
+    (a, a_rev): (&Commit, &str),
+    patch: &Path,
+) -> anyhow::Result<(Commit, String)> {
+    let text = std::fs::read(patch)
+        .map_err(|e| UsageError(format!("cannot read the patch {}: {e}", patch.display())))?;
+    let name = patch
+        .file_name()
+        .map_or_else(|| "patch".into(), |n| n.to_string_lossy().into_owned());
+    let text = as_git_diff(&text);
+    let worktree = WorkTree::open_or_create(repo, checkout)?;
+    let message = format!("{} + {name}", a.subject);
+    let id = worktree
+        .commit_with_patch(&a.id, &text, &message)?
+        .ok_or_else(|| {
+            UsageError(format!(
+                "the patch {} does not apply to {} (a patch from git diff, git format-patch or diff -u, applied as with -p1, is expected)",
+                patch.display(),
+                a.short()
+            ))
+        })?;
+    let label = format!("{a_rev}+{name}");
+    let commit = Commit {
+        id,
+        subject: message,
+        author: a.author.clone(),
+        date: a.date.clone(),
+    };
+    Ok((commit, label))
+}
+
+/// The comparison as JSON, and its chart.
+pub fn outputs(report: &CompareReport) -> anyhow::Result<(String, String)> {
+    let json = serde_json::to_string_pretty(report).context("cannot encode the comparison")?;
+    let title = format!("{} against {}", report.b_label, report.a_label);
+    let svg = crate::report::chart::compare_chart(&title, &chart_series(report));
+    Ok((json, svg))
+}
+
+/// The result and the chart in the comparison's folder.
+fn write_outputs(report: &CompareReport, out_dir: &Path) -> anyhow::Result<()> {
+    crate::folders::create_dir(out_dir)
+        .with_context(|| format!("cannot create {}", out_dir.display()))?;
+    let (json, svg) = outputs(report)?;
+    write_file(&out_dir.join("result.json"), &json)?;
+    write_file(&out_dir.join("chart.svg"), &svg)?;
+    Ok(())
+}

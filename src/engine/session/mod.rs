@@ -1,0 +1,56 @@
+//! What a command starts once its flags are resolved: a hunt's session,
+//! a comparison, a judgement, the why-runs. Each entry point takes a
+//! resolved [`Plan`] (or its own few values) and gives back what the
+//! command renders; it takes the work dir's lock, the hosts and the lab,
+//! and writes the files of the work dir.
+
+pub mod compare;
+pub mod hunt;
+pub mod judge;
+pub mod why;
+
+use crate::engine::hunt::HuntConfig;
+use crate::engine::release_check::Sides;
+use crate::lab::open::{LabChoices, LabSpec};
+use crate::model::Commit;
+use crate::profile::Profile;
+use crate::report::findings::EndpointResolution;
+use crate::workspace::WorkDir;
+use std::path::PathBuf;
+
+/// What a hunt (or a comparison, or a judgement against a hunt)
+/// measures, resolved once from the flags and the profile: nothing below
+/// decides it again.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub profile: Profile,
+    pub config: HuntConfig,
+    pub good: Commit,
+    pub bad: Commit,
+    /// How `--good` and `--bad` became `good` and `bad`.
+    pub resolution: Vec<EndpointResolution>,
+    /// The release given as `--good`, when `good` is where it left the
+    /// line of `bad`.
+    pub release: Option<Sides>,
+    pub repo_dir: PathBuf,
+    pub work: WorkDir,
+    /// The lab flags.
+    pub choices: LabChoices,
+}
+
+impl Plan {
+    /// What the lab is opened with.
+    pub fn lab_spec(&self) -> LabSpec {
+        LabSpec {
+            profile: self.profile.clone(),
+            clients: self.config.clients,
+            repo_dir: self.repo_dir.clone(),
+            dirs: self.work.lab_dirs(),
+            checkout: self.work.checkout(),
+            private_objects: self.work.private_objects(),
+            good: self.good.id.clone(),
+            bad: self.bad.id.clone(),
+            choices: self.choices.clone(),
+        }
+    }
+}
