@@ -367,3 +367,150 @@ fn the_checker_sees_a_cycle_between_files_of_one_folder() {
         ["commands::hunt -> commands::lab -> commands::hunt"]
     );
 }
+
+/// The longest function a command file may have: a command parses its
+/// flags into a plan, calls the engine and renders what comes back; a
+/// longer function is work that belongs below.
+const COMMAND_FN_LINES: usize = 40;
+
+/// `code` with string, character and comment text blanked out (their
+/// lines kept), so that braces in them are not counted.
+fn blank_literals(code: &str) -> String {
+    let chars: Vec<char> = code.chars().collect();
+    let mut out = String::with_capacity(code.len());
+    let blank = |out: &mut String, text: &[char]| {
+        out.extend(text.iter().map(|&c| if c == '\n' { '\n' } else { ' ' }));
+    };
+    let mut i = 0;
+    while i < chars.len() {
+        let rest = &chars[i..];
+        let end = if rest.starts_with(&['/', '/']) {
+            rest.iter().position(|&c| c == '\n').unwrap_or(rest.len())
+        } else if rest[0] == 'r'
+            && matches!(rest.get(1), Some('"' | '#'))
+            && !ident_before(&chars, i)
+        {
+            let hashes = rest[1..].iter().take_while(|&&c| c == '#').count();
+            let close: Vec<char> = std::iter::once('"')
+                .chain(std::iter::repeat_n('#', hashes))
+                .collect();
+            let body = 2 + hashes;
+            (body..rest.len())
+                .find(|&j| rest[j..].starts_with(&close))
+                .map_or(rest.len(), |j| j + close.len())
+        } else if rest[0] == '"' {
+            let mut j = 1;
+            while j < rest.len() && rest[j] != '"' {
+                j += if rest[j] == '\\' { 2 } else { 1 };
+            }
+            (j + 1).min(rest.len())
+        } else if rest[0] == '\'' && rest.get(2) == Some(&'\'') {
+            3
+        } else if rest.starts_with(&['\'', '\\']) {
+            rest[2..]
+                .iter()
+                .position(|&c| c == '\'')
+                .map_or(1, |j| j + 3)
+        } else {
+            out.push(rest[0]);
+            i += 1;
+            continue;
+        };
+        blank(&mut out, &rest[..end]);
+        i += end;
+    }
+    out
+}
+
+fn ident_before(chars: &[char], i: usize) -> bool {
+    i > 0 && (chars[i - 1].is_alphanumeric() || chars[i - 1] == '_')
+}
+
+/// Each function of `code` with its first line (from 1) and its length in
+/// lines, from its `fn` line to its closing brace.
+fn function_lengths(code: &str) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = code.lines().collect();
+    let mut found = Vec::new();
+    for (start, line) in lines.iter().enumerate() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let Some(at) = words.iter().position(|w| *w == "fn") else {
+            continue;
+        };
+        let qualifiers = ["pub", "const", "async", "unsafe", "extern"];
+        if !words[..at]
+            .iter()
+            .all(|w| qualifiers.contains(w) || w.starts_with("pub("))
+        {
+            continue;
+        }
+        let name: String = words
+            .get(at + 1)
+            .map_or("", |w| w)
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let mut depth = 0usize;
+        let mut opened = false;
+        'scan: for (end, text) in lines.iter().enumerate().skip(start) {
+            for c in text.chars() {
+                match c {
+                    '{' => {
+                        depth += 1;
+                        opened = true;
+                    }
+                    '}' => depth = depth.saturating_sub(1),
+                    ';' if !opened => break 'scan,
+                    _ => {}
+                }
+                if opened && depth == 0 {
+                    found.push((name.clone(), start + 1, end - start + 1));
+                    break 'scan;
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn no_function_in_the_commands_is_longer_than_forty_lines() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/commands");
+    let mut files = Vec::new();
+    sources(&dir, &mut files);
+    let mut long = Vec::new();
+    for file in &files {
+        let code = blank_literals(&std::fs::read_to_string(file).unwrap());
+        for (name, line, length) in function_lengths(&code) {
+            if length > COMMAND_FN_LINES {
+                long.push(format!(
+                    "{}:{line}: fn {name}, {length} lines",
+                    file.display()
+                ));
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "functions in src/commands/ longer than {COMMAND_FN_LINES} lines (move the work into \
+         the engine, e.g. engine/session/):\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn the_length_scan_skips_braces_in_text_and_counts_whole_functions() {
+    let code = "pub(super) fn a(x: u32) -> u32 {\n    let s = \"}}{\";\n    let c = '}';\n    \
+                // }\n    let r = r#\"{\"#;\n    x\n}\nfn b();\nconst fn c<'a>(s: &'a str) -> &'a str {\n    \
+                s\n}\n";
+    let found = function_lengths(&blank_literals(code));
+    assert_eq!(
+        found,
+        [("a".to_string(), 1, 7), ("c".to_string(), 9, 3)],
+        "{found:?}"
+    );
+    let long = format!(
+        "fn long() {{\n{}}}\n",
+        "    x();\n".repeat(COMMAND_FN_LINES)
+    );
+    assert_eq!(function_lengths(&long)[0].2, COMMAND_FN_LINES + 2);
+}

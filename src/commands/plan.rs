@@ -86,6 +86,24 @@ fn hunt_config(
     first_only: bool,
     profile: &Profile,
 ) -> anyhow::Result<HuntConfig> {
+    let threshold = threshold(args, profile)?;
+    let clients = hunt_clients(args, profile)?;
+    let decision = decision_config(args, profile, threshold)?;
+    Ok(HuntConfig {
+        decision,
+        clients,
+        first_only: first_only || profile.hunt.first_only.unwrap_or(false),
+        choose_run_length: args.run_length.or(profile.benchmark.run_length)
+            == Some(RunLength::Auto),
+        search: args.search.or(profile.hunt.search).unwrap_or_default(),
+        candidates: args.candidates,
+        ..HuntConfig::default()
+    })
+}
+
+/// The smallest drop that counts, in percent: the flag, else the
+/// profile's, else 5.
+fn threshold(args: &TargetArgs, profile: &Profile) -> anyhow::Result<f64> {
     let threshold_pct = args.threshold.or(profile.hunt.threshold).unwrap_or(5.0);
     if !(threshold_pct > 0.0 && threshold_pct < 100.0) {
         return Err(UsageError(format!(
@@ -93,6 +111,35 @@ fn hunt_config(
         ))
         .into());
     }
+    Ok(threshold_pct)
+}
+
+/// The threshold and the run cap: flags first, then the profile.
+fn decision_config(
+    args: &TargetArgs,
+    profile: &Profile,
+    threshold_pct: f64,
+) -> anyhow::Result<DecisionConfig> {
+    let mut decision = DecisionConfig {
+        threshold: threshold_pct / 100.0,
+        ..DecisionConfig::default()
+    };
+    if let Some(m) = args.max_runs.or(profile.hunt.max_runs) {
+        if m < decision.min_runs {
+            return Err(UsageError(format!(
+                "--max-runs {m}: at least {} runs are needed to decide anything",
+                decision.min_runs
+            ))
+            .into());
+        }
+        decision.max_runs = m;
+    }
+    Ok(decision)
+}
+
+/// The one client count a hunt decides on: `--clients`, else the
+/// profile's only one, else 1.
+fn hunt_clients(args: &TargetArgs, profile: &Profile) -> anyhow::Result<u32> {
     let listed = profile
         .benchmark
         .clients
@@ -114,30 +161,7 @@ fn hunt_config(
     if clients == 0 {
         return Err(UsageError("--clients must be at least 1".into()).into());
     }
-    let mut decision = DecisionConfig {
-        threshold: threshold_pct / 100.0,
-        ..DecisionConfig::default()
-    };
-    if let Some(m) = args.max_runs.or(profile.hunt.max_runs) {
-        if m < decision.min_runs {
-            return Err(UsageError(format!(
-                "--max-runs {m}: at least {} runs are needed to decide anything",
-                decision.min_runs
-            ))
-            .into());
-        }
-        decision.max_runs = m;
-    }
-    Ok(HuntConfig {
-        decision,
-        clients,
-        first_only: first_only || profile.hunt.first_only.unwrap_or(false),
-        choose_run_length: args.run_length.or(profile.benchmark.run_length)
-            == Some(RunLength::Auto),
-        search: args.search.or(profile.hunt.search).unwrap_or_default(),
-        candidates: args.candidates,
-        ..HuntConfig::default()
-    })
+    Ok(clients)
 }
 
 #[cfg(test)]

@@ -77,35 +77,12 @@ pub(super) fn command(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The email's sender and recipient: `--from`, else git's identity in
-/// the repository the hunt ran in (saved with its command), else in
-/// `--repo` or the current directory, else git's global one.
+/// The email's sender and recipient: `--from`, else git's identity (see
+/// [`sender`]).
 fn envelope(args: &ReportArgs, hunt: &HuntDir) -> anyhow::Result<report::Envelope> {
     let from = match &args.from {
         Some(from) => from.clone(),
-        None => {
-            let hunted = super::run_args::load(hunt)
-                .ok()
-                .and_then(|c| c.target.lab.repo);
-            let given = args.at.repo.clone().or_else(|| {
-                args.at
-                    .work_dir
-                    .is_none()
-                    .then(|| std::path::PathBuf::from("."))
-            });
-            hunted
-                .or(given)
-                .and_then(|repo| crate::repo::sender(Some(&repo)))
-                .or_else(|| crate::repo::sender(None))
-                .ok_or_else(|| {
-                    UsageError(
-                        "--format email needs a sender: give --from \"Jane Doe <jane@example.org>\", \
-                         or set one for git with `git config --global user.name \"Jane Doe\"` and \
-                         `git config --global user.email jane@example.org`"
-                            .into(),
-                    )
-                })?
-        }
+        None => sender(args, hunt)?,
     };
     if !(from.contains('@') && args.to.contains('@')) {
         return Err(UsageError(format!(
@@ -122,6 +99,34 @@ fn envelope(args: &ReportArgs, hunt: &HuntDir) -> anyhow::Result<report::Envelop
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64),
     })
+}
+
+/// git's identity in the repository the hunt ran in (saved with its
+/// command), else in `--repo` or the current directory, else git's
+/// global one.
+fn sender(args: &ReportArgs, hunt: &HuntDir) -> anyhow::Result<String> {
+    let hunted = super::run_args::load(hunt)
+        .ok()
+        .and_then(|c| c.target.lab.repo);
+    let given = args.at.repo.clone().or_else(|| {
+        args.at
+            .work_dir
+            .is_none()
+            .then(|| std::path::PathBuf::from("."))
+    });
+    let found = hunted
+        .or(given)
+        .and_then(|repo| crate::repo::sender(Some(&repo)))
+        .or_else(|| crate::repo::sender(None))
+        .ok_or_else(|| {
+            UsageError(
+                "--format email needs a sender: give --from \"Jane Doe <jane@example.org>\", \
+                 or set one for git with `git config --global user.name \"Jane Doe\"` and \
+                 `git config --global user.email jane@example.org`"
+                    .into(),
+            )
+        })?;
+    Ok(found)
 }
 
 #[cfg(test)]

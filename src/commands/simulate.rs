@@ -100,20 +100,8 @@ pub struct SimulateArgs {
 impl SimulateArgs {
     /// What these flags ask to simulate, and the hunt's settings.
     pub fn resolve(&self) -> anyhow::Result<(SimOptions, HuntConfig)> {
+        self.check()?;
         let args = self;
-        if args.trials == 0 {
-            return Err(UsageError("--trials must be at least 1".into()).into());
-        }
-        if args.hosts == 0 {
-            return Err(UsageError("--hosts must be at least 1".into()).into());
-        }
-        if let Some(f) = &args.scenario
-            && !simulate::standard_scenarios()
-                .iter()
-                .any(|s| s.name.contains(f.as_str()))
-        {
-            return Err(UsageError("no scenario matches --scenario".into()).into());
-        }
         let config = HuntConfig {
             decision: DecisionConfig {
                 threshold: args.threshold / 100.0,
@@ -146,6 +134,24 @@ impl SimulateArgs {
             copy: args.copy_time.unwrap_or(0.0),
         };
         Ok((options, config))
+    }
+
+    /// The counts that must be at least 1, and `--scenario`'s text.
+    fn check(&self) -> anyhow::Result<()> {
+        if self.trials == 0 {
+            return Err(UsageError("--trials must be at least 1".into()).into());
+        }
+        if self.hosts == 0 {
+            return Err(UsageError("--hosts must be at least 1".into()).into());
+        }
+        if let Some(f) = &self.scenario
+            && !simulate::standard_scenarios()
+                .iter()
+                .any(|s| s.name.contains(f.as_str()))
+        {
+            return Err(UsageError("no scenario matches --scenario".into()).into());
+        }
+        Ok(())
     }
 
     /// Runs the simulation, prints its tables to `out` and writes the
