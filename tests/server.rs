@@ -6,6 +6,8 @@ mod common;
 
 use common::pg_bin;
 use pgbisect::bench::{self, Builtin, PgbenchOptions, QueryMode};
+use pgbisect::lab::pg::RunPlan;
+use pgbisect::lab::pg::host::{REQUEST_ENV, Request};
 use pgbisect::placement::{CpuSet, Pin, pin};
 use pgbisect::server::waits::Sampling;
 use pgbisect::server::{
@@ -428,66 +430,71 @@ fn reap_stops_servers_a_dead_run_left_behind() {
     assert_eq!(reap_leftovers(&work.path().join("servers")).unwrap(), 0);
 }
 
-/// Set in the child process of `reap_stops_servers_of_a_killed_process`.
-const HELPER_WORK: &str = "PGBISECT_TEST_HELPER_WORK";
-
-/// Not a test of its own, hence ignored: the child process of
-/// `reap_stops_servers_of_a_killed_process` (which runs it with
-/// `--ignored`) starts a server and waits to be killed.
-#[test]
-#[ignore = "the child process of reap_stops_servers_of_a_killed_process"]
-fn helper_starts_a_server_and_waits_to_be_killed() {
-    let work = PathBuf::from(
-        std::env::var_os(HELPER_WORK)
-            .expect("run by reap_stops_servers_of_a_killed_process, which sets its work dir"),
-    );
-    let bin = pg_bin().expect("the parent test found the PostgreSQL binaries");
-    let run_as = RunAs::resolve(None).unwrap();
-    let (template, _) = template(&bin, &work, &run_as);
-    let data_dir = work.join("child/data");
-    fresh_copy(&template, &data_dir).unwrap();
-    let sockets = work.join("s");
-    let server = Server {
-        bin: bin.clone(),
-        data_dir,
-        port: pick_port(&sockets),
-        socket_dir: sockets,
+/// The request of a `pgbisect host-run` whose run lasts two minutes: a
+/// process that starts a server of its own (registered in `work`'s
+/// registry) and is killed while it runs.
+fn long_run_request(bin: &Path, work: &Path) -> String {
+    let plan = RunPlan {
+        commit: "pg15".into(),
+        bin: bin.to_path_buf(),
+        pgbench: bin.join("pgbench"),
+        template: "pg15-s1".into(),
+        options: PgbenchOptions {
+            warmup_runs: 0,
+            ..small_workload()
+        },
         settings: Vec::new(),
-        log: work.join("child/server.log"),
-        run_as,
-        registry_dir: Some(work.join("servers")),
-        pin: Pin::none(),
-    }
-    .start()
-    .unwrap();
-    // Written whole, then named: the parent reads it as soon as it exists.
-    std::fs::write(work.join("ready.tmp"), server.pid().to_string()).unwrap();
-    std::fs::rename(work.join("ready.tmp"), work.join("ready")).unwrap();
-    std::thread::sleep(Duration::from_secs(120));
+        max_connections: 100,
+        clients: 1,
+        run: 1,
+        seconds: Some(120),
+        label: String::new(),
+    };
+    let request = Request {
+        lab: work.to_path_buf(),
+        run_as: None,
+        placement: Default::default(),
+        script: None,
+        programs: Vec::new(),
+        plan: Some(plan),
+    };
+    serde_json::to_string(&request).unwrap()
+}
+
+/// The postmaster of the run's server (on `work/data`, not the one that
+/// made the template) once the registry lists it.
+fn run_server_pid(work: &Path) -> Option<u32> {
+    let entries = std::fs::read_dir(work.join("servers")).ok()?;
+    entries.flatten().find_map(|e| {
+        let entry: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(e.path()).ok()?).ok()?;
+        let data_dir = PathBuf::from(entry["data_dir"].as_str()?);
+        data_dir.starts_with(work.join("data")).then_some(())?;
+        u32::try_from(entry["postmaster_pid"].as_u64()?).ok()
+    })
 }
 
 #[test]
 fn reap_stops_servers_of_a_killed_process() {
-    let Some(_) = pg_bin() else { return };
+    let Some(bin) = pg_bin() else { return };
     let work = work_dir();
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "helper_starts_a_server_and_waits_to_be_killed",
-            "--ignored",
-            "--nocapture",
-        ])
-        .env(HELPER_WORK, work.path())
+    // pgbisect itself, as a hunt starts it on a host: it makes the
+    // template, starts the run's server and runs pgbench for two minutes.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_pgbisect"))
+        .arg("host-run")
+        .env(REQUEST_ENV, long_run_request(&bin, work.path()))
+        .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let ready = work.path().join("ready");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !ready.exists() && Instant::now() < deadline {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut pid = None;
+    while pid.is_none() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
+        pid = run_server_pid(work.path());
     }
-    let pid: u32 = std::fs::read_to_string(&ready).unwrap().parse().unwrap();
     child.kill().unwrap(); // SIGKILL: the child's servers are not stopped
     child.wait().unwrap();
+    let pid = pid.expect("pgbisect host-run started the run's server within two minutes");
     assert!(alive(pid), "the killed process left its server running");
     assert_eq!(reap_leftovers(&work.path().join("servers")).unwrap(), 1);
     assert!(wait_gone(pid));
