@@ -11,9 +11,9 @@
 //! | floor | modules | own |
 //! |-------|---------|-----|
 //! | commands | `commands` | flags, dispatch, one file per subcommand |
-//! | engine | `engine` | loops over a lab: hunt, compare, judge, simulate, a release against where it left master |
+//! | engine | `engine` | loops over a lab: hunt, compare, judge, simulate, a release against where it left master; `session`: the entry points commands call |
 //! | workspace | `workspace` | the work dir: paths, lock, a hunt's plan key (from the hunt's settings, `core::hunt_config`) |
-//! | labs | `lab` (`pg`, `command`, `replay`, `pool`, `sim`: the simulated labs), `build`, `server`, `bench`, `hosts` | turning commits into measurements, here or on other hosts |
+//! | labs | `lab` (`pg`, `command`, `replay`, `pool`, `sim`: the simulated labs, `open`: the lab a `LabSpec` names, `held`: the hosts taken), `build`, `server`, `bench`, `hosts` | turning commits into measurements, here or on other hosts |
 //! | services | `repo`, `profile`, `journal`, `report`, `notify`, `progress`, `machine`, `placement`, `perf` | git, workloads, results on disk, renderers, telling people, where the server and pgbench run, CPU profiles |
 //! | core | `core` (`stats`, `decide`, `bisect`, `hunt_config`), `model`, `error`, `time`, `files`, `folders`, `capture`, `proc`, `strays` | pure decisions, the shared vocabulary, safe writes and the folders they go in, commands' output and leftovers |
 //!

@@ -5,6 +5,7 @@ use super::args::{LabArgs, TargetArgs};
 use crate::core::decide::DecisionConfig;
 use crate::engine::hunt::HuntConfig;
 use crate::engine::release_check::Sides;
+use crate::engine::session;
 pub(super) use crate::engine::session::Plan;
 use crate::error::UsageError;
 use crate::lab::open::LabChoices;
@@ -61,6 +62,7 @@ pub(super) fn resolve_plan(args: &TargetArgs, first_only: bool) -> anyhow::Resul
     let ends = repo.endpoints(good, bad)?;
     let config = hunt_config(args, first_only, &profile)?;
     let work = args.lab.work_dir()?;
+    let setups = session::decide_setups(&profile, &session::hunt_clients(&profile, config.clients));
     Ok(Plan {
         profile,
         config,
@@ -77,6 +79,7 @@ pub(super) fn resolve_plan(args: &TargetArgs, first_only: bool) -> anyhow::Resul
         repo_dir,
         work,
         choices: choices(&args.lab),
+        setups,
     })
 }
 
@@ -87,7 +90,7 @@ fn hunt_config(
     profile: &Profile,
 ) -> anyhow::Result<HuntConfig> {
     let threshold = threshold(args, profile)?;
-    let clients = hunt_clients(args, profile)?;
+    let clients = one_client_count(args, profile)?;
     let decision = decision_config(args, profile, threshold)?;
     Ok(HuntConfig {
         decision,
@@ -139,7 +142,7 @@ fn decision_config(
 
 /// The one client count a hunt decides on: `--clients`, else the
 /// profile's only one, else 1.
-fn hunt_clients(args: &TargetArgs, profile: &Profile) -> anyhow::Result<u32> {
+fn one_client_count(args: &TargetArgs, profile: &Profile) -> anyhow::Result<u32> {
     let listed = profile
         .benchmark
         .clients

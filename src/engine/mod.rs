@@ -5,6 +5,9 @@
 //! An engine decides what to measure next from the runs so far, using the
 //! pure [`core`](crate::core); it knows nothing of flags, work dirs or how
 //! a commit is built, so each engine runs in tests against a fake lab.
+//! [`session`] is where a command hands its resolved plan over: it takes
+//! the work dir's lock, the hosts and the lab, runs an engine and keeps
+//! what it found.
 
 pub mod compare;
 pub mod hunt;

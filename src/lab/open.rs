@@ -7,12 +7,12 @@ use crate::error::UsageError;
 use crate::lab::command::{CommandLab, Commands, DEFAULT_BENCHMARK_LIMIT, DEFAULT_BUILD_LIMIT};
 use crate::lab::held::Held;
 use crate::lab::pg::pool::PgPoolLab;
+use crate::lab::pg::setup::Setups;
 use crate::lab::pg::{PerfProfiler, PgLab, PgLabConfig, PgbenchChoice};
 use crate::lab::pool::PoolLab;
 use crate::lab::{Lab, LabDirs};
 use crate::machine::steady::Watch;
 use crate::perf::PerfSampler;
-use crate::placement::Policy;
 use crate::profile::Profile;
 use crate::repo::{Repo, WorkTree};
 use crate::server::{RunAs, ServerError};
@@ -49,6 +49,9 @@ pub struct LabSpec {
     pub good: String,
     pub bad: String,
     pub choices: LabChoices,
+    /// Each client count's server settings, `max_connections` and
+    /// placement, as the plan decided them.
+    pub setups: Setups,
 }
 
 /// The lab of `plan`, measuring on the hosts `on` holds (its jobs
@@ -134,10 +137,7 @@ fn pg_lab(
         .map_err(UsageError)?;
     let run_as = RunAs::resolve(args.run_as.as_deref().or(profile.server.run_as.as_deref()))?;
     check_reachable(&run_as, plan)?;
-    let placement = Policy::current(&profile.placement);
-    placement
-        .decide(plan.clients)
-        .map_err(|e| UsageError(e.to_string()))?;
+    (plan.setups.at(plan.clients)?.placement.clone()).map_err(UsageError)?;
     let cfg = PgLabConfig {
         dirs: plan.dirs.clone(),
         checkout: plan.checkout.clone(),
@@ -150,7 +150,8 @@ fn pg_lab(
         cache_size: args.cache_size.max(2),
         good: plan.good.clone(),
         bad: plan.bad.clone(),
-        placement,
+        placement: profile.placement.clone(),
+        setups: plan.setups.clone(),
         watch: watch.clone(),
     };
     PgLab::new(cfg, repo)

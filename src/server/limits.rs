@@ -27,11 +27,7 @@ pub fn for_workload(
     clients: u32,
 ) -> (Vec<(String, String)>, u32, Option<String>) {
     let needed = clients.saturating_add(CONNECTION_MARGIN);
-    let position = settings
-        .iter()
-        .position(|(name, _)| name.eq_ignore_ascii_case("max_connections"));
-    let current = position.map(|i| settings[i].1.trim().parse::<u32>());
-    let (have, from) = match current {
+    let (have, from) = match profile_max_connections(settings) {
         None => (DEFAULT_MAX_CONNECTIONS, "the server's default"),
         Some(Ok(n)) => (n, "the profile's"),
         // Not a number: the server will say so.
@@ -40,20 +36,43 @@ pub fn for_workload(
     if have >= needed {
         return (settings.to_vec(), have, None);
     }
-    let mut raised = settings.to_vec();
-    let value = ("max_connections".to_string(), needed.to_string());
-    match position {
-        Some(i) => raised[i] = value,
-        None => {
-            raised.push(value);
-            raised.sort();
-        }
-    }
+    let raised = with_max_connections(settings, needed);
     let note = format!(
         "max_connections raised from {have} ({from}) to {needed}: {clients} clients \
          plus {CONNECTION_MARGIN} for reserved and pgbisect's own connections"
     );
     (raised, needed, Some(note))
+}
+
+/// Where `settings` set `max_connections`, and its value.
+fn profile_max_connections(
+    settings: &[(String, String)],
+) -> Option<Result<u32, std::num::ParseIntError>> {
+    settings
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case("max_connections"))
+        .map(|(_, value)| value.trim().parse::<u32>())
+}
+
+/// `settings` with `max_connections` of at least `max` (as
+/// [`for_workload`] decided it): a lower value is replaced in place, a
+/// missing one added in order when `max` is above the server's default;
+/// a value that is not a number is left for the server to refuse.
+pub fn with_max_connections(settings: &[(String, String)], max: u32) -> Vec<(String, String)> {
+    let position = settings
+        .iter()
+        .position(|(name, _)| name.eq_ignore_ascii_case("max_connections"));
+    let mut raised = settings.to_vec();
+    let value = ("max_connections".to_string(), max.to_string());
+    match position.map(|i| (i, settings[i].1.trim().parse::<u32>())) {
+        Some((i, Ok(n))) if n < max => raised[i] = value,
+        None if max > DEFAULT_MAX_CONNECTIONS => {
+            raised.push(value);
+            raised.sort();
+        }
+        _ => {}
+    }
+    raised
 }
 
 /// The machine's limits that decide whether many connections can be made.

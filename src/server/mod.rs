@@ -20,7 +20,7 @@ pub mod waits;
 pub use config::{apply_settings, describe_config, server_version};
 pub use limits::{
     CONNECTION_MARGIN, LimitError, SystemLimits, check_limits, for_workload, open_files_needed,
-    raise_open_files,
+    raise_open_files, with_max_connections,
 };
 pub use pgbench::{BenchError, run_pgbench, time_limit};
 pub use registry::{process_start_time, reap_leftovers, stop_server_in};

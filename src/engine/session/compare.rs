@@ -64,6 +64,7 @@ pub fn run(bench: Bench, ask: &CompareAsk) -> anyhow::Result<Compared> {
     let _lock = bench.work.create_and_lock()?;
     let (b, b_label) = side_b(&repo, &bench.work.checkout(), &a, ask)?;
     let plan = Plan {
+        setups: super::decide_setups(&bench.profile, ask.clients),
         profile: bench.profile,
         config: HuntConfig {
             decision: ask.decision,

@@ -19,7 +19,7 @@ use crate::lab::replay::ReplayLab;
 use crate::machine::Machine;
 use crate::machine::steady::{self, Watch};
 use crate::model::{Commit, LabTotals};
-use crate::placement::{Placement, Policy};
+use crate::placement::Placement;
 use crate::progress::{Progress, ProgressEvent};
 use crate::repo::Repo;
 use crate::report::findings::{HuntOutcome, HuntReport, ReleaseCheck};
@@ -241,13 +241,7 @@ impl Running<'_> {
                     .into(),
             ));
         }
-        let clients = plan
-            .profile
-            .benchmark
-            .clients
-            .as_ref()
-            .map(|c| c.to_vec())
-            .unwrap_or_default();
+        let clients = super::why::profile_clients(&plan.profile);
         let budget = self.ask.budget;
         let mut why_lab = match super::why::room_for_builds(budget, report) {
             Ok(()) => crate::lab::open::open_for_why(&plan.lab_spec(), &hunt.runs(), self.watch)?,
@@ -348,9 +342,9 @@ fn place_and_check(
     on_hosts: bool,
     progress: &mut dyn Progress,
 ) -> Option<Placement> {
-    let policy = Policy::current(&plan.profile.placement);
+    let here = plan.setups.at(plan.config.clients).ok();
     let placement = (!plan.profile.is_custom() && !on_hosts)
-        .then(|| policy.decide(plan.config.clients).ok())
+        .then(|| here.and_then(|s| s.placement.clone().ok()))
         .flatten();
     if let Some(p) = &placement {
         progress.event(&ProgressEvent::Note(format!("placement {}", p.describe())));
@@ -359,7 +353,7 @@ fn place_and_check(
             "placement: decided on each host from its own CPUs (the report says where)".into(),
         ));
     }
-    for finding in watch.check(policy.topology.cpus.len(), true) {
+    for finding in watch.check(plan.setups.cpus, true) {
         progress.event(&ProgressEvent::Note(steady::describe(&finding)));
     }
     placement
@@ -377,9 +371,7 @@ fn with_setup(
     report.profile_name = profile_name.unwrap_or("default").to_string();
     report.profile_toml = profile_name.map(profile_text).unwrap_or_default();
     if !plan.profile.is_custom() {
-        let profile_settings = plan.profile.server.settings_strings();
-        report.server_settings =
-            crate::server::for_workload(&profile_settings, plan.config.clients).0;
+        report.server_settings = plan.setups.at(plan.config.clients)?.settings.clone();
         report.configure_flags = crate::build::setup_args(&build_settings(&plan.profile)?);
         let tested: Vec<&str> = report.tested.iter().map(|t| t.commit.id.as_str()).collect();
         let compat = crate::build::compat_report_flags(&plan.work.lab_dirs(), &tested);

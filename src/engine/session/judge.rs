@@ -129,6 +129,7 @@ pub fn use_saved_profile(
     if let (None, Some(m)) = (max_runs, profile.hunt.max_runs) {
         decision.max_runs = m.max(decision.min_runs);
     }
+    plan.setups = super::decide_setups(&profile, &[plan.config.clients]);
     plan.profile = profile;
     Ok(())
 }

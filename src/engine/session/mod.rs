@@ -12,7 +12,9 @@ pub mod why;
 use crate::engine::hunt::HuntConfig;
 use crate::engine::release_check::Sides;
 use crate::lab::open::{LabChoices, LabSpec};
+use crate::lab::pg::setup::Setups;
 use crate::model::Commit;
+use crate::placement::Policy;
 use crate::profile::Profile;
 use crate::report::findings::EndpointResolution;
 use crate::workspace::WorkDir;
@@ -36,6 +38,9 @@ pub struct Plan {
     pub work: WorkDir,
     /// The lab flags.
     pub choices: LabChoices,
+    /// The server settings, `max_connections` and placement at each
+    /// client count the plan runs at (see [`decide_setups`]).
+    pub setups: Setups,
 }
 
 impl Plan {
@@ -51,6 +56,22 @@ impl Plan {
             good: self.good.id.clone(),
             bad: self.bad.id.clone(),
             choices: self.choices.clone(),
+            setups: self.setups.clone(),
         }
     }
+}
+
+/// The one place a plan's server settings, `max_connections` and
+/// placement are decided: at each of `clients`, from `profile` on this
+/// machine.
+pub fn decide_setups(profile: &Profile, clients: &[u32]) -> Setups {
+    let policy = Policy::current(&profile.placement);
+    Setups::decide(&profile.server.settings_strings(), &policy, clients)
+}
+
+/// The client counts a hunt runs at: its own, and its why-runs' sweep.
+pub fn hunt_clients(profile: &Profile, clients: u32) -> Vec<u32> {
+    let mut all = vec![clients];
+    all.extend(why::sweep_of(profile, clients));
+    all
 }

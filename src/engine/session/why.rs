@@ -9,6 +9,7 @@ use crate::files::write_file;
 use crate::lab::Lab;
 use crate::model::{Commit, LabTotals, short_sha as short};
 use crate::perf::{self, Folded, FunctionChange, ProfileDiff};
+use crate::profile::Profile;
 use crate::progress::{Progress, ProgressEvent};
 use crate::report::findings::HuntReport;
 use crate::workspace::HuntDir;
@@ -20,6 +21,21 @@ fn cpus() -> u32 {
         .ok()
         .and_then(|n| u32::try_from(n.get()).ok())
         .unwrap_or(1)
+}
+
+/// The client counts listed in `profile`.
+pub fn profile_clients(profile: &Profile) -> Vec<u32> {
+    profile
+        .benchmark
+        .clients
+        .as_ref()
+        .map(|c| c.to_vec())
+        .unwrap_or_default()
+}
+
+/// The client counts the why-runs of a hunt at `clients` sweep.
+pub fn sweep_of(profile: &Profile, clients: u32) -> Vec<u32> {
+    why::sweep(&profile_clients(profile), cpus(), clients)
 }
 
 /// The why-runs of every culprit of `report`, each kept in the hunt's

@@ -133,11 +133,7 @@ fn serve_into(request: &Request, answer: &mut Answer) -> anyhow::Result<()> {
     if let Some(text) = &request.script {
         plan.options.script = Some(write_script(&request.lab, text)?);
     }
-    answer.notes.extend(super::check_machine(
-        &plan.settings,
-        &plan.options,
-        plan.clients,
-    )?);
+    super::check_machine(&plan.options, plan.clients, plan.max_connections)?;
     let placement = Policy::current(&request.placement).decide(plan.clients)?;
     let pins = placement.pins();
     answer.placement = Some(placement);

@@ -11,6 +11,7 @@ mod plan;
 pub mod pool;
 mod profiler;
 mod runs;
+pub mod setup;
 
 use crate::bench::{self, PgbenchOptions};
 use crate::build::{BuildOutcome, BuildSettings, Builder};
@@ -18,7 +19,7 @@ use crate::core::why::Instrumented;
 use crate::lab::{Lab, LabDirs, RunSpec};
 use crate::machine::steady::{self, Watch};
 use crate::model::{Commit, LabTotals, Prepared, RunOutcome};
-use crate::placement::{Pin, Placement, Policy};
+use crate::placement::{Pin, Placement, PlacementSpec};
 use crate::repo::{Repo, WorkTree};
 use crate::server::{self, RunAs, ServerError, SocketDir, TemplateSpec, settings};
 use anyhow::Context;
@@ -81,8 +82,12 @@ pub struct PgLabConfig {
     /// The bad endpoint: with the good one, the versions the profile's
     /// settings are checked against before anything is built.
     pub bad: String,
-    /// Where the server and pgbench run, per client count.
-    pub placement: Policy,
+    /// The profile's placement rules, which a host applies to its own
+    /// CPUs (here, `setups` holds what they gave).
+    pub placement: PlacementSpec,
+    /// Each client count's settings, `max_connections` and placement here,
+    /// as the plan decided them.
+    pub setups: setup::Setups,
     /// Checks of the machine between runs, kept for the report.
     pub watch: Watch,
 }
@@ -201,7 +206,9 @@ impl PgLab {
         if !self.limits_checked.insert(clients) {
             return Ok(());
         }
-        if let Some(note) = check_machine(&self.cfg.settings, &self.cfg.options, clients)? {
+        let setup = self.cfg.setups.at(clients)?.clone();
+        check_machine(&self.cfg.options, clients, setup.max_connections)?;
+        if let Some(note) = setup.raised {
             self.note(note);
         }
         Ok(())
@@ -299,6 +306,7 @@ impl PgLab {
             template,
             options: self.cfg.options.clone(),
             settings: self.settings_for_run(&commit.id, spec.clients)?,
+            max_connections: self.cfg.setups.at(spec.clients)?.max_connections,
             clients: spec.clients,
             run: spec.run,
             seconds: spec.seconds,
@@ -422,7 +430,7 @@ impl PgLab {
                 RunAs::User { name, .. } => Some(name.clone()),
                 RunAs::CurrentUser => None,
             },
-            placement: self.cfg.placement.spec.clone(),
+            placement: self.cfg.placement.clone(),
             script,
             programs: match &self.cfg.pgbench {
                 PgbenchChoice::Fixed(path) => vec![path.clone()],
@@ -458,7 +466,7 @@ impl PgLab {
             .settings
             .get(commit)
             .ok_or_else(|| anyhow::anyhow!("commit {commit} was not built before use"))?;
-        Ok(server::for_workload(applied, clients).0)
+        Ok(self.cfg.setups.at(clients)?.applied_to(applied))
     }
 
     /// The pins of the server and pgbench at `clients`.
@@ -466,7 +474,8 @@ impl PgLab {
         if let Some(pins) = self.pins.get(&clients) {
             return Ok(pins.clone());
         }
-        let placement: Placement = self.cfg.placement.decide(clients)?;
+        let placement: Placement =
+            (self.cfg.setups.at(clients)?.placement.clone()).map_err(anyhow::Error::msg)?;
         let pins = placement.pins();
         self.pins.insert(clients, pins.clone());
         Ok(pins)
@@ -474,22 +483,21 @@ impl PgLab {
 
     /// Says once what newly makes runs less steady, every few minutes.
     fn watch_machine(&self) {
-        let cpus = self.cfg.placement.topology.cpus.len();
+        let cpus = self.cfg.setups.cpus;
         for finding in self.cfg.watch.check_if_due(cpus) {
             eprintln!("pgbisect: {}", steady::describe(&finding));
         }
     }
 }
 
-/// Checks that this machine lets `clients` connections be made with
-/// `settings` (raising the open-files limit when it may); the note to show
-/// when `max_connections` is raised for them.
+/// Checks that this machine lets `clients` connections be made to a
+/// server with `max_connections` (raising the open-files limit when it
+/// may).
 pub(crate) fn check_machine(
-    settings: &[(String, String)],
     options: &PgbenchOptions,
     clients: u32,
-) -> anyhow::Result<Option<String>> {
-    let (_, max_connections, raised) = server::for_workload(settings, clients);
+    max_connections: u32,
+) -> anyhow::Result<()> {
     server::raise_open_files(server::open_files_needed(clients));
     let threads = options.threads_for(clients);
     server::check_limits(
@@ -498,7 +506,7 @@ pub(crate) fn check_machine(
         threads,
         max_connections,
     )?;
-    Ok(raised)
+    Ok(())
 }
 
 /// The major version of `commit`'s source tree, from its configure script
@@ -610,7 +618,8 @@ impl Lab for PgLab {
             self.cfg.options.duration_secs,
             &conn,
         );
-        let (settings, _, _) = server::for_workload(&self.cfg.settings, self.cfg.options.clients);
+        let settings = (self.cfg.setups.at(self.cfg.options.clients))
+            .map_or_else(|_| self.cfg.settings.clone(), |s| s.settings.clone());
         let settings: Vec<String> = settings
             .iter()
             .map(|(k, v)| format!("-c {k}={v}"))

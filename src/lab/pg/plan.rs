@@ -32,6 +32,8 @@ pub struct RunPlan {
     /// The server's settings, as the commit's server takes them, with
     /// `max_connections` for the run's clients.
     pub settings: Vec<(String, String)>,
+    /// The `max_connections` of those settings, as the plan decided it.
+    pub max_connections: u32,
     pub clients: u32,
     /// The run's number within the hunt.
     pub run: u64,
@@ -132,6 +134,7 @@ mod tests {
             template: "v15-cat1-ctl2-s10".into(),
             options: PgbenchOptions::default(),
             settings: vec![("max_connections".into(), "20".into())],
+            max_connections: 20,
             clients: 1,
             run: 7,
             seconds: None,

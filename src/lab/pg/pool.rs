@@ -525,6 +525,7 @@ mod tests {
                 ..Default::default()
             },
             settings: Vec::new(),
+            max_connections: 100,
             clients: 1,
             run: 1,
             seconds: Some(30),
