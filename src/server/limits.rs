@@ -233,6 +233,27 @@ mod tests {
     use crate::testing::settings as s;
 
     #[test]
+    fn settings_given_the_decided_max_connections_are_those_for_workload_gives() {
+        let profiles = [
+            s(&[]),
+            s(&[("shared_buffers", "128MB")]),
+            s(&[("fsync", "off"), ("max_connections", "20")]),
+            s(&[("MAX_CONNECTIONS", "200")]),
+            s(&[("max_connections", "lots")]),
+        ];
+        for settings in &profiles {
+            for clients in [1, 90, 91, 128, 500] {
+                let (raised, max, _) = for_workload(settings, clients);
+                assert_eq!(
+                    with_max_connections(settings, max),
+                    raised,
+                    "{settings:?} at {clients} clients"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn the_default_max_connections_is_raised_for_128_clients() {
         let (settings, max, note) = for_workload(&s(&[("shared_buffers", "128MB")]), 128);
         assert_eq!(
