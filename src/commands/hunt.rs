@@ -6,7 +6,7 @@
 
 use super::hosts::Held;
 use super::lab::{build_settings, make_lab_on};
-use super::output::{check_writable_file, write_file, write_output_file};
+use super::output::{write_file, write_output_file};
 use super::plan::{Plan, resolve_plan};
 use super::run_args::{RunArgs, save};
 use crate::engine::hunt::Hunt;
@@ -51,9 +51,6 @@ pub(super) fn command(args: &RunArgs) -> anyhow::Result<ExitCode> {
         )
         .into());
     }
-    if let Some(path) = &args.json {
-        check_writable_file(path, "--json")?;
-    }
     let budget = budget(args)?;
     let notifier = Notifier::from_flags(
         args.notify_cmd.as_deref(),
@@ -62,6 +59,7 @@ pub(super) fn command(args: &RunArgs) -> anyhow::Result<ExitCode> {
         args.mail_from.as_deref(),
     )
     .map_err(UsageError)?;
+    super::preflight::check(args)?;
     let mut work_dir = None;
     let result = run_hunt(args, budget, &mut work_dir);
     match &result {

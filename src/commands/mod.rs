@@ -16,6 +16,7 @@ mod judge;
 mod lab;
 mod output;
 mod plan;
+mod preflight;
 mod profiles;
 mod report;
 mod resume;
