@@ -141,8 +141,9 @@ fn run_hunt(
     saved.target.candidates = Some(candidates_a_round(hosts, plan.config.candidates) as u32);
     save(&hunt, &saved, &plan.repo_dir, plan.work.root())?;
     let watch = Watch::default();
+    super::outline::say(&plan, candidates.len(), budget, progress.as_mut());
     let (release_check, release_cost) = check_release(
-        (&plan, args, &hunt),
+        (&plan, args, &hunt, budget),
         held.as_ref(),
         progress.as_mut(),
         &interrupt,
@@ -269,7 +270,7 @@ fn run_hunt(
 /// line, measures the release against that point before the search (a lab
 /// of its own, so its runs do not mix with the hunt's).
 fn check_release(
-    (plan, args, hunt): (&Plan, &RunArgs, &HuntDir),
+    (plan, args, hunt, budget): (&Plan, &RunArgs, &HuntDir, Option<Budget>),
     held: Option<&Held>,
     progress: &mut dyn Progress,
     interrupt: &Arc<AtomicBool>,
@@ -290,6 +291,7 @@ fn check_release(
         clients: plan.config.clients,
         progress,
         interrupt: Some(interrupt.clone()),
+        budget: budget.map(release_check::share_of),
     };
     let check = release_check::run_journaled(
         lab.as_mut(),

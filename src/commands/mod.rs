@@ -14,6 +14,7 @@ mod hosts;
 mod hunt;
 mod judge;
 mod lab;
+mod outline;
 mod output;
 mod plan;
 mod preflight;
