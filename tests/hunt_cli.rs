@@ -365,6 +365,40 @@ fn resume_without_a_hunt_says_where_it_looked() {
 }
 
 #[test]
+fn resume_takes_a_new_time_budget() {
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path().join("w");
+    let profile = profile(work.path());
+    let args = ["--good", "good", "--bad", "bad", "--profile"];
+    let (repo, _) = history(&[1000, 800], &[]);
+    let first = pgbisect(
+        repo.path(),
+        &w,
+        &[&args[..], &[profile.to_str().unwrap()]].concat(),
+    );
+    assert_code(&first, 0);
+    let again = |budget: &[&str]| {
+        bin()
+            .args(["resume", "--work-dir"])
+            .arg(&w)
+            .args(budget)
+            .output()
+            .expect("pgbisect runs")
+    };
+    // Read, and checked as a hunt's own budget is.
+    let bare = again(&["--time-budget", "8"]);
+    assert_code(&bare, 2);
+    let stderr = String::from_utf8_lossy(&bare.stderr);
+    assert!(
+        stderr.contains("--time-budget: `8` has no unit"),
+        "{stderr}"
+    );
+    assert_code(&again(&["--time-budget", "2h"]), 0);
+    let saved = json(&only_hunt_dir(&w).join("command.json"));
+    assert_eq!(saved["time_budget"], "2h", "{saved:#}");
+}
+
+#[test]
 fn completions_are_scripts_the_shells_accept() {
     let out = run(&["completions", "bash"]);
     assert_code(&out, 0);

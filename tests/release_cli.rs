@@ -232,3 +232,51 @@ fn a_release_faster_than_where_it_left_master_is_measured_and_said() {
     let v = json(&hunt_dir.join("result.json"));
     assert_eq!(v["release_check"]["finding"], "release-faster");
 }
+
+#[test]
+fn a_budgeted_hunt_from_a_release_says_its_plan_and_keeps_to_the_budget() {
+    // Each run takes a second: the release check's quarter of a 30 s
+    // budget holds about three rounds, too few to settle it.
+    let (repo, _, _) = release_history(&levels_with_drop_at(40, 29), 3, 1000);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path().join("w");
+    let profile = profile_with(work.path(), "slow.toml", "sleep 1");
+    let started = std::time::Instant::now();
+    let out = pgbisect(
+        repo.path(),
+        &w,
+        &[
+            "--good",
+            "REL9_5_0",
+            "--bad",
+            "master",
+            "--profile",
+            profile.to_str().unwrap(),
+            "--time-budget",
+            "30s",
+        ],
+    );
+    let took = started.elapsed().as_secs_f64();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(took < 45.0, "a 30 s budget took {took:.0} s: {stderr}");
+    assert!(stderr.contains("plan: 1. REL9_5_0 against"), "{stderr}");
+    assert!(stderr.contains("plan: 2. the endpoints"), "{stderr}");
+    assert!(stderr.contains("plan: about 9 builds"), "{stderr}");
+    assert!(stderr.contains("s of the time budget"), "{stderr}");
+    let hunt_dir = only_hunt_dir(&w);
+    let v = json(&hunt_dir.join("result.json"));
+    let check = &v["release_check"];
+    assert!(
+        check["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("share of the time budget")),
+        "{check:#}"
+    );
+    // The search got the rest: master was built and measured.
+    assert!(v["endpoints"]["n_new"].as_u64().unwrap() >= 2, "{v:#}");
+    let report = std::fs::read_to_string(hunt_dir.join("report.txt")).unwrap();
+    for text in [&report, &stdout.to_string(), &stderr.to_string()] {
+        assert!(!text.contains("inf%"), "{text}");
+    }
+}

@@ -9,22 +9,40 @@ use clap::builder::PossibleValue;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
+/// Help heading of the flags that say where and with what to measure.
+pub const LAB_HEADING: &str = "Where and with what to measure";
+/// Help heading of the endpoints and the client count.
+pub const TARGET_HEADING: &str = "What to hunt";
+/// Help heading of the flags that bound a hunt's decisions.
+pub const DECIDE_HEADING: &str = "How to decide";
+/// Help heading of a hunt's time limits.
+pub const TIME_HEADING: &str = "Time";
+/// Help heading of what a hunt writes and whom it tells.
+pub const OUTPUT_HEADING: &str = "Output and notification";
+/// Help heading of the runs made after a culprit is found.
+pub const WHY_HEADING: &str = "Why-runs";
+
 /// Where and with what to measure: shared by hunts, `compare` and `judge`.
 #[derive(Debug, Args, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
+#[command(next_help_heading = LAB_HEADING)]
 pub struct LabArgs {
     /// The git repository (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub repo: Option<PathBuf>,
-    /// Where checkouts, builds, logs and results go
-    /// (default: $XDG_CACHE_HOME/pgbisect/<repository>).
+    /// Where checkouts, builds, logs and results go (default:
+    /// $XDG_CACHE_HOME/pgbisect/<repository>; without XDG_CACHE_HOME,
+    /// /var/tmp/pgbisect/<repository> as root, else
+    /// ~/.cache/pgbisect/<repository>).
     #[arg(long, value_name = "DIR")]
     pub work_dir: Option<PathBuf>,
-    /// Workload profile: a bundled name or a .toml file.
+    /// Workload profile: a bundled name or a .toml file (default: pgbench's
+    /// built-in select-only, prepared, at scale 10, 10-second runs; see `pgbisect
+    /// profiles`).
     #[arg(long, value_name = "NAME|FILE")]
     pub profile: Option<String>,
     /// Unprivileged user that runs PostgreSQL when pgbisect runs as root
-    /// (default: postgres).
+    /// (default: postgres; not with a custom-command profile).
     #[arg(long, value_name = "USER")]
     pub run_as: Option<String>,
     /// Which pgbench drives the load: good (the good endpoint's, or A's in
@@ -75,6 +93,7 @@ impl HuntLocation {
 /// the lab, the client count and the decision's bounds.
 #[derive(Debug, Args, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
+#[command(next_help_heading = TARGET_HEADING)]
 pub struct TargetArgs {
     /// A commit, tag or branch that is fast, or a release: REL9_5_0, 9.5,
     /// 16, 16.2, REL_16_STABLE (see "Endpoints" in `pgbisect --help`).
@@ -87,32 +106,36 @@ pub struct TargetArgs {
     #[serde(flatten)]
     pub lab: LabArgs,
     /// pgbench clients for the hunt (one count: a hunt decides on one).
-    #[arg(long, value_name = "N", value_parser = one_client_count, allow_hyphen_values = true)]
+    #[arg(long, value_name = "N", value_parser = one_client_count, allow_hyphen_values = true,
+          help_heading = TARGET_HEADING)]
     pub clients: Option<u32>,
     /// Smallest drop worth hunting, in percent: 5 or 5% (default: the
     /// profile's `threshold`, else 5).
-    #[arg(long, value_name = "PCT", value_parser = percent, allow_hyphen_values = true)]
+    #[arg(long, value_name = "PCT", value_parser = percent, allow_hyphen_values = true,
+          help_heading = DECIDE_HEADING)]
     pub threshold: Option<f64>,
-    /// Most runs of one commit before it is judged unsure.
-    #[arg(long, value_name = "N")]
+    /// Most runs of one commit before it is judged unsure (default: the
+    /// profile's `max-runs`, else 20).
+    #[arg(long, value_name = "N", help_heading = DECIDE_HEADING)]
     pub max_runs: Option<usize>,
     /// How a hunt searches a range: `posterior`, every run as evidence
     /// about where the drop is, or `bisect`, candidate by candidate
     /// (default: the profile's `search`, else posterior).
-    #[arg(long, value_enum, value_name = "HOW")]
+    #[arg(long, value_enum, value_name = "HOW", help_heading = DECIDE_HEADING)]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search: Option<crate::engine::hunt::Search>,
     /// Over several hosts, how many commits the posterior search measures
     /// at once, each host taking one in turn (default: the hosts, at most
     /// 4; 1: every host on the same commit).
-    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..),
+          help_heading = DECIDE_HEADING)]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub candidates: Option<u32>,
     /// How long each run lasts: `fixed`, the profile's duration, or
     /// `auto`, chosen from the noise at the endpoints with the profile's
     /// duration the longest (default: the profile's `run-length`, else
     /// fixed).
-    #[arg(long, value_enum, value_name = "HOW")]
+    #[arg(long, value_enum, value_name = "HOW", help_heading = DECIDE_HEADING)]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_length: Option<RunLength>,
 }

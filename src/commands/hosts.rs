@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 /// Where a hunt measures when not on this machine.
 #[derive(Debug, Args, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
+#[command(next_help_heading = super::args::LAB_HEADING)]
 pub struct HostArgs {
     /// Measure on these hosts over ssh (names your ssh config knows,
     /// comma-separated), one run on each at a time (default: the

@@ -4,7 +4,7 @@
 //! the hunt's folder, runs the hunt over the lab with its journal, writes
 //! the reports, and tells whoever asked how it ended, also on failure.
 
-use super::output::{check_writable_file, write_output_file};
+use super::output::write_output_file;
 use super::plan::resolve_plan;
 use super::run_args::{RunArgs, save};
 use crate::engine::hunt::budget::{self, Budget};
@@ -29,6 +29,7 @@ pub(super) fn command(args: &RunArgs) -> anyhow::Result<ExitCode> {
         args.mail_from.as_deref(),
     )
     .map_err(UsageError)?;
+    super::preflight::check(args)?;
     let mut work_dir = None;
     let result = run_hunt(args, budget, &mut work_dir);
     tell(&notifier, &result, args.json.as_deref(), work_dir);
@@ -44,9 +45,6 @@ fn check_outputs(args: &RunArgs) -> anyhow::Result<()> {
                 .into(),
         )
         .into());
-    }
-    if let Some(path) = &args.json {
-        check_writable_file(path, "--json")?;
     }
     Ok(())
 }

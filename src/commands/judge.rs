@@ -24,12 +24,23 @@ pub struct JudgeArgs {
     #[command(flatten)]
     pub target: TargetArgs,
     /// Write the verdict as JSON to this file.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub json: Option<PathBuf>,
     /// Where to measure (default: where the hunt measured): each run is
     /// judged against its own host's levels.
     #[command(flatten)]
     pub on: super::hosts::HostArgs,
+}
+
+/// Hides from `judge --help` the flags it shares with a hunt that only
+/// a search reads: a judgement measures one commit, it searches nothing.
+pub fn hide_hunt_only(arg: clap::Arg) -> clap::Arg {
+    let hunt_only = ["search", "candidates", "run_length"];
+    if hunt_only.contains(&arg.get_id().as_str()) {
+        arg.hide(true)
+    } else {
+        arg
+    }
 }
 
 /// Exit code: the commit performs like the good endpoint.

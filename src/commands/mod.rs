@@ -15,6 +15,7 @@ mod hunt;
 mod judge;
 mod output;
 mod plan;
+mod preflight;
 mod profiles;
 mod report;
 mod resume;
@@ -111,7 +112,7 @@ pub enum Command {
     #[command(after_help = compare::AFTER_HELP)]
     Compare(CompareArgs),
     /// Judge one commit against a hunt's good and bad runs (for `git bisect run`).
-    #[command(after_help = judge::AFTER_HELP)]
+    #[command(after_help = judge::AFTER_HELP, mut_args(judge::hide_hunt_only))]
     Judge(JudgeArgs),
     /// One run on a host of a hunt coordinated elsewhere (started by the
     /// hunt, through ssh or Slurm).

@@ -18,6 +18,14 @@ use std::process::ExitCode;
 pub struct ResumeArgs {
     #[command(flatten)]
     pub at: HuntLocation,
+    /// A new time budget from now (e.g. 8h, 90m), in place of the one
+    /// the hunt was started with.
+    #[arg(long, value_name = "DURATION", conflicts_with = "deadline")]
+    pub time_budget: Option<String>,
+    /// A new local time of day to end by (HH:MM), in place of the hunt's
+    /// own budget.
+    #[arg(long, value_name = "HH:MM")]
+    pub deadline: Option<String>,
 }
 
 pub(super) fn command(args: &ResumeArgs) -> anyhow::Result<ExitCode> {
@@ -25,7 +33,11 @@ pub(super) fn command(args: &ResumeArgs) -> anyhow::Result<ExitCode> {
         .at
         .work_dir()?
         .choose_hunt(args.at.hunt.as_deref(), COMMAND_FILE)?;
-    let run = load(&hunt)?;
+    let mut run = load(&hunt)?;
+    if args.time_budget.is_some() || args.deadline.is_some() {
+        run.time_budget = args.time_budget.clone();
+        run.deadline = args.deadline.clone();
+    }
     let journaled = crate::journal::Journal::load(&hunt.journal())?
         .iter()
         .any(|e| matches!(e, crate::journal::Event::Run { .. }));

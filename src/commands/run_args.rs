@@ -1,7 +1,9 @@
 //! A hunt's flags, and their copy in the hunt's folder (`command.json`)
 //! that `resume` and `judge` read back.
 
-use super::args::{HuntFormat, TargetArgs};
+use super::args::{
+    DECIDE_HEADING, HuntFormat, OUTPUT_HEADING, TIME_HEADING, TargetArgs, WHY_HEADING,
+};
 use super::output::write_file;
 use crate::core::posterior::Search;
 use crate::workspace::HuntDir;
@@ -20,43 +22,43 @@ pub struct RunArgs {
     #[serde(flatten)]
     pub target: TargetArgs,
     /// Stop after the first culprit instead of finding every step.
-    #[arg(long)]
+    #[arg(long, help_heading = DECIDE_HEADING)]
     pub first_only: bool,
     /// End within this much wall time (e.g. 8h, 90m, 1h30m) with what was
     /// found by then; rerunning the same command goes on from there.
-    #[arg(long, value_name = "DURATION", conflicts_with = "deadline")]
+    #[arg(long, value_name = "DURATION", conflicts_with = "deadline", help_heading = TIME_HEADING)]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_budget: Option<String>,
     /// End by this local time of day (HH:MM, e.g. 07:00: the next such
     /// time) with what was found by then.
-    #[arg(long, value_name = "HH:MM")]
+    #[arg(long, value_name = "HH:MM", help_heading = TIME_HEADING)]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<String>,
-    /// Write the result as JSON to this file.
-    #[arg(long, value_name = "FILE")]
+    /// Write the result as JSON to this file (also when the hunt fails).
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT_HEADING)]
     pub json: Option<PathBuf>,
     /// Shell command run when the hunt ends, also on failure; it gets
     /// PGBISECT_OUTCOME, PGBISECT_EXIT_CODE, PGBISECT_RESULT,
     /// PGBISECT_REPORT, PGBISECT_REASON and PGBISECT_CULPRITS.
-    #[arg(long, value_name = "CMD")]
+    #[arg(long, value_name = "CMD", help_heading = OUTPUT_HEADING)]
     pub notify_cmd: Option<String>,
     /// Mail the result (or the failure) to this address; repeatable.
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", help_heading = OUTPUT_HEADING)]
     pub mail_to: Vec<String>,
     /// SMTP relay for --mail-to, without TLS or login
     /// (default: the local /usr/sbin/sendmail).
-    #[arg(long, value_name = "HOST:PORT")]
+    #[arg(long, value_name = "HOST:PORT", help_heading = OUTPUT_HEADING)]
     pub smtp: Option<String>,
     /// Sender of the mail (default: pgbisect@<hostname>).
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", help_heading = OUTPUT_HEADING)]
     pub mail_from: Option<String>,
     /// What to print at the end: text (72 columns, for the mailing list),
     /// markdown or json.
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(long, value_enum, default_value_t, help_heading = OUTPUT_HEADING)]
     pub format: HuntFormat,
     /// Do not measure each culprit against its parent again with
     /// instruments (client sweep, statement latencies, wait events).
-    #[arg(long)]
+    #[arg(long, help_heading = WHY_HEADING)]
     pub no_why: bool,
     #[command(flatten)]
     #[serde(flatten)]

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 /// Flags of the why-runs.
 #[derive(Debug, Args, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
+#[command(next_help_heading = super::args::WHY_HEADING)]
 pub struct WhyArgs {
     /// Runs per side and client count of the why-runs (the culprit and
     /// its parent measured again with instruments).

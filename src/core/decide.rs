@@ -135,6 +135,12 @@ pub struct Change {
 /// notes give it.
 impl std::fmt::Display for Change {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if ![self.pct, self.low_pct, self.high_pct]
+            .iter()
+            .all(|v| v.is_finite())
+        {
+            return write!(f, "no estimate (too few runs for an interval)");
+        }
         write!(
             f,
             "{:+.1}% [{:+.1}%, {:+.1}%]",
@@ -487,6 +493,15 @@ mod tests {
             confidence: 0.99,
         };
         assert_eq!(c.to_string(), "-9.6% [-17.8%, +0.0%]");
+        let one_run = Change {
+            low_pct: f64::NEG_INFINITY,
+            high_pct: f64::INFINITY,
+            ..c
+        };
+        assert_eq!(
+            one_run.to_string(),
+            "no estimate (too few runs for an interval)"
+        );
     }
 
     fn cfg() -> DecisionConfig {

@@ -8,6 +8,7 @@ pub mod bisect;
 pub mod decide;
 pub mod fingerprint;
 pub mod hunt_config;
+pub mod outline;
 pub mod posterior;
 pub mod run_length;
 pub mod stats;

@@ -13,9 +13,14 @@
 //! difference is either at least the threshold or surely smaller; the
 //! report says which. The runs are journaled in a file of their own, so a
 //! resumed hunt does not make them again.
+//!
+//! The check is a side question: under a time budget it may spend
+//! [`BUDGET_SHARE`] of the time left when it starts, builds included, and
+//! stops with what it measured by then, leaving the rest to the search.
 
 use crate::core::decide::{self, Comparison, DecisionConfig, Verdict};
 use crate::engine::hunt::HuntError;
+use crate::engine::hunt::budget::{Budget, human};
 use crate::journal::{Event, Journal};
 use crate::lab::replay::ReplayLab;
 use crate::lab::{Lab, RunSpec};
@@ -25,6 +30,25 @@ use crate::report::findings::{ReleaseCheck, ReleaseFinding};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// The share of a hunt's time left that the release check may spend: the
+/// search is what was asked for, the check a side question.
+pub const BUDGET_SHARE: f64 = 0.25;
+
+/// The share as the plan and the report say it.
+pub const BUDGET_SHARE_WORDS: &str = "a quarter";
+
+/// The part of `budget` the check may spend, from now: [`BUDGET_SHARE`]
+/// of what is left.
+pub fn share_of(budget: Budget) -> Budget {
+    let now = budget.now();
+    let share = budget.left(now) * BUDGET_SHARE;
+    Budget {
+        deadline: now + Duration::from_secs_f64(share),
+        clock: budget.clock,
+    }
+}
 
 /// Failed runs of one side before the release counts as unmeasured.
 const MAX_RUN_FAILURES: usize = 2;
@@ -48,6 +72,8 @@ pub struct Setup<'a> {
     pub clients: u32,
     pub progress: &'a mut dyn Progress,
     pub interrupt: Option<Arc<AtomicBool>>,
+    /// The check's share of the hunt's time budget (see [`share_of`]).
+    pub budget: Option<Budget>,
 }
 
 /// What the runs so far say, or `None` while more runs may settle it:
@@ -98,34 +124,35 @@ pub fn measure(
         clients,
         progress,
         interrupt,
+        budget,
     } = setup;
+    let within = budget.map_or_else(String::new, |b| {
+        format!(
+            ", within {} of the time budget ({BUDGET_SHARE_WORDS} of what is left)",
+            human(b.left(b.now()))
+        )
+    });
     progress.event(&ProgressEvent::Phase(format!(
-        "measuring {} against {}, where it left {}, interleaved",
+        "measuring {} against {}, where it left {}, interleaved{within}",
         sides.given,
         sides.merge_base.short(),
         sides.left
     )));
-    let commits = [sides.release.clone(), sides.merge_base.clone()];
-    for commit in &commits {
-        progress.event(&ProgressEvent::Preparing {
-            commit: commit.short().to_string(),
-        });
-        let prepared = lab.prepare(commit)?;
-        if let Some(j) = journal.as_deref_mut() {
-            j.append(&Event::Prepared {
-                commit: commit.id.clone(),
-                prepared: prepared.clone(),
-            })?;
-        }
-        if let Prepared::Unbuildable { reason, .. } = prepared {
-            let why = format!("{} cannot be built: {reason}", commit.short());
-            return Ok(unmeasured(sides, why));
-        }
+    if let Some(why) = prepare_both(lab, &sides, budget, progress, journal.as_deref_mut())? {
+        return Ok(unmeasured(sides, why));
     }
+    let commits = [sides.release.clone(), sides.merge_base.clone()];
     let mut tps: [Vec<f64>; 2] = [vec![], vec![]];
     let mut failures = [0usize; 2];
     let mut run = 0;
+    let mut clock = RoundClock::default();
     for round in 1..=decision.max_runs {
+        if let Some(share) = budget
+            && !clock.next_fits(&share)
+        {
+            return Ok(out_of_share(sides, &tps, &decision));
+        }
+        let started = budget.map(|b| b.now());
         for (side, commit) in commits.iter().enumerate() {
             if interrupt.as_ref().is_some_and(|f| f.load(Ordering::SeqCst)) {
                 return Err(HuntError::Interrupted.into());
@@ -181,6 +208,9 @@ pub fn measure(
                 }
             }
         }
+        if let (Some(b), Some(t0)) = (budget, started) {
+            clock.count(since(b, t0));
+        }
         let at_cap = round == decision.max_runs;
         if let Some((finding, cmp)) = settle(&tps[0], &tps[1], &decision, at_cap) {
             progress.event(&ProgressEvent::Note(format!(
@@ -191,19 +221,126 @@ pub fn measure(
                 cmp.n_base,
                 cmp.n_new
             )));
-            return Ok(ReleaseCheck {
-                given: sides.given,
-                release: sides.release,
-                merge_base: sides.merge_base,
-                branch: sides.branch,
-                left: sides.left,
-                finding,
-                comparison: Some(cmp),
-                reason: None,
-            });
+            return Ok(settled(sides, finding, cmp));
         }
     }
     Ok(unmeasured(sides, "no runs were made".into()))
+}
+
+/// Builds the merge-base (the search's good end, needed whatever comes
+/// of the check), then the release, unless building it as long as the
+/// merge-base took would end past the check's share of the budget. Says
+/// why the check cannot be measured, or `None`.
+fn prepare_both(
+    lab: &mut dyn Lab,
+    sides: &Sides,
+    budget: Option<Budget>,
+    progress: &mut dyn Progress,
+    mut journal: Option<&mut Journal>,
+) -> anyhow::Result<Option<String>> {
+    let mut base_build = None;
+    for commit in [&sides.merge_base, &sides.release] {
+        if let (Some(share), Some(took)) = (budget, base_build)
+            && !share.fits(share.now(), took)
+        {
+            let why = if share.left(share.now()) > 0.0 {
+                format!(
+                    "a build as long as {}'s ({}) would end past",
+                    sides.merge_base.short(),
+                    human(took)
+                )
+            } else {
+                "the time had run out for".to_string()
+            };
+            return Ok(Some(format!(
+                "{} was not built: {why} its share of the time budget \
+                 ({BUDGET_SHARE_WORDS} of what was left); a longer --time-budget, or none, \
+                 measures it",
+                commit.short(),
+            )));
+        }
+        progress.event(&ProgressEvent::Preparing {
+            commit: commit.short().to_string(),
+        });
+        let started = budget.map(|b| b.now());
+        let prepared = lab.prepare(commit)?;
+        if let (Some(b), Some(t0)) = (budget, started)
+            && !matches!(prepared, Prepared::Ready { cached: true })
+        {
+            base_build = Some(since(b, t0).as_secs_f64());
+        }
+        if let Some(j) = journal.as_deref_mut() {
+            j.append(&Event::Prepared {
+                commit: commit.id.clone(),
+                prepared: prepared.clone(),
+            })?;
+        }
+        if let Prepared::Unbuildable { reason, .. } = prepared {
+            return Ok(Some(format!(
+                "{} cannot be built: {reason}",
+                commit.short()
+            )));
+        }
+    }
+    Ok(None)
+}
+
+/// Time on `budget`'s clock since `start`.
+fn since(budget: Budget, start: std::time::SystemTime) -> Duration {
+    budget.now().duration_since(start).unwrap_or_default()
+}
+
+/// What the rounds so far cost, to tell whether one more fits.
+#[derive(Debug, Default)]
+struct RoundClock {
+    rounds: u32,
+    spent: Duration,
+}
+
+impl RoundClock {
+    fn count(&mut self, took: Duration) {
+        self.rounds += 1;
+        self.spent += took;
+    }
+
+    /// Whether one more round, as long as the ones so far, ends within
+    /// `share` (the first needs only some time left).
+    fn next_fits(&self, share: &Budget) -> bool {
+        let now = share.now();
+        match self.rounds {
+            0 => share.left(now) > 0.0,
+            n => share.fits(now, self.spent.as_secs_f64() / f64::from(n)),
+        }
+    }
+}
+
+/// The check stopped at the end of its share of the time budget: settled
+/// as far as its runs allow when each side has enough of them, else
+/// unmeasured, saying how many runs were made.
+fn out_of_share(sides: Sides, tps: &[Vec<f64>; 2], decision: &DecisionConfig) -> ReleaseCheck {
+    let runs = format!("{} + {} runs", tps[0].len(), tps[1].len());
+    let why = format!(
+        "stopped after {runs} at its share of the time budget ({BUDGET_SHARE_WORDS} of \
+         what was left), so that the search keeps the rest; a longer --time-budget, or \
+         none, measures it"
+    );
+    let enough = tps.iter().all(|side| side.len() >= decision.min_runs);
+    match settle(&tps[0], &tps[1], decision, true) {
+        Some((finding, cmp)) if enough => ReleaseCheck {
+            reason: Some(why),
+            ..settled(sides, finding, cmp)
+        },
+        _ => unmeasured(sides, why),
+    }
+}
+
+fn settled(sides: Sides, finding: ReleaseFinding, cmp: Comparison) -> ReleaseCheck {
+    ReleaseCheck {
+        finding,
+        comparison: Some(cmp),
+        reason: None,
+        ..unmeasured(sides, String::new())
+    }
 }
 
 fn unmeasured(sides: Sides, reason: String) -> ReleaseCheck {
@@ -270,21 +407,87 @@ mod tests {
             levels: levels.iter().map(|(id, l)| (id.to_string(), *l)).collect(),
             runs: vec![],
         };
-        let sides = Sides {
+        let result = measure(&mut lab, sides(), setup(None), None).unwrap();
+        (result, lab.runs)
+    }
+
+    fn sides() -> Sides {
+        Sides {
             given: "REL9_5_0".into(),
             release: Commit::bare("rel"),
             merge_base: Commit::bare("base"),
             branch: Some("REL9_5_STABLE".into()),
             left: "master".into(),
-        };
-        let setup = Setup {
+        }
+    }
+
+    fn setup(budget: Option<Budget>) -> Setup<'static> {
+        Setup {
             decision: DecisionConfig::default(),
             clients: 1,
-            progress: &mut Silent,
+            progress: Box::leak(Box::new(Silent)),
             interrupt: None,
-        };
-        let result = measure(&mut lab, sides, setup, None).unwrap();
-        (result, lab.runs)
+            budget,
+        }
+    }
+
+    thread_local! {
+        /// Seconds on this test thread's fake clock.
+        static NOW: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
+
+    fn fake_now() -> std::time::SystemTime {
+        std::time::UNIX_EPOCH + Duration::from_secs(NOW.with(|n| n.get()))
+    }
+
+    /// A budget of `seconds` on the fake clock, set to `now`.
+    fn fake_budget(now: u64, seconds: u64) -> Budget {
+        NOW.with(|n| n.set(now));
+        Budget {
+            deadline: fake_now() + Duration::from_secs(seconds),
+            clock: fake_now,
+        }
+    }
+
+    /// A lab whose builds and runs take this many seconds of the fake
+    /// clock.
+    struct TimedLab {
+        levels: LevelLab,
+        build: u64,
+        run: u64,
+    }
+
+    impl TimedLab {
+        fn new(build: u64, run: u64) -> TimedLab {
+            TimedLab {
+                levels: LevelLab {
+                    levels: vec![("rel".into(), 1000.0), ("base".into(), 900.0)],
+                    runs: vec![],
+                },
+                build,
+                run,
+            }
+        }
+    }
+
+    impl Lab for TimedLab {
+        fn prepare(&mut self, commit: &Commit) -> anyhow::Result<Prepared> {
+            NOW.with(|n| n.set(n.get() + self.build));
+            self.levels.prepare(commit)
+        }
+
+        fn run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
+            NOW.with(|n| n.set(n.get() + self.run));
+            self.levels.run(commit, spec)
+        }
+
+        fn totals(&self) -> LabTotals {
+            LabTotals::default()
+        }
+
+        fn describe(&self) -> String {
+            "timed levels".into()
+        }
     }
 
     fn check(release_level: f64, base_level: f64) -> (ReleaseCheck, Vec<String>) {
@@ -331,5 +534,55 @@ mod tests {
         let (finding, _) = settle(&release, &base, &cfg, true).unwrap();
         assert_eq!(finding, ReleaseFinding::Unclear);
         assert_eq!(settle(&release[..2], &base[..2], &cfg, false), None);
+    }
+
+    #[test]
+    fn the_check_keeps_to_its_share_of_the_budget() {
+        let budget = fake_budget(1000, 400);
+        // A quarter of 400 s: 100 s, one round of two 30 s runs and not
+        // a second.
+        let share = share_of(budget);
+        assert_eq!(share.left(fake_now()), 100.0);
+        let mut lab = TimedLab::new(0, 30);
+        let result = measure(&mut lab, sides(), setup(Some(share)), None).unwrap();
+        assert_eq!(lab.levels.runs, ["rel", "base"]);
+        assert_eq!(result.finding, ReleaseFinding::Unmeasured);
+        assert!(result.comparison.is_none());
+        let reason = result.reason.unwrap();
+        assert!(reason.contains("stopped after 1 + 1 runs"), "{reason}");
+        assert!(reason.contains("a quarter"), "{reason}");
+    }
+
+    /// A release build that would pass the share is not made (the
+    /// merge-base's took 200 s of 300), nor one when the share is spent.
+    #[test]
+    fn nothing_is_started_that_the_share_cannot_hold() {
+        let cases = [
+            ((9000, 300), TimedLab::new(200, 0), "rel was not built"),
+            (
+                (5000, 0),
+                TimedLab::new(0, 30),
+                "the time had run out for its share",
+            ),
+        ];
+        for ((now, seconds), mut lab, said) in cases {
+            let share = fake_budget(now, seconds);
+            let result = measure(&mut lab, sides(), setup(Some(share)), None).unwrap();
+            assert!(lab.levels.runs.is_empty());
+            assert_eq!(result.finding, ReleaseFinding::Unmeasured);
+            let reason = result.reason.unwrap();
+            assert!(reason.contains(said), "{reason}");
+        }
+    }
+
+    #[test]
+    fn rounds_fit_as_long_as_the_ones_before() {
+        let share = fake_budget(0, 100);
+        let mut clock = RoundClock::default();
+        assert!(clock.next_fits(&share));
+        clock.count(Duration::from_secs(60));
+        assert!(clock.next_fits(&share));
+        NOW.with(|n| n.set(60));
+        assert!(!clock.next_fits(&share));
     }
 }

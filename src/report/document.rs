@@ -110,8 +110,12 @@ fn pct(value: f64) -> String {
     format!("{value:+.1}%")
 }
 
-/// `-26.9% [-28.1%, -25.7%] at 95% confidence`.
+/// `-26.9% [-28.1%, -25.7%] at 95% confidence`; a change without a
+/// finite interval (too few runs on a side) says so instead.
 fn change(c: &Change) -> String {
+    if !(c.pct.is_finite() && c.low_pct.is_finite() && c.high_pct.is_finite()) {
+        return "not measured: too few runs for an interval".into();
+    }
     format!(
         "{} [{}, {}] at {}% confidence",
         pct(c.pct),
@@ -298,8 +302,11 @@ fn release_item(c: &ReleaseCheck) -> Block {
              {left} after {base}, where the hunt searched"
         ),
         ReleaseFinding::Unclear => format!(
-            "not settled at the run cap: whether commits on {branch} account for part \
-             of the drop is not known"
+            "not settled {}: whether commits on {branch} account for part of the drop \
+             is not known",
+            c.reason
+                .as_deref()
+                .map_or_else(|| "at the run cap".to_string(), |r| format!("({r})"))
         ),
         ReleaseFinding::Unmeasured => format!(
             "not measured ({}); {left} was hunted from {base}",
@@ -740,6 +747,16 @@ mod tests {
             confidence: 0.95,
         };
         assert_eq!(change(&c), "-26.9% [-28.1%, -25.7%] at 95% confidence");
+        let unmeasured = Change {
+            pct: 0.0,
+            low_pct: f64::NEG_INFINITY,
+            high_pct: f64::INFINITY,
+            confidence: 0.0,
+        };
+        assert_eq!(
+            change(&unmeasured),
+            "not measured: too few runs for an interval"
+        );
     }
 
     #[test]

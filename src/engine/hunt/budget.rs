@@ -93,9 +93,12 @@ impl Budget {
             .map_or(0.0, |d| d.as_secs_f64())
     }
 
-    /// Whether work expected to take `seconds` ends before the deadline.
+    /// Whether work expected to take `seconds` ends before the deadline;
+    /// once the deadline has passed, nothing does, not even work whose
+    /// cost is not known yet (0 seconds).
     pub fn fits(&self, now: SystemTime, seconds: f64) -> bool {
-        seconds <= self.left(now)
+        let left = self.left(now);
+        left > 0.0 && seconds <= left
     }
 
     /// The plan for searching `candidates` commits, said after the
@@ -246,6 +249,7 @@ mod tests {
         assert!(plan.contains("a range of about 69 commits"), "{plan}");
         assert!(tight.fits(now, 3600.0) && !tight.fits(now, 3601.0));
         assert_eq!(tight.left(now + Duration::from_secs(7200)), 0.0);
+        assert!(!tight.fits(now + Duration::from_secs(3600), 0.0));
     }
 
     #[test]

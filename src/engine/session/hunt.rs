@@ -82,8 +82,9 @@ pub fn run(plan: &Plan, ask: &HuntAsk, work_dir: &mut Option<PathBuf>) -> anyhow
     let candidates = candidates_a_round(hosts, plan.config.candidates) as u32;
     (ask.save)(&opened.hunt, plan.config.search, candidates)?;
     let watch = Watch::default();
+    super::outline::say(plan, opened.candidates.len(), ask.budget, progress.as_mut());
     let (release_check, release_cost) = check_release(
-        (plan, &opened.hunt),
+        (plan, &opened.hunt, ask.budget),
         held.as_ref(),
         progress.as_mut(),
         &interrupt,
@@ -299,7 +300,7 @@ fn finish(
 /// line, measures the release against that point before the search (a lab
 /// of its own, so its runs do not mix with the hunt's).
 fn check_release(
-    (plan, hunt): (&Plan, &HuntDir),
+    (plan, hunt, budget): (&Plan, &HuntDir, Option<Budget>),
     held: Option<&Held>,
     progress: &mut dyn Progress,
     interrupt: &Arc<AtomicBool>,
@@ -320,6 +321,7 @@ fn check_release(
         clients: plan.config.clients,
         progress,
         interrupt: Some(interrupt.clone()),
+        budget: budget.map(release_check::share_of),
     };
     let check = release_check::run_journaled(
         lab.as_mut(),

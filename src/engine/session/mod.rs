@@ -7,6 +7,7 @@
 pub mod compare;
 pub mod hunt;
 pub mod judge;
+mod outline;
 pub mod why;
 
 use crate::engine::hunt::HuntConfig;
