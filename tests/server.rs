@@ -4,47 +4,22 @@
 
 mod common;
 
+use common::pg::{select_only_s1, server_work_dir};
 use common::pg_bin;
-use pgbisect::bench::{self, Builtin, PgbenchOptions, QueryMode};
+use pgbisect::bench::{self, PgbenchOptions};
 use pgbisect::placement::{CpuSet, Pin, pin};
 use pgbisect::server::waits::Sampling;
 use pgbisect::server::{
     BenchError, DataTemplate, RunAs, RunningServer, Server, ServerError, SocketDir, SystemLimits,
-    TemplateSpec, apply_settings, check_limits, for_workload, fresh_copy, open_files_needed,
-    pick_port, raise_open_files, reap_leftovers, shares_blocks, time_limit,
+    apply_settings, check_limits, for_workload, fresh_copy, open_files_needed, raise_open_files,
+    reap_leftovers, shares_blocks, time_limit,
 };
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// A work directory the server's user can walk into.
-fn work_dir() -> tempfile::TempDir {
-    let dir = tempfile::Builder::new()
-        .prefix("pgbisect-test-")
-        .tempdir_in("/tmp")
-        .unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    dir
-}
-
-fn small_workload() -> PgbenchOptions {
-    PgbenchOptions {
-        scale: 1,
-        builtin: Some(Builtin::SelectOnly),
-        mode: QueryMode::Prepared,
-        ..Default::default()
-    }
-}
-
 fn template(bin: &Path, work: &Path, run_as: &RunAs) -> (DataTemplate, bool) {
-    let spec = TemplateSpec {
-        bin: bin.to_path_buf(),
-        pgbench: bin.join("pgbench"),
-        dir: work.join("templates/pg15-s1"),
-        options: small_workload(),
-        run_as: run_as.clone(),
-        registry_dir: Some(work.join("servers")),
-    };
+    let spec = common::pg::template_spec(bin, work, "pg15-s1", select_only_s1(), run_as);
     DataTemplate::ensure(&spec).unwrap()
 }
 
@@ -57,22 +32,15 @@ fn server_on_copy(
 ) -> Server {
     let run_as = RunAs::resolve(None).unwrap();
     let (template, _) = template(bin, work, &run_as);
-    let data_dir = work.join("run/data");
-    fresh_copy(&template, &data_dir).unwrap();
-    Server {
-        bin: bin.to_path_buf(),
-        data_dir,
-        port: pick_port(sockets.path()),
-        socket_dir: sockets.path().to_path_buf(),
-        settings: settings
-            .iter()
-            .map(|(n, v)| (n.to_string(), v.to_string()))
-            .collect(),
-        log: work.join("run/server.log"),
-        run_as,
-        registry_dir: Some(work.join("servers")),
-        pin: Pin::none(),
-    }
+    common::pg::server_on_copy(
+        bin,
+        &template,
+        work,
+        "run",
+        sockets.path(),
+        &run_as,
+        settings,
+    )
 }
 
 fn uid_of(run_as: &RunAs) -> u32 {
@@ -110,7 +78,7 @@ fn registry_entries(work: &Path) -> usize {
 #[test]
 fn template_is_built_once_and_copied_fresh() {
     let Some(bin) = pg_bin() else { return };
-    let work = work_dir();
+    let work = server_work_dir();
     let run_as = RunAs::resolve(None).unwrap();
     let (made, built) = template(&bin, work.path(), &run_as);
     assert!(built);
@@ -156,7 +124,7 @@ fn template_is_built_once_and_copied_fresh() {
 #[test]
 fn server_applies_settings_runs_as_user_and_stops_on_drop() {
     let Some(bin) = pg_bin() else { return };
-    let work = work_dir();
+    let work = server_work_dir();
     let sockets = SocketDir::create(&RunAs::resolve(None).unwrap()).unwrap();
     let spec = server_on_copy(
         &bin,
@@ -213,7 +181,7 @@ fn a_pinned_server_and_its_backends_run_on_the_cpus_named() {
         return;
     };
     let cpu = mine.highest(1);
-    let work = work_dir();
+    let work = server_work_dir();
     let sockets = SocketDir::create(&RunAs::resolve(None).unwrap()).unwrap();
     let mut server = server_on_copy(&bin, work.path(), &sockets, &[]);
     server.pin = Pin::new(Some(cpu.clone()), None);
@@ -292,13 +260,13 @@ fn old_settings_and_128_clients_run_on_a_current_server() {
     let options = PgbenchOptions {
         cpus: Some(2),
         duration_secs: 2,
-        ..small_workload()
+        ..select_only_s1()
     };
     let threads = options.threads_for(128);
     assert_eq!(threads, 2);
     assert!(raise_open_files(open_files_needed(128)));
     check_limits(&SystemLimits::read(), 128, threads, max_connections).unwrap();
-    let work = work_dir();
+    let work = server_work_dir();
     let sockets = SocketDir::create(&run_as).unwrap();
     let borrowed: Vec<(&str, &str)> = settings
         .iter()
@@ -329,12 +297,12 @@ fn old_settings_and_128_clients_run_on_a_current_server() {
 #[test]
 fn pgbench_select_only_run_is_parsed() {
     let Some(bin) = pg_bin() else { return };
-    let work = work_dir();
+    let work = server_work_dir();
     let sockets = SocketDir::create(&RunAs::resolve(None).unwrap()).unwrap();
     let server = server_on_copy(&bin, work.path(), &sockets, &[])
         .start()
         .unwrap();
-    let opts = small_workload();
+    let opts = select_only_s1();
     let args = bench::run_args(&opts, 2, 2, &server.conn("postgres"));
     let output = work.path().join("run-1.txt");
     let report = server
@@ -377,7 +345,7 @@ fn pgbench_select_only_run_is_parsed() {
 #[test]
 fn crashed_server_gives_an_error_with_the_log_tail() {
     let Some(bin) = pg_bin() else { return };
-    let work = work_dir();
+    let work = server_work_dir();
     let sockets = SocketDir::create(&RunAs::resolve(None).unwrap()).unwrap();
     let server: RunningServer = server_on_copy(&bin, work.path(), &sockets, &[])
         .start()
@@ -388,7 +356,7 @@ fn crashed_server_gives_an_error_with_the_log_tail() {
         // SAFETY: signalling our own test server's postmaster.
         unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
     });
-    let args = bench::run_args(&small_workload(), 1, 5, &server.conn("postgres"));
+    let args = bench::run_args(&select_only_s1(), 1, 5, &server.conn("postgres"));
     let result = server.run_pgbench(
         &bin.join("pgbench"),
         &args,
@@ -413,7 +381,7 @@ fn crashed_server_gives_an_error_with_the_log_tail() {
 #[test]
 fn reap_stops_servers_a_dead_run_left_behind() {
     let Some(bin) = pg_bin() else { return };
-    let work = work_dir();
+    let work = server_work_dir();
     let sockets = SocketDir::create(&RunAs::resolve(None).unwrap()).unwrap();
     let server = server_on_copy(&bin, work.path(), &sockets, &[])
         .start()
@@ -444,22 +412,11 @@ fn helper_starts_a_server_and_waits_to_be_killed() {
     let bin = pg_bin().expect("the parent test found the PostgreSQL binaries");
     let run_as = RunAs::resolve(None).unwrap();
     let (template, _) = template(&bin, &work, &run_as);
-    let data_dir = work.join("child/data");
-    fresh_copy(&template, &data_dir).unwrap();
     let sockets = work.join("s");
-    let server = Server {
-        bin: bin.clone(),
-        data_dir,
-        port: pick_port(&sockets),
-        socket_dir: sockets,
-        settings: Vec::new(),
-        log: work.join("child/server.log"),
-        run_as,
-        registry_dir: Some(work.join("servers")),
-        pin: Pin::none(),
-    }
-    .start()
-    .unwrap();
+    let server =
+        common::pg::server_on_copy(&bin, &template, &work, "child", &sockets, &run_as, &[])
+            .start()
+            .unwrap();
     // Written whole, then named: the parent reads it as soon as it exists.
     std::fs::write(work.join("ready.tmp"), server.pid().to_string()).unwrap();
     std::fs::rename(work.join("ready.tmp"), work.join("ready")).unwrap();
@@ -469,7 +426,7 @@ fn helper_starts_a_server_and_waits_to_be_killed() {
 #[test]
 fn reap_stops_servers_of_a_killed_process() {
     let Some(_) = pg_bin() else { return };
-    let work = work_dir();
+    let work = server_work_dir();
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
@@ -518,7 +475,7 @@ fn shared_block_copies_are_detected_without_leaving_files() {
 #[test]
 fn an_instrumented_run_gives_statements_percentiles_and_wait_events() {
     let Some(bin) = pg_bin() else { return };
-    let work = work_dir();
+    let work = server_work_dir();
     let run_as = RunAs::resolve(None).unwrap();
     let sockets = SocketDir::create(&run_as).unwrap();
     let server = server_on_copy(&bin, work.path(), &sockets, &[])
@@ -529,7 +486,7 @@ fn an_instrumented_run_gives_statements_percentiles_and_wait_events() {
     std::fs::create_dir(&logs).unwrap();
     run_as.hand_over(&logs).unwrap();
     let prefix = logs.join("1");
-    let mut args = bench::run_args(&small_workload(), 2, 3, &server.conn("postgres"));
+    let mut args = bench::run_args(&select_only_s1(), 2, 3, &server.conn("postgres"));
     let db = args.pop().unwrap();
     args.extend(bench::instruments::args(&prefix));
     args.push(db);
