@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod pg;
+pub mod pg_history;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
