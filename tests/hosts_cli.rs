@@ -628,26 +628,6 @@ fn a_slurm_hunt_survives_a_cancelled_job_and_a_killed_coordinator() {
     );
 }
 
-#[test]
-fn a_slurm_hunt_finds_the_culprit() {
-    let Some((node, partition)) = slurm_setup() else {
-        return;
-    };
-    let (repo, shas) = history(&levels_with_drop_at(8, 5), &[]);
-    let tmp = tempfile::tempdir().unwrap();
-    let profile = hosts_profile(tmp.path(), "true", &slurm_section(&node, &partition));
-    let work = tmp.path().join("w");
-    let out = hunt(repo.path(), &work, &profile, &["--slurm"]);
-    assert_code(&out, 0);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains(&format!("measuring on {node} (slurm)")),
-        "{stderr}"
-    );
-    let failed = check_hunt(&work, &shas[5]);
-    assert!(failed.is_empty(), "{failed:?}");
-}
-
 /// A job that outlives its time limit (the benchmark's `timeout`, one
 /// minute) is ended by Slurm: a failed run that says so and how to give
 /// runs more time, and the hunt goes on to its culprit.
@@ -683,7 +663,10 @@ fn a_slurm_job_past_its_time_limit_is_a_failed_run_and_the_hunt_goes_on() {
 
 /// A hunt of real PostgreSQL builds through Slurm: each run a job on the
 /// node, the installs and the node's lab folder read on the shared work
-/// dir.
+/// dir; the culprit found, every run measured and journaled once. (The
+/// hunts of a shell command through Slurm are those below, with a job
+/// past its limit, a cancelled job and a killed coordinator: one node
+/// runs one job at a time, so each Slurm hunt costs the suite its jobs.)
 #[test]
 fn a_pgbench_hunt_through_slurm_finds_the_slowdown() {
     let Some((node, partition)) = slurm_setup() else {
@@ -702,6 +685,7 @@ fn a_pgbench_hunt_through_slurm_finds_the_slowdown() {
         stderr.contains(&format!("measuring on {node} (slurm)")),
         "{stderr}"
     );
+    // The culprit, every run measured (none failed) and journaled once.
     check_pg_hunt(&work, &slow, std::slice::from_ref(&node));
     let templates = work.join("pg-lab").join(&node).join("templates");
     assert_eq!(std::fs::read_dir(templates).unwrap().count(), 1);
