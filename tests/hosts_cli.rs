@@ -29,6 +29,22 @@ fn ssh_setup() -> Option<(Vec<String>, PathBuf)> {
     ))
 }
 
+/// The ssh config `config` with connections shared (`ControlMaster`),
+/// their sockets in `dir`: a test opens a connection to a host once, not
+/// for every command (each connect costs a second here under load). A
+/// host whose address changes gets a connection of its own.
+fn muxed(config: &Path, dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(config).unwrap();
+    let path = dir.join("ssh_config.mux");
+    let shared = format!(
+        "{text}\nHost *\n    ControlMaster auto\n    ControlPath {}/mux-%n-%p\n    \
+         ControlPersist 30\n",
+        dir.display()
+    );
+    std::fs::write(&path, shared).unwrap();
+    path
+}
+
 /// The Slurm node and partition, or `None` (skipped).
 fn slurm_setup() -> Option<(String, String)> {
     const HOW: &str = "scripts/hosts-setup.sh sets it up, as root: \
@@ -199,6 +215,7 @@ fn an_ssh_hunt_finds_the_culprit_on_three_hosts() {
     };
     let (repo, shas) = history(&levels_with_drop_at(16, 11), &[]);
     let tmp = tempfile::tempdir().unwrap();
+    let config = muxed(&config, tmp.path());
     let profile = hosts_profile(
         tmp.path(),
         "true",
@@ -237,6 +254,7 @@ fn an_ssh_job_killed_mid_run_is_a_failed_run_and_a_host_that_goes_away_too() {
     };
     let (repo, shas) = history(&levels_with_drop_at(16, 11), &[]);
     let tmp = tempfile::tempdir().unwrap();
+    let config = muxed(&config, tmp.path());
     // A host of its own, `flaky`, whose port the test closes mid-hunt.
     let real = std::fs::read_to_string(&config).unwrap();
     let first = real.lines().next().unwrap().to_string();
@@ -316,6 +334,7 @@ fn a_killed_ssh_coordinator_is_cleaned_up_after_and_holds_its_hosts() {
     };
     let (repo, shas) = history(&levels_with_drop_at(16, 11), &[]);
     let tmp = tempfile::tempdir().unwrap();
+    let config = muxed(&config, tmp.path());
     let section = ssh_section(&hosts[..2], tmp.path(), &config);
     // A run that finds the flag takes it and hangs.
     let flag = tmp.path().join("hang");
@@ -358,45 +377,39 @@ fn a_killed_ssh_coordinator_is_cleaned_up_after_and_holds_its_hosts() {
     assert!(pid_files(tmp.path()).is_empty(), "jobs left on the hosts");
 }
 
-/// A history of Debian's PostgreSQL 15 source (`PGBISECT_TEST_PG_SOURCE`)
-/// in `dir`: `commits` commits after `good`, the one numbered `slow`
-/// slowing every statement down (`scripts/make-history.sh`); its SHA. `None`
-/// (skipped) without the source.
-fn pg_history(dir: &Path, commits: usize, slow: usize) -> Option<String> {
-    let source = pg_source()?;
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/make-history.sh");
-    let out = Command::new(script)
-        .arg(dir)
-        .args([commits.to_string(), slow.to_string(), "999".to_string()])
-        .env("PGBISECT_PG_SOURCE", source)
-        // A slowdown of about half: three runs at once on one CPU (and
-        // the rest of the test suite beside them) are noisy.
-        .env("PGBISECT_SPIN", "80000")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let said = String::from_utf8_lossy(&out.stdout);
-    let line = said.lines().find(|l| l.starts_with("slow: ")).unwrap();
-    Some(line.split_whitespace().nth(1).unwrap().to_string())
+/// The history of real PostgreSQL source the tests of this binary share,
+/// each commit built once (`common::pg_history`): cloned to `dir/repo`,
+/// the builds put in `work`'s install cache. The repo and the slow
+/// commit's SHA; `None` (skipped) without the source.
+fn pg_history(dir: &Path, work: &Path) -> Option<(PathBuf, String)> {
+    let history = common::pg_history::built_history()?;
+    let repo = dir.join("repo");
+    history.seed(&repo, work);
+    Some((repo, history.slow.clone()))
 }
 
 /// A temp dir every user may enter: PostgreSQL runs as `postgres` when
 /// the tests run as root, and must reach the hosts' folders in it.
 fn open_tempdir() -> tempfile::TempDir {
-    use std::os::unix::fs::PermissionsExt;
-    let tmp = tempfile::Builder::new()
-        .prefix("pgbisect-hosts-")
-        .tempdir_in("/var/tmp")
-        .unwrap();
-    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    tmp
+    common::pg::reachable_temp_dir("/var/tmp", "pgbisect-hosts-")
 }
 
-/// The `smoke` workload with `hosts` (a `[hosts]` section).
+/// The `smoke` workload with `hosts` (a `[hosts]` section), its runs
+/// shorter (2 s after a 1 s warm-up, scale 1): these hunts check where
+/// the runs go and what a kill leaves, and a slowdown of half shows in
+/// runs of 2 s.
 fn pg_profile(dir: &Path, hosts: &str) -> PathBuf {
     let path = dir.join("pg-hosts.toml");
     let smoke = Path::new(env!("CARGO_MANIFEST_DIR")).join("bisect-profiles/smoke.toml");
-    let text = std::fs::read_to_string(smoke).unwrap();
+    let mut text = std::fs::read_to_string(smoke).unwrap();
+    for (from, to) in [
+        ("duration = 5\n", "duration = 2\n"),
+        ("scale = 10\n", "scale = 1\n"),
+        ("warmup-duration = 2\n", "warmup-duration = 1\n"),
+    ] {
+        assert!(text.contains(from), "smoke.toml has no {from}");
+        text = text.replace(from, to);
+    }
     std::fs::write(&path, format!("{text}\n{hosts}")).unwrap();
     path
 }
@@ -443,6 +456,16 @@ fn check_pg_hunt(work: &Path, culprit: &str, hosts: &[String]) {
             "no run on {host}"
         );
     }
+    // The builds this binary's tests share served: nothing was built again.
+    let builds: Vec<_> = std::fs::read_dir(work.join("logs"))
+        .map(|d| d.filter_map(Result::ok).map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(
+        builds
+            .iter()
+            .all(|n| !n.to_string_lossy().starts_with("build-")),
+        "built again: {builds:?}"
+    );
     // Where server and pgbench ran was decided on the hosts, and said.
     assert!(v["machine"]["placement"].is_object(), "{}", v["machine"]);
     // Runs and warm-ups are counted apart, as on one machine.
@@ -464,17 +487,16 @@ fn a_pgbench_hunt_over_ssh_hosts_survives_a_killed_coordinator() {
         return;
     };
     let tmp = open_tempdir();
-    let repo = tmp.path().join("repo");
-    let Some(slow) = pg_history(&repo, 5, 3) else {
+    let config = muxed(&config, tmp.path());
+    let work = tmp.path().join("w");
+    let Some((repo, slow)) = pg_history(tmp.path(), &work) else {
         return;
     };
     let profile = pg_profile(tmp.path(), &ssh_section(&hosts, tmp.path(), &config));
-    let work = tmp.path().join("w");
     // The first culprit is enough: further steps would be hunted in noise.
     let mut child = start(&repo, &work, &profile, &["--first-only"]);
-    // The endpoints are built first (minutes from a cold compiler cache).
-    let builds = Duration::from_secs(1800);
-    wait_within("runs", builds, || {
+    // The installs are sent to the hosts and the templates made first.
+    wait_within("runs", Duration::from_secs(600), || {
         (journaled_runs(&work).len() >= 6).then_some(())
     });
     let server = wait_for("a server on a host", || postmasters(tmp.path()).pop());
@@ -539,7 +561,7 @@ fn a_slurm_hunt_survives_a_cancelled_job_and_a_killed_coordinator() {
     let Some((node, partition)) = slurm_setup() else {
         return;
     };
-    let (repo, shas) = history(&levels_with_drop_at(16, 11), &[]);
+    let (repo, shas) = history(&levels_with_drop_at(8, 5), &[]);
     let tmp = tempfile::tempdir().unwrap();
     // A run that finds a flag takes it and hangs.
     let (cancel, kill) = (tmp.path().join("cancel"), tmp.path().join("kill"));
@@ -591,7 +613,7 @@ fn a_slurm_hunt_survives_a_cancelled_job_and_a_killed_coordinator() {
         stderr.contains(&format!("left running: Slurm job {left_id} ")),
         "{stderr}"
     );
-    let failed = check_hunt(&work, &shas[11]);
+    let failed = check_hunt(&work, &shas[5]);
     assert!(
         failed
             .iter()
@@ -604,26 +626,6 @@ fn a_slurm_hunt_survives_a_cancelled_job_and_a_killed_coordinator() {
         "jobs left: {:?}",
         queued(&prefix)
     );
-}
-
-#[test]
-fn a_slurm_hunt_finds_the_culprit() {
-    let Some((node, partition)) = slurm_setup() else {
-        return;
-    };
-    let (repo, shas) = history(&levels_with_drop_at(8, 5), &[]);
-    let tmp = tempfile::tempdir().unwrap();
-    let profile = hosts_profile(tmp.path(), "true", &slurm_section(&node, &partition));
-    let work = tmp.path().join("w");
-    let out = hunt(repo.path(), &work, &profile, &["--slurm"]);
-    assert_code(&out, 0);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains(&format!("measuring on {node} (slurm)")),
-        "{stderr}"
-    );
-    let failed = check_hunt(&work, &shas[5]);
-    assert!(failed.is_empty(), "{failed:?}");
 }
 
 /// A job that outlives its time limit (the benchmark's `timeout`, one
@@ -661,19 +663,21 @@ fn a_slurm_job_past_its_time_limit_is_a_failed_run_and_the_hunt_goes_on() {
 
 /// A hunt of real PostgreSQL builds through Slurm: each run a job on the
 /// node, the installs and the node's lab folder read on the shared work
-/// dir.
+/// dir; the culprit found, every run measured and journaled once. (The
+/// hunts of a shell command through Slurm are those below, with a job
+/// past its limit, a cancelled job and a killed coordinator: one node
+/// runs one job at a time, so each Slurm hunt costs the suite its jobs.)
 #[test]
 fn a_pgbench_hunt_through_slurm_finds_the_slowdown() {
     let Some((node, partition)) = slurm_setup() else {
         return;
     };
     let tmp = open_tempdir();
-    let repo = tmp.path().join("repo");
-    let Some(slow) = pg_history(&repo, 4, 2) else {
+    let work = tmp.path().join("w");
+    let Some((repo, slow)) = pg_history(tmp.path(), &work) else {
         return;
     };
     let profile = pg_profile(tmp.path(), &slurm_section(&node, &partition));
-    let work = tmp.path().join("w");
     let out = hunt(&repo, &work, &profile, &["--slurm", "--first-only"]);
     assert_code(&out, 0);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -681,6 +685,7 @@ fn a_pgbench_hunt_through_slurm_finds_the_slowdown() {
         stderr.contains(&format!("measuring on {node} (slurm)")),
         "{stderr}"
     );
+    // The culprit, every run measured (none failed) and journaled once.
     check_pg_hunt(&work, &slow, std::slice::from_ref(&node));
     let templates = work.join("pg-lab").join(&node).join("templates");
     assert_eq!(std::fs::read_dir(templates).unwrap().count(), 1);
@@ -700,6 +705,7 @@ fn a_round_runs_on_every_ssh_host_at_once() {
     };
     let (repo_dir, shas) = history(&levels_with_drop_at(2, 1), &[]);
     let tmp = tempfile::tempdir().unwrap();
+    let config = muxed(&config, tmp.path());
     let repo = pgbisect::repo::Repo::open(repo_dir.path()).unwrap();
     let worktree =
         pgbisect::repo::WorkTree::open_or_create(&repo, &tmp.path().join("checkout")).unwrap();
@@ -777,6 +783,7 @@ fn a_killed_compare_is_cleaned_up_after_when_run_again() {
     };
     let (repo, _) = history(&levels_with_drop_at(4, 2), &[]);
     let tmp = tempfile::tempdir().unwrap();
+    let config = muxed(&config, tmp.path());
     // A run that finds the flag takes it and hangs.
     let flag = tmp.path().join("hang");
     std::fs::write(&flag, "").unwrap();
@@ -836,6 +843,7 @@ fn compare_through_ssh_measures_both_sides_on_every_host_and_shows_each() {
     };
     let (repo, _) = history(&levels_with_drop_at(4, 2), &[]);
     let tmp = tempfile::tempdir().unwrap();
+    let config = muxed(&config, tmp.path());
     // The profile says where the hosts' files go and how to reach them;
     // --hosts names them.
     let section = format!(
@@ -910,6 +918,7 @@ fn compare_is_refused_hosts_another_hunt_holds() {
     };
     let (repo, _) = history(&levels_with_drop_at(4, 2), &[]);
     let tmp = tempfile::tempdir().unwrap();
+    let config = muxed(&config, tmp.path());
     let profile = ssh_profile(tmp.path(), &hosts[..2], &config);
     let lock = lock_of(tmp.path(), &hosts[1]);
     std::fs::create_dir_all(&lock).unwrap();
@@ -940,6 +949,7 @@ fn judge_measures_where_the_hunt_did_and_against_each_hosts_levels() {
     };
     let (repo, shas) = history(&levels_with_drop_at(8, 5), &[]);
     let tmp = tempfile::tempdir().unwrap();
+    let config = muxed(&config, tmp.path());
     let profile = ssh_profile(tmp.path(), &hosts[..2], &config);
     let work = tmp.path().join("w");
     assert_code(&hunt(repo.path(), &work, &profile, &[]), 0);

@@ -6,7 +6,6 @@
 mod common;
 
 use common::*;
-use std::path::Path;
 
 #[test]
 fn finds_the_culprit_and_writes_json() {
@@ -177,14 +176,7 @@ fn profile_with_unknown_key_names_it() {
     let out = pgbisect(
         repo.path(),
         &work.path().join("w"),
-        &[
-            "--good",
-            "good",
-            "--bad",
-            "bad",
-            "--profile",
-            bad_profile.to_str().unwrap(),
-        ],
+        &good_to_bad(&bad_profile),
     );
     assert_code(&out, 2);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -201,14 +193,7 @@ fn rerun_resumes_from_the_journal_without_measuring_twice() {
     let calls = work.path().join("calls");
     let before = format!("echo run >> {}", calls.display());
     let profile_path = profile_with(work.path(), "counting.toml", &before);
-    let args = [
-        "--good",
-        "good",
-        "--bad",
-        "bad",
-        "--profile",
-        profile_path.to_str().unwrap(),
-    ];
+    let args = good_to_bad(&profile_path);
     let wdir = work.path().join("w");
     let first = pgbisect(repo.path(), &wdir, &args);
     assert_code(&first, 0);
@@ -333,18 +318,7 @@ fn second_hunt_in_the_same_work_dir_is_refused() {
     let slow = slow_counting_profile(work.path(), &work.path().join("calls"), "0.2");
     let wdir = work.path().join("w");
     let mut first = start_hunt(repo.path(), &wdir, &slow, 1);
-    let second = pgbisect(
-        repo.path(),
-        &wdir,
-        &[
-            "--good",
-            "good",
-            "--bad",
-            "bad",
-            "--profile",
-            slow.to_str().unwrap(),
-        ],
-    );
+    let second = pgbisect(repo.path(), &wdir, &good_to_bad(&slow));
     first.kill().unwrap();
     first.wait().unwrap();
     assert_code(&second, 2);
@@ -416,12 +390,6 @@ fn completions_are_scripts_the_shells_accept() {
         "{}",
         String::from_utf8_lossy(&check.stderr)
     );
-}
-
-/// `--good good --bad bad --profile PROFILE`.
-fn good_to_bad(profile: &Path) -> [&str; 6] {
-    let profile = profile.to_str().unwrap();
-    ["--good", "good", "--bad", "bad", "--profile", profile]
 }
 
 /// A two-commit history whose configure.ac says `versions[i]`; the first

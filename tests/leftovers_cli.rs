@@ -23,17 +23,6 @@ fn pids(file: &Path) -> Vec<i32> {
         .collect()
 }
 
-fn hunt_args(profile: &Path) -> [&str; 6] {
-    [
-        "--good",
-        "good",
-        "--bad",
-        "bad",
-        "--profile",
-        profile.to_str().unwrap(),
-    ]
-}
-
 #[test]
 fn of_simultaneous_starts_exactly_one_runs() {
     let (repo, _) = history(&levels_with_drop_at(12, 7), &[]);
@@ -47,7 +36,7 @@ fn of_simultaneous_starts_exactly_one_runs() {
                 .arg(repo.path())
                 .arg("--work-dir")
                 .arg(&wdir)
-                .args(hunt_args(&slow))
+                .args(good_to_bad(&slow))
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped())
                 .spawn()
@@ -81,7 +70,7 @@ fn daemons_a_benchmark_starts_are_gone_after_each_run() {
     );
     let profile = profile_with(work.path(), "daemons.toml", &before);
     let started = Instant::now();
-    let out = pgbisect(repo.path(), &work.path().join("w"), &hunt_args(&profile));
+    let out = pgbisect(repo.path(), &work.path().join("w"), &good_to_bad(&profile));
     assert_code(&out, 0);
     assert!(started.elapsed() < Duration::from_secs(120));
     let left: Vec<i32> = pids(&daemons).into_iter().filter(|p| alive(*p)).collect();
@@ -109,7 +98,7 @@ fn a_benchmark_left_by_kill_9_is_stopped_and_not_recorded() {
         .arg(repo.path())
         .arg("--work-dir")
         .arg(&wdir)
-        .args(hunt_args(&profile))
+        .args(good_to_bad(&profile))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -128,7 +117,7 @@ fn a_benchmark_left_by_kill_9_is_stopped_and_not_recorded() {
     assert!(alive(benchmark), "the benchmark ended with pgbisect");
     std::fs::remove_file(&poison).unwrap();
 
-    let out = pgbisect(repo.path(), &wdir, &hunt_args(&profile));
+    let out = pgbisect(repo.path(), &wdir, &good_to_bad(&profile));
     assert_code(&out, 0);
     assert!(!alive(benchmark), "the left benchmark still runs");
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -5,53 +5,30 @@
 
 mod common;
 
-use pgbisect::bench::{self, Builtin, PgbenchOptions, QueryMode};
+use pgbisect::bench;
 use pgbisect::perf::{self, CallGraph, PerfSampler, Plan, Unavailable};
 use pgbisect::placement::Pin;
-use pgbisect::server::{
-    DataTemplate, RunAs, Server, SocketDir, TemplateSpec, fresh_copy, pick_port, time_limit,
-};
-use std::os::unix::fs::PermissionsExt;
+use pgbisect::server::{DataTemplate, RunAs, SocketDir, time_limit};
 use std::time::Duration;
 
 #[test]
 fn a_server_under_pgbench_is_profiled_down_to_the_executor() {
     let Some(bin) = common::pg_bin() else { return };
-    let work = tempfile::Builder::new()
-        .prefix("pgbisect-perf-")
-        .tempdir_in("/tmp")
-        .unwrap();
-    std::fs::set_permissions(work.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let work = common::pg::reachable_temp_dir("/tmp", "pgbisect-perf-");
     let run_as = RunAs::resolve(None).unwrap();
-    let options = PgbenchOptions {
-        scale: 1,
-        builtin: Some(Builtin::SelectOnly),
-        mode: QueryMode::Prepared,
-        ..Default::default()
-    };
-    let spec = TemplateSpec {
-        bin: bin.clone(),
-        pgbench: bin.join("pgbench"),
-        dir: work.path().join("templates/pg-s1"),
-        options: options.clone(),
-        run_as: run_as.clone(),
-        registry_dir: Some(work.path().join("servers")),
-    };
+    let options = common::pg::select_only_s1();
+    let spec = common::pg::template_spec(&bin, work.path(), "pg-s1", options.clone(), &run_as);
     let (template, _) = DataTemplate::ensure(&spec).unwrap();
-    let data_dir = work.path().join("run/data");
-    fresh_copy(&template, &data_dir).unwrap();
     let sockets = SocketDir::create(&run_as).unwrap();
-    let server = Server {
-        bin: bin.clone(),
-        data_dir,
-        port: pick_port(sockets.path()),
-        socket_dir: sockets.path().to_path_buf(),
-        settings: Vec::new(),
-        log: work.path().join("run/server.log"),
-        run_as,
-        registry_dir: Some(work.path().join("servers")),
-        pin: Pin::none(),
-    }
+    let server = common::pg::server_on_copy(
+        &bin,
+        &template,
+        work.path(),
+        "run",
+        sockets.path(),
+        &run_as,
+        &[],
+    )
     .start()
     .unwrap();
 

@@ -7,8 +7,11 @@
 //!
 //! `cargo test --release --test scale -- --nocapture` shows them.
 
+mod common;
+
+use common::{git, good_to_bad, profile};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -68,49 +71,10 @@ fn generate(dir: &Path, n: usize, drop_at: usize) {
     assert!(child.wait().unwrap().success());
 }
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}");
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-/// A profile whose benchmark prints pgbench-style output with 2% noise
-/// around the checkout's level (as in `hunt_cli.rs`).
-fn profile(dir: &Path) -> PathBuf {
-    let path = dir.join("profile.toml");
-    std::fs::write(
-        &path,
-        r#"description = "scale test profile"
-[build]
-command = "mkdir -p \"$PGBISECT_PREFIX\" && cp level \"$PGBISECT_PREFIX/level\""
-[benchmark]
-command = "awk -v seed=\"$PGBISECT_RUN\" -v level=\"$(cat \"$PGBISECT_PREFIX/level\")\" 'BEGIN { srand(seed); printf \"tps = %.3f (without initial connection time)\\n\", level * (1 + 0.04 * (rand() - 0.5)) }'"
-"#,
-    )
-    .unwrap();
-    path
-}
-
 fn pgbisect(args: &[&str]) -> (Output, Duration) {
     let started = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_pgbisect"))
-        .args(args)
-        .output()
-        .unwrap();
+    let out = common::run(args);
     (out, started.elapsed())
-}
-
-fn journal_lines(work: &Path) -> usize {
-    let hunts = std::fs::read_dir(work.join("hunts")).unwrap();
-    let dir = hunts.map(|e| e.unwrap().path()).next().unwrap();
-    std::fs::read_to_string(dir.join("journal.jsonl"))
-        .unwrap()
-        .lines()
-        .count()
 }
 
 #[test]
@@ -145,19 +109,11 @@ fn a_hunt_over_26000_commits_finds_the_drop() {
     let repo_arg = repo.to_str().unwrap();
     let work_arg = work.to_str().unwrap();
     let hunt_args = [
-        "--repo",
-        repo_arg,
-        "--work-dir",
-        work_arg,
-        "--good",
-        "good",
-        "--bad",
-        "bad",
-        "--profile",
-        profile.to_str().unwrap(),
-        "--format",
-        "json",
-    ];
+        &["--repo", repo_arg, "--work-dir", work_arg][..],
+        &good_to_bad(&profile),
+        &["--format", "json"],
+    ]
+    .concat();
     let (out, took) = pgbisect(&hunt_args);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
@@ -169,7 +125,7 @@ fn a_hunt_over_26000_commits_finds_the_drop() {
         .filter_map(|c| c["commit"].as_str())
         .collect();
     assert_eq!(found, vec![culprit.as_str()], "{result}");
-    let lines = journal_lines(&work);
+    let lines = common::line_count(&common::only_hunt_dir(&work).join("journal.jsonl"));
     eprintln!("hunt (builds, runs, search, journal of {lines} lines, report): {took:.2?}");
 
     let (out, took) = pgbisect(&hunt_args);

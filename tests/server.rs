@@ -4,49 +4,24 @@
 
 mod common;
 
+use common::pg::{select_only_s1, server_work_dir};
 use common::pg_bin;
-use pgbisect::bench::{self, Builtin, PgbenchOptions, QueryMode};
+use pgbisect::bench::{self, PgbenchOptions};
 use pgbisect::lab::pg::RunPlan;
 use pgbisect::lab::pg::host::{REQUEST_ENV, Request};
 use pgbisect::placement::{CpuSet, Pin, pin};
 use pgbisect::server::waits::Sampling;
 use pgbisect::server::{
     BenchError, DataTemplate, RunAs, RunningServer, Server, ServerError, SocketDir, SystemLimits,
-    TemplateSpec, apply_settings, check_limits, for_workload, fresh_copy, open_files_needed,
-    pick_port, raise_open_files, reap_leftovers, shares_blocks, time_limit,
+    apply_settings, check_limits, for_workload, fresh_copy, open_files_needed, raise_open_files,
+    reap_leftovers, shares_blocks, time_limit,
 };
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// A work directory the server's user can walk into.
-fn work_dir() -> tempfile::TempDir {
-    let dir = tempfile::Builder::new()
-        .prefix("pgbisect-test-")
-        .tempdir_in("/tmp")
-        .unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    dir
-}
-
-fn small_workload() -> PgbenchOptions {
-    PgbenchOptions {
-        scale: 1,
-        builtin: Some(Builtin::SelectOnly),
-        mode: QueryMode::Prepared,
-        ..Default::default()
-    }
-}
-
 fn template(bin: &Path, work: &Path, run_as: &RunAs) -> (DataTemplate, bool) {
-    let spec = TemplateSpec {
-        bin: bin.to_path_buf(),
-        pgbench: bin.join("pgbench"),
-        dir: work.join("templates/pg15-s1"),
-        options: small_workload(),
-        run_as: run_as.clone(),
-        registry_dir: Some(work.join("servers")),
-    };
+    let spec = common::pg::template_spec(bin, work, "pg15-s1", select_only_s1(), run_as);
     DataTemplate::ensure(&spec).unwrap()
 }
 
@@ -59,22 +34,15 @@ fn server_on_copy(
 ) -> Server {
     let run_as = RunAs::resolve(None).unwrap();
     let (template, _) = template(bin, work, &run_as);
-    let data_dir = work.join("run/data");
-    fresh_copy(&template, &data_dir).unwrap();
-    Server {
-        bin: bin.to_path_buf(),
-        data_dir,
-        port: pick_port(sockets.path()),
-        socket_dir: sockets.path().to_path_buf(),
-        settings: settings
-            .iter()
-            .map(|(n, v)| (n.to_string(), v.to_string()))
-            .collect(),
-        log: work.join("run/server.log"),
-        run_as,
-        registry_dir: Some(work.join("servers")),
-        pin: Pin::none(),
-    }
+    common::pg::server_on_copy(
+        bin,
+        &template,
+        work,
+        "run",
+        sockets.path(),
+        &run_as,
+        settings,
+    )
 }
 
 fn uid_of(run_as: &RunAs) -> u32 {
@@ -112,7 +80,7 @@ fn registry_entries(work: &Path) -> usize {
 #[test]
 fn template_is_built_once_and_copied_fresh() {
     let Some(bin) = pg_bin() else { return };
-    let work = work_dir();
+    let work = server_work_dir();
     let run_as = RunAs::resolve(None).unwrap();
     let (made, built) = template(&bin, work.path(), &run_as);
     assert!(built);
@@ -158,7 +126,7 @@ fn template_is_built_once_and_copied_fresh() {
 #[test]
 fn server_applies_settings_runs_as_user_and_stops_on_drop() {
     let Some(bin) = pg_bin() else { return };
-    let work = work_dir();
+    let work = server_work_dir();
     let sockets = SocketDir::create(&RunAs::resolve(None).unwrap()).unwrap();
     let spec = server_on_copy(
         &bin,
@@ -215,7 +183,7 @@ fn a_pinned_server_and_its_backends_run_on_the_cpus_named() {
         return;
     };
     let cpu = mine.highest(1);
-    let work = work_dir();
+    let work = server_work_dir();
     let sockets = SocketDir::create(&RunAs::resolve(None).unwrap()).unwrap();
     let mut server = server_on_copy(&bin, work.path(), &sockets, &[]);
     server.pin = Pin::new(Some(cpu.clone()), None);
@@ -294,13 +262,13 @@ fn old_settings_and_128_clients_run_on_a_current_server() {
     let options = PgbenchOptions {
         cpus: Some(2),
         duration_secs: 2,
-        ..small_workload()
+        ..select_only_s1()
     };
     let threads = options.threads_for(128);
     assert_eq!(threads, 2);
     assert!(raise_open_files(open_files_needed(128)));
     check_limits(&SystemLimits::read(), 128, threads, max_connections).unwrap();
-    let work = work_dir();
+    let work = server_work_dir();
     let sockets = SocketDir::create(&run_as).unwrap();
     let borrowed: Vec<(&str, &str)> = settings
         .iter()
@@ -331,12 +299,12 @@ fn old_settings_and_128_clients_run_on_a_current_server() {
 #[test]
 fn pgbench_select_only_run_is_parsed() {
     let Some(bin) = pg_bin() else { return };
-    let work = work_dir();
+    let work = server_work_dir();
     let sockets = SocketDir::create(&RunAs::resolve(None).unwrap()).unwrap();
     let server = server_on_copy(&bin, work.path(), &sockets, &[])
         .start()
         .unwrap();
-    let opts = small_workload();
+    let opts = select_only_s1();
     let args = bench::run_args(&opts, 2, 2, &server.conn("postgres"));
     let output = work.path().join("run-1.txt");
     let report = server
@@ -379,7 +347,7 @@ fn pgbench_select_only_run_is_parsed() {
 #[test]
 fn crashed_server_gives_an_error_with_the_log_tail() {
     let Some(bin) = pg_bin() else { return };
-    let work = work_dir();
+    let work = server_work_dir();
     let sockets = SocketDir::create(&RunAs::resolve(None).unwrap()).unwrap();
     let server: RunningServer = server_on_copy(&bin, work.path(), &sockets, &[])
         .start()
@@ -390,7 +358,7 @@ fn crashed_server_gives_an_error_with_the_log_tail() {
         // SAFETY: signalling our own test server's postmaster.
         unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
     });
-    let args = bench::run_args(&small_workload(), 1, 5, &server.conn("postgres"));
+    let args = bench::run_args(&select_only_s1(), 1, 5, &server.conn("postgres"));
     let result = server.run_pgbench(
         &bin.join("pgbench"),
         &args,
@@ -415,7 +383,7 @@ fn crashed_server_gives_an_error_with_the_log_tail() {
 #[test]
 fn reap_stops_servers_a_dead_run_left_behind() {
     let Some(bin) = pg_bin() else { return };
-    let work = work_dir();
+    let work = server_work_dir();
     let sockets = SocketDir::create(&RunAs::resolve(None).unwrap()).unwrap();
     let server = server_on_copy(&bin, work.path(), &sockets, &[])
         .start()
@@ -441,7 +409,7 @@ fn long_run_request(bin: &Path, work: &Path) -> String {
         template: "pg15-s1".into(),
         options: PgbenchOptions {
             warmup_runs: 0,
-            ..small_workload()
+            ..select_only_s1()
         },
         settings: Vec::new(),
         max_connections: 100,
@@ -477,7 +445,7 @@ fn run_server_pid(work: &Path) -> Option<u32> {
 #[test]
 fn reap_stops_servers_of_a_killed_process() {
     let Some(bin) = pg_bin() else { return };
-    let work = work_dir();
+    let work = server_work_dir();
     // pgbisect itself, as a hunt starts it on a host: it makes the
     // template, starts the run's server and runs pgbench for two minutes.
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_pgbisect"))
@@ -525,7 +493,7 @@ fn shared_block_copies_are_detected_without_leaving_files() {
 #[test]
 fn an_instrumented_run_gives_statements_percentiles_and_wait_events() {
     let Some(bin) = pg_bin() else { return };
-    let work = work_dir();
+    let work = server_work_dir();
     let run_as = RunAs::resolve(None).unwrap();
     let sockets = SocketDir::create(&run_as).unwrap();
     let server = server_on_copy(&bin, work.path(), &sockets, &[])
@@ -536,7 +504,7 @@ fn an_instrumented_run_gives_statements_percentiles_and_wait_events() {
     std::fs::create_dir(&logs).unwrap();
     run_as.hand_over(&logs).unwrap();
     let prefix = logs.join("1");
-    let mut args = bench::run_args(&small_workload(), 2, 3, &server.conn("postgres"));
+    let mut args = bench::run_args(&select_only_s1(), 2, 3, &server.conn("postgres"));
     let db = args.pop().unwrap();
     args.extend(bench::instruments::args(&prefix));
     args.push(db);

@@ -54,16 +54,6 @@ fn slow_make(dir: &Path, pids: &Path, deaf: bool) -> PathBuf {
     bin
 }
 
-/// A work dir the server's user can reach (temp dirs are mode 700).
-fn reachable_work_dir() -> tempfile::TempDir {
-    let dir = tempfile::Builder::new()
-        .prefix("pgbisect-stop-")
-        .tempdir_in("/var/tmp")
-        .unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    dir
-}
-
 fn start(repo: &Path, work: &Path, path_first: &Path) -> Child {
     let path = format!(
         "{}:{}",
@@ -178,7 +168,7 @@ fn hunt_until_make_runs(deaf: bool) -> Building {
     let tmp = tempfile::tempdir().unwrap();
     let pids = tmp.path().join("make.pids");
     let bin = slow_make(tmp.path(), &pids, deaf);
-    let work = reachable_work_dir();
+    let work = common::pg::reachable_temp_dir("/var/tmp", "pgbisect-stop-");
     let mut child = start(repo.path(), work.path(), &bin);
     let make = wait_for_make(&pids, &mut child);
     Building {

@@ -6,26 +6,13 @@
 
 mod common;
 
+use common::pg::{server_on_copy, server_work_dir, template_spec};
 use common::pg_bin;
 use pgbisect::bench;
 use pgbisect::placement::Pin;
 use pgbisect::profile::Profile;
-use pgbisect::server::{
-    DataTemplate, RunAs, Server, ServerError, SocketDir, TemplateSpec, fresh_copy, pick_port,
-    time_limit,
-};
-use std::os::unix::fs::PermissionsExt;
+use pgbisect::server::{DataTemplate, RunAs, ServerError, SocketDir, TemplateSpec, time_limit};
 use std::path::Path;
-
-/// A work directory the server's user can walk into.
-fn work_dir() -> tempfile::TempDir {
-    let dir = tempfile::Builder::new()
-        .prefix("pgbisect-test-")
-        .tempdir_in("/tmp")
-        .unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    dir
-}
 
 const SETUP: &str = "\
 CREATE TABLE item (id int PRIMARY KEY, name text NOT NULL);
@@ -59,20 +46,14 @@ fn case(dir: &Path, setup: &str) -> Profile {
 }
 
 fn spec(bin: &Path, work: &Path, profile: &Profile, name: &str) -> TemplateSpec {
-    TemplateSpec {
-        bin: bin.to_path_buf(),
-        pgbench: bin.join("pgbench"),
-        dir: work.join("templates").join(name),
-        options: profile.benchmark.pgbench_options(1),
-        run_as: RunAs::resolve(None).unwrap(),
-        registry_dir: Some(work.join("servers")),
-    }
+    let options = profile.benchmark.pgbench_options(1);
+    template_spec(bin, work, name, options, &RunAs::resolve(None).unwrap())
 }
 
 #[test]
 fn setup_sql_makes_the_template_and_weighted_scripts_run_on_it() {
     let Some(bin) = pg_bin() else { return };
-    let work = work_dir();
+    let work = server_work_dir();
     let profile = case(work.path(), SETUP);
     let spec = spec(&bin, work.path(), &profile, "pg15-s1-setup");
     let (template, built) = DataTemplate::ensure(&spec).unwrap();
@@ -86,19 +67,15 @@ fn setup_sql_makes_the_template_and_weighted_scripts_run_on_it() {
     assert!(DataTemplate::ensure(&changed).unwrap().1);
 
     let sockets = SocketDir::create(&spec.run_as).unwrap();
-    let data_dir = work.path().join("run/data");
-    fresh_copy(&template, &data_dir).unwrap();
-    let server = Server {
-        bin: bin.clone(),
-        data_dir,
-        port: pick_port(sockets.path()),
-        socket_dir: sockets.path().to_path_buf(),
-        settings: Vec::new(),
-        log: work.path().join("run/server.log"),
-        run_as: spec.run_as.clone(),
-        registry_dir: Some(work.path().join("servers")),
-        pin: Pin::none(),
-    }
+    let server = server_on_copy(
+        &bin,
+        &template,
+        work.path(),
+        "run",
+        sockets.path(),
+        &spec.run_as,
+        &[],
+    )
     .start()
     .unwrap();
     // The database's own setting reaches every new session.
@@ -134,7 +111,7 @@ fn setup_sql_makes_the_template_and_weighted_scripts_run_on_it() {
 #[test]
 fn setup_sql_the_server_refuses_is_an_error_with_psqls_words() {
     let Some(bin) = pg_bin() else { return };
-    let work = work_dir();
+    let work = server_work_dir();
     let bad = "CREATE TABLE t (id int);\nCREATE TABLE t (id int);\nCREATE TABLE never (id int);\n";
     let profile = case(work.path(), bad);
     let spec = spec(&bin, work.path(), &profile, "pg15-s1-bad");

@@ -6,6 +6,9 @@
 //! part of it, hence `dead_code` is allowed here.
 #![allow(dead_code)]
 
+pub mod pg;
+pub mod pg_history;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -155,6 +158,12 @@ pub fn resume(work: &Path) -> Output {
         .arg(work)
         .output()
         .expect("pgbisect runs")
+}
+
+/// `--good good --bad bad --profile PROFILE`: a hunt's arguments.
+pub fn good_to_bad(profile: &Path) -> [&str; 6] {
+    let profile = profile.to_str().unwrap();
+    ["--good", "good", "--bad", "bad", "--profile", profile]
 }
 
 /// Hunts good..bad of `repo` with the test profile, the work dir `work/w`;
