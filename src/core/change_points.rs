@@ -1,0 +1,332 @@
+//! Where a series of nightly measurements changed level: E-Divisive means.
+//!
+//! A hunt starts from two commits a person already compared. Watching
+//! master starts from a series (one figure a night, in commit order) and
+//! has to find where it moved on its own, without a person's guess of
+//! where to look and without crying wolf on a noisy night. This is the
+//! method Apache Otava (formerly Hunter) and MongoDB's performance CI use:
+//! E-Divisive means (Matteson and James, 2014, with alpha = 1), a
+//! divergence between the two sides of every possible split, the best
+//! split kept only if fewer than `significance` of random reorderings of
+//! the same values split as well (a permutation test), then the same
+//! again inside each side.
+//!
+//! Why this and not a t-test over windows: the statistic compares whole
+//! distributions through absolute differences, so one wild night moves
+//! it by its distance, not by its square, and no normality is assumed;
+//! the permutation test makes the false-alarm rate the significance
+//! level whatever the noise looks like. The reorderings are drawn from a
+//! seeded generator, so the same series gives the same answer every
+//! night it is read again.
+//!
+//! Pure: no clock, no files; property tests below.
+
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+
+/// How hard to look, and how sure to be.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ChangeOptions {
+    /// Fewest points on either side of a change: a level needs this many
+    /// nights before it counts as one.
+    pub min_segment: usize,
+    /// Largest permutation p-value that still makes a change.
+    pub significance: f64,
+    /// Random reorderings per test; at least `1 / significance` of them
+    /// for the smallest p-value to be reachable.
+    pub permutations: usize,
+    /// Seed of the reorderings.
+    pub seed: u64,
+}
+
+impl Default for ChangeOptions {
+    fn default() -> Self {
+        ChangeOptions {
+            min_segment: 5,
+            significance: 0.01,
+            permutations: 199,
+            seed: 0x7067_6269_7365_6374,
+        }
+    }
+}
+
+/// One change: the series is at one level before `index` and another from
+/// `index` on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChangePoint {
+    /// The first point of the new level.
+    pub index: usize,
+    /// The permutation test's p-value for this split within its segment.
+    pub p_value: f64,
+    /// Median of the segment before the change (up to the previous change).
+    pub before: f64,
+    /// Median of the segment after the change (up to the next change).
+    pub after: f64,
+}
+
+impl ChangePoint {
+    /// `after` relative to `before`: -0.05 is a 5% drop.
+    pub fn relative(&self) -> f64 {
+        if self.before == 0.0 {
+            return 0.0;
+        }
+        self.after / self.before - 1.0
+    }
+}
+
+/// Every significant change in `series`, in order of index.
+pub fn change_points(series: &[f64], options: &ChangeOptions) -> Vec<ChangePoint> {
+    let min = options.min_segment.max(2);
+    let mut rng = StdRng::seed_from_u64(options.seed);
+    let mut found: Vec<(usize, f64)> = Vec::new();
+    let mut segments = vec![(0, series.len())];
+    loop {
+        // The best split over all segments still open, as in the paper's
+        // hierarchical procedure: the strongest change is tested first.
+        let best = segments
+            .iter()
+            .enumerate()
+            .filter_map(|(at, &(start, end))| {
+                best_split(&series[start..end], min).map(|(tau, q)| (at, start + tau, q))
+            })
+            .max_by(|a, b| a.2.total_cmp(&b.2));
+        let Some((at, index, q)) = best else { break };
+        let (start, end) = segments[at];
+        let p = permutation_p(&series[start..end], min, q, options.permutations, &mut rng);
+        if p > options.significance {
+            break;
+        }
+        found.push((index, p));
+        segments.splice(at..=at, [(start, index), (index, end)]);
+    }
+    found.sort_by_key(|&(index, _)| index);
+    with_levels(series, &found)
+}
+
+/// The medians on each side of each change, between its neighbours.
+fn with_levels(series: &[f64], found: &[(usize, f64)]) -> Vec<ChangePoint> {
+    let mut bounds = vec![0];
+    bounds.extend(found.iter().map(|&(index, _)| index));
+    bounds.push(series.len());
+    found
+        .iter()
+        .enumerate()
+        .map(|(k, &(index, p_value))| ChangePoint {
+            index,
+            p_value,
+            before: median(&series[bounds[k]..index]),
+            after: median(&series[index..bounds[k + 2]]),
+        })
+        .collect()
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    match n {
+        0 => f64::NAN,
+        _ if n % 2 == 1 => sorted[n / 2],
+        _ => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    }
+}
+
+/// The split of `xs` with the largest divergence, each side at least `min`
+/// long: `(tau, q)` where `xs[..tau]` and `xs[tau..]` are the sides.
+///
+/// q(tau) = tau (n - tau) / n * (2 B / (tau (n - tau)) - W_L / C(tau, 2)
+/// - W_R / C(n - tau, 2)), with B the sum of |x_i - x_j| across the split
+/// and W_L, W_R the sums within each side: all of them kept as running
+/// sums, so every split of n points costs O(n^2) together.
+pub fn best_split(xs: &[f64], min: usize) -> Option<(usize, f64)> {
+    let n = xs.len();
+    if n < 2 * min || min < 2 {
+        return None;
+    }
+    let total: f64 = pair_sum(xs);
+    // Sums within the left side (first tau points) and the right side.
+    let mut left = pair_sum(&xs[..min]);
+    let mut right = pair_sum(&xs[min..]);
+    let mut best: Option<(usize, f64)> = None;
+    for tau in min..=n - min {
+        let between = total - left - right;
+        let (l, r) = (tau as f64, (n - tau) as f64);
+        let q = l * r / n as f64
+            * (2.0 * between / (l * r)
+                - left / (l * (l - 1.0) / 2.0)
+                - right / (r * (r - 1.0) / 2.0));
+        if best.is_none_or(|(_, b)| q > b) {
+            best = Some((tau, q));
+        }
+        if tau < n - min {
+            // Point tau moves from the right side to the left.
+            let x = xs[tau];
+            left += xs[..tau].iter().map(|y| (x - y).abs()).sum::<f64>();
+            right -= xs[tau + 1..].iter().map(|y| (x - y).abs()).sum::<f64>();
+        }
+    }
+    best
+}
+
+/// Sum of |x_i - x_k| over all pairs i < k.
+fn pair_sum(xs: &[f64]) -> f64 {
+    // Sorted, each point is the larger of `i` pairs and the smaller of the
+    // rest: O(n log n) instead of O(n^2).
+    let mut sorted = xs.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len() as f64;
+    sorted
+        .iter()
+        .enumerate()
+        .map(|(i, x)| x * (2.0 * i as f64 - n + 1.0))
+        .sum()
+}
+
+/// Share of reorderings of `xs` whose best split diverges at least `q`,
+/// counting the observed order as one of them (so never 0).
+fn permutation_p(xs: &[f64], min: usize, q: f64, permutations: usize, rng: &mut StdRng) -> f64 {
+    let mut shuffled = xs.to_vec();
+    let mut as_large = 0usize;
+    for _ in 0..permutations {
+        shuffled.shuffle(rng);
+        if best_split(&shuffled, min).is_some_and(|(_, qs)| qs >= q) {
+            as_large += 1;
+        }
+    }
+    (as_large + 1) as f64 / (permutations + 1) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use rand::distr::Distribution;
+
+    fn noisy(levels: &[(usize, f64)], noise: f64, seed: u64) -> Vec<f64> {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let normal = statrs::distribution::Normal::new(0.0, noise).expect("valid normal");
+        levels
+            .iter()
+            .flat_map(|&(count, level)| std::iter::repeat_n(level, count))
+            .map(|level| level * (1.0 + normal.sample(&mut rng)))
+            .collect()
+    }
+
+    fn brute_force(xs: &[f64], min: usize) -> Option<(usize, f64)> {
+        let n = xs.len();
+        let sum = |a: &[f64], b: &[f64]| -> f64 {
+            a.iter()
+                .flat_map(|x| b.iter().map(move |y| (x - y).abs()))
+                .sum()
+        };
+        (min..=n.checked_sub(min)?)
+            .map(|tau| {
+                let (a, b) = xs.split_at(tau);
+                let (l, r) = (tau as f64, (n - tau) as f64);
+                let within = |s: &[f64], k: f64| sum(s, s) / 2.0 / (k * (k - 1.0) / 2.0);
+                let q =
+                    l * r / n as f64 * (2.0 * sum(a, b) / (l * r) - within(a, l) - within(b, r));
+                (tau, q)
+            })
+            .fold(None, |best: Option<(usize, f64)>, (tau, q)| match best {
+                Some((_, b)) if b >= q => best,
+                _ => Some((tau, q)),
+            })
+    }
+
+    #[test]
+    fn a_flat_series_has_no_change() {
+        let series = noisy(&[(60, 1000.0)], 0.02, 1);
+        assert_eq!(change_points(&series, &ChangeOptions::default()), vec![]);
+    }
+
+    #[test]
+    fn a_five_percent_step_is_found_where_it_landed() {
+        let series = noisy(&[(30, 1000.0), (30, 950.0)], 0.01, 2);
+        let found = change_points(&series, &ChangeOptions::default());
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].index, 30);
+        assert!((found[0].relative() + 0.05).abs() < 0.01, "{found:?}");
+    }
+
+    #[test]
+    fn two_steps_are_both_found() {
+        let series = noisy(&[(20, 1000.0), (20, 900.0), (20, 1000.0)], 0.01, 3);
+        let found = change_points(&series, &ChangeOptions::default());
+        let at: Vec<usize> = found.iter().map(|c| c.index).collect();
+        assert_eq!(at, vec![20, 40], "{found:?}");
+        assert!(found[0].relative() < -0.08 && found[1].relative() > 0.08);
+    }
+
+    #[test]
+    fn one_wild_night_is_not_a_change() {
+        let mut series = noisy(&[(60, 1000.0)], 0.01, 4);
+        series[31] = 300.0;
+        assert_eq!(change_points(&series, &ChangeOptions::default()), vec![]);
+    }
+
+    #[test]
+    fn too_short_a_series_says_nothing() {
+        assert_eq!(change_points(&[], &ChangeOptions::default()), vec![]);
+        assert_eq!(
+            change_points(&[1.0, 2.0, 3.0], &ChangeOptions::default()),
+            vec![]
+        );
+        assert_eq!(best_split(&[1.0; 9], 5), None);
+    }
+
+    #[test]
+    fn pair_sum_is_the_sum_over_pairs() {
+        let xs: [f64; 4] = [3.0, -1.0, 4.0, 1.5];
+        let direct: f64 = (0..4)
+            .flat_map(|i| (i + 1..4).map(move |k| (i, k)))
+            .map(|(i, k)| (xs[i] - xs[k]).abs())
+            .sum();
+        assert!((pair_sum(&xs) - direct).abs() < 1e-12);
+    }
+
+    proptest! {
+        #[test]
+        fn the_running_sums_agree_with_the_definition(
+            xs in prop::collection::vec(-1000.0f64..1000.0, 4..40),
+            min in 2usize..6,
+        ) {
+            let fast = best_split(&xs, min);
+            let slow = brute_force(&xs, min);
+            match (fast, slow) {
+                (None, None) => {}
+                (Some((_, qf)), Some((_, qs))) => {
+                    prop_assert!((qf - qs).abs() <= 1e-6 * qs.abs().max(1.0), "{qf} vs {qs}");
+                }
+                other => prop_assert!(false, "{other:?}"),
+            }
+        }
+
+        #[test]
+        fn changes_are_ordered_inside_and_at_least_a_segment_apart(
+            xs in prop::collection::vec(0.0f64..100.0, 0..50),
+            min in 2usize..6,
+        ) {
+            let options = ChangeOptions { min_segment: min, permutations: 49, ..Default::default() };
+            let found = change_points(&xs, &options);
+            let mut last = 0;
+            for change in &found {
+                prop_assert!(change.index >= last + min);
+                prop_assert!(change.p_value > 0.0 && change.p_value <= options.significance);
+                last = change.index;
+            }
+            prop_assert!(found.is_empty() || xs.len() - last >= min);
+        }
+
+        #[test]
+        fn doubling_every_value_moves_no_change(
+            xs in prop::collection::vec(0.0f64..100.0, 10..40),
+        ) {
+            let options = ChangeOptions { permutations: 49, significance: 0.1, ..Default::default() };
+            let doubled: Vec<f64> = xs.iter().map(|x| x * 2.0).collect();
+            let at = |s: &[f64]| change_points(s, &options).iter().map(|c| c.index).collect::<Vec<_>>();
+            prop_assert_eq!(at(&xs), at(&doubled));
+        }
+    }
+}
