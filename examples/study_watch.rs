@@ -8,13 +8,17 @@
 //! reference measured beside it: normal noise of `--noise` (relative),
 //! and with probability `--wild` a night whose points read 5-15% low (a
 //! slow spell the reference did not share). The nightly check reads the
-//! last `--window` points; a change is new when no change raised before
-//! lies within `--min-segment` points of it.
+//! last `--window` nights, a night's points as one group
+//! (`change_points_by_group`, `--min-segment` in nights), or point by point
+//! with `--by-point`; a change is new when no change raised before lies
+//! within `--min-segment` of it. The step lands at a random point of its
+//! night; a change is in the right place when the hunt it starts, over the
+//! commits of the change's night and the night before, holds the step.
 //!
 //!     cargo run --release --example study_watch -- --trials 200
 
 use clap::Parser;
-use pgbisect::core::change_points::{ChangeOptions, change_points};
+use pgbisect::core::change_points::{ChangeOptions, change_points, change_points_by_group};
 use rand::distr::Distribution;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
@@ -46,9 +50,12 @@ struct Cli {
     /// Significance of the permutation test.
     #[arg(long, value_delimiter = ',', default_values_t = [0.01, 0.001])]
     significance: Vec<f64>,
-    /// Points the nightly check reads.
+    /// Nights the nightly check reads.
     #[arg(long, default_value_t = 60)]
     window: usize,
+    /// Read a night's points one by one instead of as one group.
+    #[arg(long)]
+    by_point: bool,
     /// Size of the step in the detection trials (relative, negative is a drop).
     #[arg(long, default_value_t = -0.05)]
     step: f64,
@@ -90,19 +97,35 @@ fn nights(
         .collect()
 }
 
-/// Nights (after the backfill) on which a new change was raised, and where.
+/// Nights (after the backfill) on which a new change was raised, and the
+/// night the change's new level starts.
 fn watch(cli: &Cli, series: &[Night], options: &ChangeOptions) -> Vec<(usize, usize)> {
-    let mut points: Vec<f64> = Vec::new();
     let mut raised: Vec<usize> = Vec::new();
     let mut alarms = Vec::new();
-    for (night, n) in series.iter().enumerate() {
-        points.extend(&n.values);
-        if night < cli.backfill {
-            continue;
-        }
-        let start = points.len().saturating_sub(cli.window);
-        for change in change_points(&points[start..], options) {
-            let at = start + change.index;
+    for night in cli.backfill..series.len() {
+        let start = (night + 1).saturating_sub(cli.window);
+        let read = &series[start..=night];
+        let changes: Vec<usize> = if cli.by_point {
+            // A change inside a night counts as that night's.
+            let points: Vec<f64> = read.iter().flat_map(|n| n.values.iter().copied()).collect();
+            let per_night = read[0].values.len();
+            let options = ChangeOptions {
+                min_segment: options.min_segment * per_night,
+                ..*options
+            };
+            change_points(&points, &options)
+                .iter()
+                .map(|c| c.index / per_night)
+                .collect()
+        } else {
+            let groups: Vec<&[f64]> = read.iter().map(|n| n.values.as_slice()).collect();
+            change_points_by_group(&groups, options)
+                .iter()
+                .map(|c| c.index)
+                .collect()
+        };
+        for index in changes {
+            let at = start + index;
             if raised.iter().any(|&r| r.abs_diff(at) < options.min_segment) {
                 continue;
             }
@@ -153,16 +176,15 @@ fn row(cli: &Cli, per_night: usize, noise: f64, options: &ChangeOptions) {
         false_alarms += watch(cli, &flat, options).len();
         let step_night = cli.backfill + cli.nights / 2;
         let stepped = nights(cli, per_night, noise, Some(step_night), &mut rng);
-        let step_point = step_night * per_night;
         let alarms: Vec<_> = watch(cli, &stepped, options)
             .into_iter()
             .filter(|&(night, _)| night >= step_night)
             .collect();
-        // The change must fall between the last point before the step's
-        // night and the first point after it, for a hunt to start there.
+        // The hunt covers the commits of the change's night and the night
+        // before: it must hold the step.
         if let Some(&(night, at)) = alarms.first() {
             found += 1;
-            if at.abs_diff(step_point) < per_night {
+            if at == step_night || at == step_night + 1 {
                 right += 1;
                 delays.push(night - step_night);
             }

@@ -77,10 +77,22 @@ impl ChangePoint {
 
 /// Every significant change in `series`, in order of index.
 pub fn change_points(series: &[f64], options: &ChangeOptions) -> Vec<ChangePoint> {
-    let min = options.min_segment.max(2);
+    let groups: Vec<&[f64]> = series.chunks(1).collect();
+    change_points_by_group(&groups, options)
+}
+
+/// Changes between groups of points measured together (the commits one
+/// night measured): a change falls only between two groups, each side
+/// holds at least `min_segment` groups, and the permutation test reorders
+/// whole groups. A night whose points all read low together (a slow spell
+/// the reference did not share) is then one odd night, not `k` odd points
+/// that look like a level of their own. A change's `index` is the first
+/// group of the new level.
+pub fn change_points_by_group(groups: &[&[f64]], options: &ChangeOptions) -> Vec<ChangePoint> {
+    let min = options.min_segment.max(1);
     let mut rng = StdRng::seed_from_u64(options.seed);
     let mut found: Vec<(usize, f64)> = Vec::new();
-    let mut segments = vec![(0, series.len())];
+    let mut segments = vec![(0, groups.len())];
     loop {
         // The best split over all segments still open, as in the paper's
         // hierarchical procedure: the strongest change is tested first.
@@ -88,12 +100,12 @@ pub fn change_points(series: &[f64], options: &ChangeOptions) -> Vec<ChangePoint
             .iter()
             .enumerate()
             .filter_map(|(at, &(start, end))| {
-                best_split(&series[start..end], min).map(|(tau, q)| (at, start + tau, q))
+                best_group_split(&groups[start..end], min).map(|(g, q)| (at, start + g, q))
             })
             .max_by(|a, b| a.2.total_cmp(&b.2));
         let Some((at, index, q)) = best else { break };
         let (start, end) = segments[at];
-        let p = permutation_p(&series[start..end], min, q, options, &mut rng);
+        let p = permutation_p(&groups[start..end], min, q, options, &mut rng);
         if p > options.significance {
             break;
         }
@@ -101,28 +113,27 @@ pub fn change_points(series: &[f64], options: &ChangeOptions) -> Vec<ChangePoint
         segments.splice(at..=at, [(start, index), (index, end)]);
     }
     found.sort_by_key(|&(index, _)| index);
-    with_levels(series, &found)
+    with_levels(groups, &found)
 }
 
 /// The medians on each side of each change, between its neighbours.
-fn with_levels(series: &[f64], found: &[(usize, f64)]) -> Vec<ChangePoint> {
+fn with_levels(groups: &[&[f64]], found: &[(usize, f64)]) -> Vec<ChangePoint> {
     let mut bounds = vec![0];
     bounds.extend(found.iter().map(|&(index, _)| index));
-    bounds.push(series.len());
+    bounds.push(groups.len());
     found
         .iter()
         .enumerate()
         .map(|(k, &(index, p_value))| ChangePoint {
             index,
             p_value,
-            before: median(&series[bounds[k]..index]),
-            after: median(&series[index..bounds[k + 2]]),
+            before: median(groups[bounds[k]..index].concat()),
+            after: median(groups[index..bounds[k + 2]].concat()),
         })
         .collect()
 }
 
-fn median(values: &[f64]) -> f64 {
-    let mut sorted = values.to_vec();
+fn median(mut sorted: Vec<f64>) -> f64 {
     sorted.sort_by(f64::total_cmp);
     let n = sorted.len();
     match n {
@@ -134,22 +145,57 @@ fn median(values: &[f64]) -> f64 {
 
 /// The split of `xs` with the largest divergence, each side at least `min`
 /// long: `(tau, q)` where `xs[..tau]` and `xs[tau..]` are the sides.
+pub fn best_split(xs: &[f64], min: usize) -> Option<(usize, f64)> {
+    let taus: Vec<usize> = (min.max(2)..=xs.len().saturating_sub(min.max(2))).collect();
+    best_of(xs, &taus).map(|(k, q)| (taus[k], q))
+}
+
+/// The best split between groups, each side at least `min` groups: `(g, q)`
+/// with `groups[..g]` and `groups[g..]` the sides.
+fn best_group_split(groups: &[&[f64]], min: usize) -> Option<(usize, f64)> {
+    let xs = groups.concat();
+    let mut taus = Vec::new();
+    let mut splits = Vec::new();
+    let mut tau = 0;
+    for (g, group) in groups
+        .iter()
+        .enumerate()
+        .take(groups.len().saturating_sub(min))
+    {
+        tau += group.len();
+        // Each side needs two points for its within-sum to mean anything.
+        if g + 1 >= min && tau >= 2 && xs.len() - tau >= 2 {
+            taus.push(tau);
+            splits.push(g + 1);
+        }
+    }
+    best_of(&xs, &taus).map(|(k, q)| (splits[k], q))
+}
+
+/// The largest divergence among the splits `taus` (ascending, each side at
+/// least two points): `(k, q)` for `taus[k]`.
 ///
 /// `q(tau) = tau (n - tau) / n * (2 B / (tau (n - tau)) - W_L / C(tau, 2) -
 /// W_R / C(n - tau, 2))`, with B the sum of |x_i - x_j| across the split
 /// and W_L, W_R the sums within each side: all of them kept as running
 /// sums, so every split of n points costs O(n^2) together.
-pub fn best_split(xs: &[f64], min: usize) -> Option<(usize, f64)> {
+fn best_of(xs: &[f64], taus: &[usize]) -> Option<(usize, f64)> {
     let n = xs.len();
-    if n < 2 * min || min < 2 {
-        return None;
-    }
+    let first = *taus.first()?;
     let total: f64 = pair_sum(xs);
     // Sums within the left side (first tau points) and the right side.
-    let mut left = pair_sum(&xs[..min]);
-    let mut right = pair_sum(&xs[min..]);
+    let mut left = pair_sum(&xs[..first]);
+    let mut right = pair_sum(&xs[first..]);
+    let mut at = first;
     let mut best: Option<(usize, f64)> = None;
-    for tau in min..=n - min {
+    for (k, &tau) in taus.iter().enumerate() {
+        while at < tau {
+            // Point `at` moves from the right side to the left.
+            let x = xs[at];
+            left += xs[..at].iter().map(|y| (x - y).abs()).sum::<f64>();
+            right -= xs[at + 1..].iter().map(|y| (x - y).abs()).sum::<f64>();
+            at += 1;
+        }
         let between = total - left - right;
         let (l, r) = (tau as f64, (n - tau) as f64);
         let q = l * r / n as f64
@@ -157,13 +203,7 @@ pub fn best_split(xs: &[f64], min: usize) -> Option<(usize, f64)> {
                 - left / (l * (l - 1.0) / 2.0)
                 - right / (r * (r - 1.0) / 2.0));
         if best.is_none_or(|(_, b)| q > b) {
-            best = Some((tau, q));
-        }
-        if tau < n - min {
-            // Point tau moves from the right side to the left.
-            let x = xs[tau];
-            left += xs[..tau].iter().map(|y| (x - y).abs()).sum::<f64>();
-            right -= xs[tau + 1..].iter().map(|y| (x - y).abs()).sum::<f64>();
+            best = Some((k, q));
         }
     }
     best
@@ -183,18 +223,24 @@ fn pair_sum(xs: &[f64]) -> f64 {
         .sum()
 }
 
-/// Share of reorderings of `xs` whose best split diverges at least `q`,
-/// counting the observed order as one of them (so never 0). Stops as soon
-/// as the share can no longer fall to the significance level: the p-value
-/// of a split that is not a change is then only a lower bound, and the
-/// nightly check of a flat series costs a few reorderings, not all.
-fn permutation_p(xs: &[f64], min: usize, q: f64, options: &ChangeOptions, rng: &mut StdRng) -> f64 {
+/// Share of reorderings of the groups whose best split diverges at least
+/// `q`, counting the observed order as one of them (so never 0). Stops as
+/// soon as the share can no longer fall to the significance level: the
+/// p-value of a split that is not a change is then only a lower bound, and
+/// the nightly check of a flat series costs a few reorderings, not all.
+fn permutation_p(
+    groups: &[&[f64]],
+    min: usize,
+    q: f64,
+    options: &ChangeOptions,
+    rng: &mut StdRng,
+) -> f64 {
     let total = (options.permutations + 1) as f64;
-    let mut shuffled = xs.to_vec();
+    let mut shuffled = groups.to_vec();
     let mut as_large = 0usize;
     for _ in 0..options.permutations {
         shuffled.shuffle(rng);
-        if best_split(&shuffled, min).is_some_and(|(_, qs)| qs >= q) {
+        if best_group_split(&shuffled, min).is_some_and(|(_, qs)| qs >= q) {
             as_large += 1;
             if (as_large + 1) as f64 / total > options.significance {
                 break;
@@ -271,6 +317,43 @@ mod tests {
         let mut series = noisy(&[(60, 1000.0)], 0.01, 4);
         series[31] = 300.0;
         assert_eq!(change_points(&series, &ChangeOptions::default()), vec![]);
+    }
+
+    fn by_night(points: &[f64], per_night: usize) -> Vec<&[f64]> {
+        points.chunks(per_night).collect()
+    }
+
+    #[test]
+    fn a_last_night_that_read_low_throughout_is_not_a_change() {
+        let mut points = noisy(&[(60, 1000.0)], 0.01, 5);
+        for p in &mut points[57..60] {
+            *p *= 0.88;
+        }
+        let options = ChangeOptions {
+            min_segment: 2,
+            ..Default::default()
+        };
+        assert_eq!(
+            change_points_by_group(&by_night(&points, 3), &options),
+            vec![]
+        );
+        // Read point by point, the same night is a new level.
+        let alone = ChangeOptions {
+            min_segment: 3,
+            ..Default::default()
+        };
+        assert_ne!(change_points(&points, &alone), vec![]);
+    }
+
+    #[test]
+    fn a_step_between_nights_is_found_at_its_night() {
+        let points = noisy(&[(30, 1000.0), (30, 950.0)], 0.01, 6);
+        let options = ChangeOptions {
+            min_segment: 2,
+            ..Default::default()
+        };
+        let found = change_points_by_group(&by_night(&points, 3), &options);
+        assert_eq!(found.iter().map(|c| c.index).collect::<Vec<_>>(), vec![10]);
     }
 
     #[test]
