@@ -5,6 +5,7 @@
 //! property tests, and the simulator runs it thousands of times a second.
 
 pub mod bisect;
+pub mod change_points;
 pub mod decide;
 pub mod fingerprint;
 pub mod hunt_config;
