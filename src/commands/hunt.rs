@@ -23,7 +23,7 @@ use crate::notify::{Ending, HuntEnd, Notifier};
 use crate::placement::{Placement, Policy};
 use crate::progress::{Progress, ProgressEvent};
 use crate::repo::Repo;
-use crate::report::findings::{HuntOutcome, HuntReport, ReleaseCheck};
+use crate::report::findings::{HuntOutcome, HuntReport, Provenance, ReleaseCheck};
 use crate::report::{self, Format};
 use crate::workspace::{HuntDir, PlanFlags, PlanKey};
 use anyhow::Context;
@@ -343,6 +343,10 @@ fn with_setup(
     report.resolution = plan.resolution.clone();
     report.profile_name = profile_name.unwrap_or("default").to_string();
     report.profile_toml = profile_name.map(profile_text).unwrap_or_default();
+    let short = |c: &crate::model::Commit| c.id.chars().take(12).collect::<String>();
+    report.made = Some(Provenance::now(
+        args.again(&short(&report.good), &short(&report.bad)),
+    ));
     if !plan.profile.is_custom() {
         let profile_settings = plan.profile.server.settings_strings();
         report.server_settings =
