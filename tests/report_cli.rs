@@ -53,7 +53,12 @@ fn renders_the_newest_hunt_as_text() {
         "{text}"
     );
     assert!(text.contains("LWLock:BufferMapping"), "{text}");
-    assert!(text.lines().all(|l| l.chars().count() <= 72));
+    // Within 72 columns, but for a path that cannot be cut.
+    assert!(
+        text.lines()
+            .all(|l| l.chars().count() <= 72 || l.contains("/profile-diff.svg")),
+        "{text}"
+    );
 }
 
 #[test]
