@@ -17,6 +17,7 @@ pub mod finding;
 pub mod findings;
 pub mod layout;
 pub mod markdown;
+pub mod running;
 pub mod text;
 pub mod why;
 
