@@ -53,7 +53,74 @@ fn renders_the_newest_hunt_as_text() {
         "{text}"
     );
     assert!(text.contains("LWLock:BufferMapping"), "{text}");
-    assert!(text.lines().all(|l| l.chars().count() <= 72));
+    // Within 72 columns, but for a path that cannot be cut.
+    assert!(
+        text.lines()
+            .all(|l| l.chars().count() <= 72 || l.contains("/profile-diff.svg")),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_hunt_still_running_shows_its_progress_from_the_journal() {
+    use pgbisect::journal::Event;
+    use pgbisect::model::{Prepared, RunOutcome};
+    let work = tempfile::tempdir().unwrap();
+    let hunt = work.path().join("hunts").join("h");
+    std::fs::create_dir_all(&hunt).unwrap();
+    let (good, bad) = ("a".repeat(40), "b".repeat(40));
+    let run = |n: u64, commit: &str, tps: f64| Event::Run {
+        run: n,
+        commit: commit.into(),
+        clients: 1,
+        seconds: None,
+        outcome: RunOutcome::tps_only(tps),
+        host: None,
+    };
+    let events = [
+        Event::Start {
+            good: good.clone(),
+            bad: bad.clone(),
+            plan: "p".into(),
+            at: "2026-12-05T16:00:00Z".into(),
+        },
+        Event::Prepared {
+            commit: good.clone(),
+            prepared: Prepared::Ready { cached: false },
+        },
+        run(1, &good, 1000.0),
+        run(2, &bad, 800.0),
+    ];
+    let lines: Vec<String> = events
+        .iter()
+        .map(|e| serde_json::to_string(e).unwrap())
+        .collect();
+    std::fs::write(hunt.join("journal.jsonl"), lines.join("\n") + "\n").unwrap();
+    let dir = work.path().to_str().unwrap();
+    // Nothing holds the work dir: a hunt without a result is no report.
+    assert_code(&pgbisect(&["report", "--work-dir", dir], work.path()), 2);
+    let held = pgbisect::workspace::Lock::acquire(work.path()).unwrap();
+    let text = stdout(&pgbisect(&["report", "--work-dir", dir], work.path()));
+    let me = std::process::id();
+    assert!(
+        text.starts_with(&format!(
+            "pgbisect: hunt aaaaaaaa..bbbbbbbb still running (pgbisect, pid {me})\n"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("runs:    2 measured, 0 failed, of 2 commits"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("{dir}/hunts/h/journal.jsonl")),
+        "{text}"
+    );
+    // Once it has written its result, the result is the report.
+    std::fs::write(hunt.join("result.json"), FIXTURE).unwrap();
+    let text = stdout(&pgbisect(&["report", "--work-dir", dir], work.path()));
+    assert!(text.contains("Finding\n-------\n"), "{text}");
+    drop(held);
 }
 
 #[test]

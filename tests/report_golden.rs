@@ -23,8 +23,16 @@ fn envelope() -> Envelope {
 fn text_report() {
     let text = report::text(&fixture());
     for line in text.lines() {
-        assert!(line.chars().count() <= 72, "longer than 72: {line:?}");
+        // A path or URL longer than a line stays whole on its own line.
+        let whole_path = |w: &str| w.contains('/') && w.chars().count() > 40;
+        assert!(
+            line.chars().count() <= 72 || line.split_whitespace().any(whole_path),
+            "longer than 72: {line:?}"
+        );
     }
+    let svg = "/var/tmp/pgbisect/hunts/h/why-009ee824377453148ebc52baa7a17dbda344a37e\
+               -profile/profile-diff.svg";
+    assert!(text.contains(svg), "the flame graph's path is cut");
     insta::assert_snapshot!("text", text);
 }
 
@@ -49,12 +57,10 @@ fn email_parses_back() {
     let message = mail_parser::MessageParser::new()
         .parse(raw.as_bytes())
         .expect("a message");
-    let expected = format!(
-        "pgbisect: -30.7% TPS at 128 clients, first of 2 bad commits {} \
-         \"Make idle backends exit if the postmaster dies\", and a drop in a range of commits",
-        &report.culprits[0].commit[..8]
-    );
-    assert_eq!(message.subject(), Some(expected.as_str()));
+    let expected = "pgbisect: -30.7% TPS at 128 clients, 2 bad commits 009ee824 \
+                    \"Make idle backends exit if the...\" and 623f1568 \"Compute the \
+                    snapshot's xmin...\", and a drop in a range of commits";
+    assert_eq!(message.subject(), Some(expected));
     let from = message.from().and_then(|a| a.first()).expect("From");
     assert_eq!(from.address(), Some("jane@example.org"));
     assert_eq!(from.name(), Some("Jane Doe"));
@@ -93,7 +99,7 @@ fn non_ascii_subject_is_rfc2047_encoded_and_decodes_back() {
         .expect("a message");
     let subject = message.subject().expect("a subject");
     assert!(
-        subject.contains("\"Réduire la contention du verrou « ProcArrayLock »\""),
+        subject.contains("\"Réduire la contention du...\""),
         "{subject}"
     );
     let body = message.body_text(0).expect("a text body");

@@ -117,6 +117,7 @@ fn run_hunt(
         why_runs: (!args.no_why).then_some(args.why.why_runs),
         profile_name: args.target.lab.profile.clone(),
         save: &save_command,
+        again: args.again(&short(&plan.good), &short(&plan.bad)),
     };
     let done = crate::engine::session::hunt::run(&plan, &ask, work_dir)?;
     if let Some(path) = &args.json {
@@ -124,6 +125,11 @@ fn run_hunt(
     }
     print!("{}", report::render(&done.report, args.format.0, None)?);
     Ok(done)
+}
+
+/// A commit as the command to hunt again names it.
+fn short(commit: &crate::model::Commit) -> String {
+    commit.id.chars().take(12).collect()
 }
 
 /// The hunt's time budget from `--time-budget` or `--deadline`.

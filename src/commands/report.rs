@@ -9,7 +9,7 @@ use super::output::write_output_file;
 use crate::error::UsageError;
 use crate::report::findings::HuntReport;
 use crate::report::{self, Format};
-use crate::workspace::{HuntDir, RESULT_FILE};
+use crate::workspace::{HuntDir, RESULT_FILE, WorkDir};
 use anyhow::Context;
 use clap::Args;
 use std::path::PathBuf;
@@ -57,10 +57,12 @@ pub fn load(hunt: &HuntDir) -> anyhow::Result<HuntReport> {
 }
 
 pub(super) fn command(args: &ReportArgs) -> anyhow::Result<ExitCode> {
-    let hunt = args
-        .at
-        .work_dir()?
-        .choose_hunt(args.at.hunt.as_deref(), RESULT_FILE)?;
+    let work = args.at.work_dir()?;
+    if let Some(progress) = still_running(&work, args.at.hunt.as_deref())? {
+        print!("{progress}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let hunt = work.choose_hunt(args.at.hunt.as_deref(), RESULT_FILE)?;
     let found = load(&hunt)?;
     let envelope = match args.format.0 {
         Format::Email => Some(envelope(args, &hunt)?),
@@ -75,6 +77,36 @@ pub(super) fn command(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         None => print!("{text}"),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The progress so far of the hunt asked for (by name, else the newest
+/// journal) when it has not ended: another process holds the work dir,
+/// and the hunt has no result newer than its journal.
+fn still_running(work: &WorkDir, name: Option<&str>) -> anyhow::Result<Option<String>> {
+    let Some(holder) = crate::workspace::holder_of(work.root()) else {
+        return Ok(None);
+    };
+    let journals = work.journals()?;
+    let Some(hunt) = journals
+        .into_iter()
+        .find(|h| name.is_none_or(|n| h.name == n))
+    else {
+        return Ok(None);
+    };
+    let modified = |p: &std::path::Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let ended = match (modified(&hunt.result()), modified(&hunt.journal())) {
+        (Some(result), Some(journal)) => result >= journal,
+        (result, _) => result.is_some(),
+    };
+    if ended {
+        return Ok(None);
+    }
+    let events = crate::journal::Journal::load(&hunt.journal())?;
+    Ok(Some(report::running::text(
+        &events,
+        &holder.who(),
+        &hunt.journal().display().to_string(),
+    )))
 }
 
 /// The email's sender and recipient: `--from`, else git's identity (see

@@ -68,6 +68,62 @@ pub struct RunArgs {
     pub on: super::hosts::HostArgs,
 }
 
+impl RunArgs {
+    /// The command line that hunts `good..bad` (SHAs: a branch name moves
+    /// on) again as these flags did: the workload, the client count, the
+    /// decisions, the search, the budget and the hosts; not where files go,
+    /// who runs the server or who is told.
+    pub(super) fn again(&self, good: &str, bad: &str) -> Vec<String> {
+        let t = &self.target;
+        let mut out: Vec<String> = ["pgbisect", "--good", good, "--bad", bad]
+            .map(String::from)
+            .to_vec();
+        let mut flag = |name: &str, value: Option<String>| {
+            if let Some(v) = value {
+                out.extend([format!("--{name}"), v]);
+            }
+        };
+        let named = |v: Option<clap::builder::PossibleValue>| v.map(|p| p.get_name().to_string());
+        flag("profile", t.lab.profile.clone());
+        flag("pgbench", t.lab.pgbench.clone());
+        flag("clients", t.clients.map(|c| c.to_string()));
+        flag("threshold", t.threshold.map(|p| format!("{p}%")));
+        flag("max-runs", t.max_runs.map(|n| n.to_string()));
+        flag(
+            "search",
+            t.search
+                .and_then(|s| named(clap::ValueEnum::to_possible_value(&s))),
+        );
+        flag("candidates", t.candidates.map(|k| k.to_string()));
+        flag(
+            "run-length",
+            t.run_length
+                .and_then(|r| named(clap::ValueEnum::to_possible_value(&r))),
+        );
+        flag("time-budget", self.time_budget.clone());
+        flag("deadline", self.deadline.clone());
+        flag(
+            "hosts",
+            (!self.on.hosts.is_empty()).then(|| self.on.hosts.join(",")),
+        );
+        flag(
+            "why-runs",
+            (self.why.why_runs != crate::engine::why::DEFAULT_RUNS)
+                .then(|| self.why.why_runs.to_string()),
+        );
+        for (on, name) in [
+            (self.first_only, "--first-only"),
+            (self.no_why, "--no-why"),
+            (self.on.slurm, "--slurm"),
+        ] {
+            if on {
+                out.push(name.to_string());
+            }
+        }
+        out
+    }
+}
+
 /// Saves `args` into `hunt_dir`, with the repository, work dir and a
 /// profile file made absolute, so the hunt can be resumed from anywhere.
 pub(super) fn save(
@@ -203,6 +259,45 @@ mod tests {
         );
         assert_eq!(back.mail_to, ["perf@example.org"]);
         assert_eq!(back.format.0, crate::report::Format::Markdown);
+    }
+
+    #[test]
+    fn the_command_again_keeps_what_shapes_the_hunt_and_nothing_else() {
+        let mut args = RunArgs::default();
+        args.target.good = Some("REL9_5_0".into());
+        args.target.bad = Some("master".into());
+        args.target.lab.profile = Some("ro-128.toml".into());
+        args.target.lab.work_dir = Some("/var/tmp/w".into());
+        args.target.clients = Some(128);
+        args.target.threshold = Some(2.5);
+        args.target.search = Some(Search::Bisect);
+        args.time_budget = Some("8h".into());
+        args.json = Some("/tmp/r.json".into());
+        args.mail_to = vec!["perf@example.org".into()];
+        args.first_only = true;
+        assert_eq!(
+            args.again("006a283a3c39", "60bbffae1c7e"),
+            [
+                "pgbisect",
+                "--good",
+                "006a283a3c39",
+                "--bad",
+                "60bbffae1c7e",
+                "--profile",
+                "ro-128.toml",
+                "--clients",
+                "128",
+                "--threshold",
+                "2.5%",
+                "--search",
+                "bisect",
+                "--time-budget",
+                "8h",
+                "--first-only",
+            ]
+        );
+        let plain = RunArgs::default().again("a", "b");
+        assert_eq!(plain, ["pgbisect", "--good", "a", "--bad", "b"]);
     }
 
     proptest::proptest! {

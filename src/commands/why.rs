@@ -6,7 +6,7 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 
 /// Flags of the why-runs.
-#[derive(Debug, Args, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Args, Clone, Serialize, Deserialize)]
 #[serde(default)]
 #[command(next_help_heading = super::args::WHY_HEADING)]
 pub struct WhyArgs {
@@ -16,6 +16,14 @@ pub struct WhyArgs {
           value_parser = at_least_two)]
     #[serde(default = "default_runs")]
     pub why_runs: usize,
+}
+
+impl Default for WhyArgs {
+    fn default() -> Self {
+        WhyArgs {
+            why_runs: why::DEFAULT_RUNS,
+        }
+    }
 }
 
 /// `--why-runs`: a spread needs two runs a side.

@@ -420,6 +420,7 @@ mod tests {
             configure_flags: Vec::new(),
             resolution: Vec::new(),
             release_check: None,
+            made: None,
             why: Vec::new(),
         }
     }

@@ -5,13 +5,15 @@
 //! document of sections, facts, lists and tables, and each format only
 //! lays that document out.
 
-use crate::core::decide::{Change, Method};
+use crate::core::decide::Method;
 use crate::model::{Commit, short_sha as short};
+use crate::report::finding::{self, change};
+pub use crate::report::finding::{confidence_pct, headline};
 use crate::report::findings::{
-    Culprit, HuntOutcome, HuntReport, Judgement, ReleaseCheck, ReleaseFinding, TestedCommit,
-    Totals, UnresolvedRange,
+    Culprit, HuntReport, Judgement, ReleaseCheck, ReleaseFinding, TestedCommit, Totals,
+    UnresolvedRange,
 };
-use crate::report::{estimate, why};
+use crate::report::why;
 
 use crate::report::layout::{Align, Block, Document, Section};
 
@@ -22,6 +24,7 @@ fn fact(label: &str, value: impl Into<String>) -> (String, String) {
 /// The report's content.
 pub fn document(report: &HuntReport) -> Document {
     let mut sections = vec![
+        finding::section(report),
         Section {
             heading: "What was hunted".into(),
             blocks: [Block::Facts(hunted_facts(report))]
@@ -55,84 +58,6 @@ pub fn document(report: &HuntReport) -> Document {
     Document {
         title: headline(report),
         sections,
-    }
-}
-
-/// One line saying what was found, e.g. `pgbisect: -26.9% TPS at 128
-/// clients, first bad commit ac1d7945 "Make idle backends exit ..."`.
-pub fn headline(report: &HuntReport) -> String {
-    let at = match report.clients {
-        1 => "at 1 client".to_string(),
-        n => format!("at {n} clients"),
-    };
-    let range = format!("{}..{}", report.good.short(), report.bad.short());
-    let whole = pct(report.endpoints.change.pct);
-    let best = pct(estimate::best(report).change.pct);
-    match report.outcome {
-        HuntOutcome::NoRegression => {
-            format!("pgbisect: no regression {at} in {range} ({whole} TPS)")
-        }
-        HuntOutcome::Inconclusive => {
-            format!("pgbisect: inconclusive {at} in {range} ({whole} TPS)")
-        }
-        HuntOutcome::CulpritFound => match report.culprits.as_slice() {
-            [] => format!("pgbisect: {best} TPS {at}, pinned to a range in {range}"),
-            [c] => format!(
-                "pgbisect: {} TPS {at}, first bad commit {} \"{}\"{}",
-                pct(c.change.pct),
-                short(&c.commit),
-                c.subject,
-                also_unpinned(report)
-            ),
-            [c, ..] => format!(
-                "pgbisect: {best} TPS {at}, first of {} bad commits {} \"{}\"{}",
-                report.culprits.len(),
-                short(&c.commit),
-                c.subject,
-                also_unpinned(report)
-            ),
-        },
-    }
-}
-
-/// The end of a headline naming culprits when other drops were pinned
-/// only to a range of commits, so the subject line does not read as the
-/// whole story.
-fn also_unpinned(report: &HuntReport) -> String {
-    match report.unresolved.len() {
-        0 => String::new(),
-        1 => ", and a drop in a range of commits".into(),
-        n => format!(", and drops in {n} ranges of commits"),
-    }
-}
-
-fn pct(value: f64) -> String {
-    format!("{value:+.1}%")
-}
-
-/// `-26.9% [-28.1%, -25.7%] at 95% confidence`; a change without a
-/// finite interval (too few runs on a side) says so instead.
-fn change(c: &Change) -> String {
-    if !(c.pct.is_finite() && c.low_pct.is_finite() && c.high_pct.is_finite()) {
-        return "not measured: too few runs for an interval".into();
-    }
-    format!(
-        "{} [{}, {}] at {}% confidence",
-        pct(c.pct),
-        pct(c.low_pct),
-        pct(c.high_pct),
-        confidence_pct(c.confidence)
-    )
-}
-
-/// A confidence level in percent, rounded down to a tenth so that an
-/// achieved level of 99.99% never reads as a certain 100%.
-pub(crate) fn confidence_pct(confidence: f64) -> String {
-    let tenths = (confidence * 1000.0 + 1e-6).floor().min(999.0);
-    if tenths % 10.0 == 0.0 {
-        format!("{:.0}", tenths / 10.0)
-    } else {
-        format!("{:.1}", tenths / 10.0)
     }
 }
 
@@ -249,22 +174,20 @@ fn machine_facts(report: &HuntReport) -> Vec<(String, String)> {
 
 fn result_blocks(report: &HuntReport) -> Vec<Block> {
     let e = &report.endpoints;
+    // The best estimate of the whole is in the finding; this is the
+    // comparison that decided there was a drop to hunt.
     let mut blocks = vec![Block::Facts(vec![
         fact("outcome", report.outcome.as_str()),
         fact(
             "good..bad",
-            format!("{}, {} + {} runs", change(&e.change), e.n_base, e.n_new),
+            format!(
+                "{}, the first {} + {} runs",
+                change(&e.change),
+                e.n_base,
+                e.n_new
+            ),
         ),
     ])];
-    let best = estimate::best(report);
-    if best.change != e.change
-        && let Block::Facts(facts) = &mut blocks[0]
-    {
-        facts.push(fact(
-            "whole drop",
-            format!("{}, from {}", change(&best.change), best.basis),
-        ));
-    }
     blocks.extend(report.release_check.as_ref().map(release_item));
     for c in &report.culprits {
         blocks.push(culprit_item(c));
@@ -428,14 +351,35 @@ fn tested_blocks(report: &HuntReport) -> Vec<Block> {
     .map(|(name, align)| (name.to_string(), *align))
     .collect();
     let is_culprit = |t: &TestedCommit| report.culprits.iter().any(|c| c.commit == t.commit.id);
+    let levels = between_drops(report);
     let rows = report
         .tested
         .iter()
-        .map(|t| tested_row(t, is_culprit(t)))
+        .map(|t| {
+            let mut row = tested_row(t, is_culprit(t));
+            if let Some((mark, _)) = levels.iter().find(|(_, at)| at.contains(&t.position)) {
+                row[1] = format!("{} ({mark})", row[1]);
+            }
+            row
+        })
         .collect();
     let mut blocks = vec![Block::Table { columns, rows }];
     if !report.culprits.is_empty() {
         blocks.push(Block::Paragraph("* first bad commit".into()));
+    }
+    let legend: Vec<String> = levels
+        .iter()
+        .filter(|(_, at)| !at.is_empty())
+        .map(|(mark, _)| mark.clone())
+        .collect();
+    if !legend.is_empty() {
+        blocks.push(Block::List(
+            between_legend(report)
+                .into_iter()
+                .filter(|(mark, _)| legend.contains(mark))
+                .map(|(mark, text)| format!("({mark}) {text}"))
+                .collect(),
+        ));
     }
     let notes: Vec<String> = report
         .tested
@@ -446,6 +390,80 @@ fn tested_blocks(report: &HuntReport) -> Vec<Block> {
         blocks.push(Block::List(notes));
     }
     blocks
+}
+
+/// The drops the hunt found (culprits and ranges left unresolved), as the
+/// positions of their last good and first bad commits, in history order.
+fn drops(report: &HuntReport) -> Vec<(usize, usize, String)> {
+    let position = |id: &str| {
+        report
+            .tested
+            .iter()
+            .find(|t| t.commit.id == id)
+            .map(|t| t.position)
+    };
+    let mut drops: Vec<(usize, usize, String)> = report
+        .culprits
+        .iter()
+        .filter_map(|c| Some((position(&c.parent)?, position(&c.commit)?, c.commit.clone())))
+        .chain(report.unresolved.iter().filter_map(|r| {
+            Some((
+                position(&r.last_good.id)?,
+                position(&r.first_bad.id)?,
+                r.first_bad.id.clone(),
+            ))
+        }))
+        .collect();
+    drops.sort_unstable();
+    drops
+}
+
+/// Commits judged between two drops, by the drop they come after: the
+/// search judged them against the ends of the range left after it, so
+/// their good-like or bad-like is against the level after that drop, not
+/// against the good end. One mark (`a`, `b`, ...) a drop, and the
+/// positions it marks.
+fn between_drops(report: &HuntReport) -> Vec<(String, Vec<usize>)> {
+    let drops = drops(report);
+    let endpoint = |j: Judgement| matches!(j, Judgement::GoodEndpoint | Judgement::BadEndpoint);
+    drops
+        .iter()
+        .enumerate()
+        .map(|(i, (_, bad, _))| {
+            let next_bad = drops.get(i + 1).map(|d| d.1);
+            let at = report
+                .tested
+                .iter()
+                .filter(|t| !endpoint(t.judgement))
+                .filter(|t| matches!(t.judgement, Judgement::GoodLike | Judgement::BadLike))
+                .map(|t| t.position)
+                .filter(|&p| p > *bad && next_bad.is_some_and(|next| p < next))
+                .collect();
+            (mark(i), at)
+        })
+        .collect()
+}
+
+/// What each mark of [`between_drops`] means.
+fn between_legend(report: &HuntReport) -> Vec<(String, String)> {
+    drops(report)
+        .iter()
+        .enumerate()
+        .map(|(i, (_, _, after))| {
+            (
+                mark(i),
+                format!(
+                    "judged against the level after {}, between the drops, not against \
+                     the good end",
+                    short(after)
+                ),
+            )
+        })
+        .collect()
+}
+
+fn mark(i: usize) -> String {
+    char::from(b'a' + (i % 26) as u8).to_string()
 }
 
 fn tested_row(t: &TestedCommit, culprit: bool) -> Vec<String> {
@@ -546,7 +564,8 @@ fn totals_facts(report: &HuntReport) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::findings::EndpointResolution;
+    use crate::core::decide::Change;
+    use crate::report::findings::{EndpointResolution, HuntOutcome};
 
     #[test]
     fn one_client_is_singular() {
@@ -684,7 +703,7 @@ mod tests {
         );
         let explained = document(&report);
         assert_eq!(
-            explained.sections[0].blocks[1],
+            explained.sections[1].blocks[1],
             Block::List(vec![
                 "--good: REL9_5 -> tag REL9_5_0 (301c2273)".into(),
                 "--good: REL9_5_0 is on REL9_5_STABLE, off master's line: hunting from \
@@ -692,7 +711,7 @@ mod tests {
                     .into(),
             ])
         );
-        assert_eq!(explained.sections[1..], plain.sections[1..]);
+        assert_eq!(explained.sections[2..], plain.sections[2..]);
         let text = crate::report::text(&report);
         assert!(
             text.contains("- --good: REL9_5 -> tag REL9_5_0 (301c2273)\n"),
@@ -715,8 +734,8 @@ mod tests {
             reason: None,
         });
         let doc = document(&report);
-        let Block::Item { title, facts } = &doc.sections[2].blocks[1] else {
-            panic!("{:?}", doc.sections[2]);
+        let Block::Item { title, facts } = &doc.sections[3].blocks[1] else {
+            panic!("{:?}", doc.sections[3]);
         };
         assert_eq!(
             title,
@@ -727,7 +746,48 @@ mod tests {
             "the same within the threshold: the whole drop from REL9_5_0 lies on master \
              after a05dc4d7, where the hunt searched"
         );
-        assert_eq!(doc.sections[..2], plain.sections[..2]);
+        assert_eq!(doc.sections[1..3], plain.sections[1..3]);
+    }
+
+    #[test]
+    fn a_commit_between_two_drops_says_which_level_it_was_judged_against() {
+        let report = fixture();
+        let blocks = tested_blocks(&report);
+        let Block::Table { rows, .. } = &blocks[0] else {
+            panic!("{blocks:?}");
+        };
+        let judged = |sha: &str| {
+            rows.iter()
+                .find(|r| r[0].starts_with(sha))
+                .map(|r| r[1].clone())
+                .unwrap()
+        };
+        // Before the first drop, and each culprit: judged for its own drop.
+        assert_eq!(judged("1fa540e4"), "good-like");
+        assert_eq!(judged("009ee824"), "bad-like");
+        // Between 009ee824 and the range's drop, then the range and 623f1568.
+        assert_eq!(judged("775e1ef0"), "good-like (a)");
+        assert_eq!(judged("293bba0a"), "good-like (b)");
+        assert_eq!(judged("623f1568"), "bad-like");
+        assert!(
+            blocks.contains(&Block::List(vec![
+                "(a) judged against the level after 009ee824, between the drops, not against \
+                 the good end"
+                    .into(),
+                "(b) judged against the level after e0646d0a, between the drops, not against \
+                 the good end"
+                    .into(),
+            ])),
+            "{blocks:?}"
+        );
+        let mut one = fixture();
+        one.culprits.truncate(1);
+        one.unresolved.clear();
+        assert!(
+            tested_blocks(&one)
+                .iter()
+                .all(|b| !matches!(b, Block::List(l) if l[0].starts_with("(a)"))),
+        );
     }
 
     #[test]

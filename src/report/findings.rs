@@ -394,6 +394,34 @@ pub struct HuntReport {
     /// What the why-runs after each culprit found, by culprit.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub why: Vec<crate::core::why::Why>,
+    /// Which pgbisect made the result, when, and the command that hunts
+    /// the same range again (absent in results of older versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub made: Option<Provenance>,
+}
+
+/// Which pgbisect made a result, when, and how to make it again: what a
+/// reader of the report needs to trust it and to repeat it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// pgbisect's version.
+    pub version: String,
+    /// When the hunt ended (RFC 3339, UTC).
+    pub finished: String,
+    /// The command line, one argument an element, that hunts the same
+    /// range with the same workload and decisions.
+    pub command: Vec<String>,
+}
+
+impl Provenance {
+    /// This pgbisect, now, with `command`.
+    pub fn now(command: Vec<String>) -> Provenance {
+        Provenance {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            finished: crate::time::now_rfc3339(),
+            command,
+        }
+    }
 }
 
 impl HuntReport {

@@ -41,5 +41,44 @@ pub enum Block {
     },
     /// Text shown as it is (the profile's TOML).
     Verbatim(String),
+    /// A shell command line, one argument an element: laid out to be
+    /// copied and run (quoted where the shell needs it, each flag kept
+    /// with its value).
+    Command(Vec<String>),
     Paragraph(String),
+}
+
+/// `argv` as one shell command line, each argument quoted when the shell
+/// would read it otherwise.
+pub fn shell_line(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| shell_word(a))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// One argument as the shell reads it back: as it is when it holds only
+/// characters the shell leaves alone, else in single quotes.
+pub fn shell_word(arg: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:%,=@+".contains(c);
+    if !arg.is_empty() && arg.chars().all(plain) {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', "'\\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_words_are_quoted_only_when_needed() {
+        assert_eq!(shell_word("--clients"), "--clients");
+        assert_eq!(shell_word("/tmp/ro 128.toml"), "'/tmp/ro 128.toml'");
+        assert_eq!(shell_word("it's"), "'it'\\''s'");
+        assert_eq!(shell_word(""), "''");
+        let argv = ["pgbisect", "--profile", "a b"].map(String::from);
+        assert_eq!(shell_line(&argv), "pgbisect --profile 'a b'");
+    }
 }

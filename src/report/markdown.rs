@@ -28,6 +28,10 @@ fn block(block: &Block) -> String {
             .join("\n"),
         Block::Table { columns, rows } => table(columns, rows),
         Block::Verbatim(text) => format!("```toml\n{}\n```", text.replace("```", "` ` `")),
+        Block::Command(argv) => format!(
+            "```sh\n{}\n```",
+            super::layout::shell_line(argv).replace("```", "` ` `")
+        ),
         Block::Paragraph(text) => escape(text),
     }
 }

@@ -1,6 +1,7 @@
 //! Renderers of a hunt's findings. Each returns text; none prints.
 //!
-//! [`document`] chooses what a report says; `text`, `markdown` and
+//! [`document`] chooses what a report says, opening with the
+//! [`finding`]; `text`, `markdown` and
 //! `email` only lay it out, so the formats cannot disagree. The size of
 //! the drop a report leads with is [`estimate::best`]: the culprits'
 //! side-by-side changes combined when they cover the whole drop, else
@@ -12,9 +13,11 @@ pub mod chart;
 pub mod document;
 pub mod email;
 pub mod estimate;
+pub mod finding;
 pub mod findings;
 pub mod layout;
 pub mod markdown;
+pub mod running;
 pub mod text;
 pub mod why;
 

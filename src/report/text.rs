@@ -3,7 +3,9 @@
 //! Mail clients and the archives show text as it is, and lines longer than
 //! 72 columns get wrapped by someone else's rules, breaking tables. So
 //! every line here is at most [`WIDTH`] columns: long values wrap with a
-//! hanging indent, and tables are sized to fit.
+//! hanging indent, and tables are sized to fit. The one exception is a
+//! path or URL longer than a line: cut in two it could be neither copied
+//! nor clicked, so it stays whole on a line of its own.
 
 use super::layout::{Align, Block, Document};
 
@@ -47,7 +49,45 @@ fn block_lines(block: &Block) -> Vec<String> {
             .flat_map(|line| wrap_verbatim(line, WIDTH))
             .collect(),
         Block::Paragraph(text) => wrap(text, WIDTH, "", ""),
+        Block::Command(argv) => command_lines(argv),
     }
+}
+
+/// A command line indented, continued with ` \\` between arguments (a
+/// flag kept with its value), so that it can be pasted into a shell.
+fn command_lines(argv: &[String]) -> Vec<String> {
+    let mut groups: Vec<String> = Vec::new();
+    for arg in argv.iter().map(|a| super::layout::shell_word(a)) {
+        match groups.last_mut() {
+            Some(last)
+                if last.starts_with("--") && !last.contains(' ') && !arg.starts_with('-') =>
+            {
+                last.push(' ');
+                last.push_str(&arg);
+            }
+            _ => groups.push(arg),
+        }
+    }
+    let (first, rest) = ("    ", "        ");
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = first.to_string();
+    for group in groups {
+        let fresh = line.trim().is_empty();
+        if !fresh && line.chars().count() + 1 + group.chars().count() + 2 > WIDTH {
+            lines.push(format!("{line} \\"));
+            line = rest.to_string();
+        } else if !fresh {
+            line.push(' ');
+        }
+        line.push_str(&group);
+    }
+    lines.push(line);
+    lines
+}
+
+/// Whether `word` is a path or a URL, which a cut would break.
+fn unbreakable(word: &str) -> bool {
+    word.contains('/')
 }
 
 /// `label: value` lines with the values aligned, wrapped under the value.
@@ -104,7 +144,8 @@ fn table_lines(columns: &[(String, Align)], rows: &[Vec<String>]) -> Vec<String>
 }
 
 /// Word-wraps `text` to `width` columns; the first line starts with
-/// `first`, the others with `rest`. A word longer than a line is cut.
+/// `first`, the others with `rest`. A word longer than a line is cut,
+/// unless it is a path or a URL: that stays whole, on a line of its own.
 pub fn wrap(text: &str, width: usize, first: &str, rest: &str) -> Vec<String> {
     let mut lines = Vec::new();
     let mut line = first.to_string();
@@ -121,7 +162,7 @@ pub fn wrap(text: &str, width: usize, first: &str, rest: &str) -> Vec<String> {
         }
         line.push_str(word);
         empty = false;
-        while line.chars().count() > width {
+        while line.chars().count() > width && !unbreakable(word) {
             let head: String = line.chars().take(width).collect();
             let tail: String = line.chars().skip(width).collect();
             lines.push(head);
@@ -186,6 +227,54 @@ mod tests {
     fn wrap_cuts_a_word_longer_than_the_line() {
         let lines = wrap(&"x".repeat(25), 10, "", "");
         assert_eq!(lines, vec!["x".repeat(10), "x".repeat(10), "x".repeat(5)]);
+    }
+
+    #[test]
+    fn a_path_or_url_is_never_cut() {
+        let path = format!(
+            "/var/tmp/pgbisect/hunts/h/why-{}/profile-diff.svg",
+            "0".repeat(40)
+        );
+        let text = format!("flame graph at {path} (red: more samples in the culprit)");
+        let lines = wrap(&text, 72, "", "  ");
+        assert!(lines.iter().any(|l| l.trim() == path), "{lines:?}");
+        for line in &lines {
+            assert!(
+                line.chars().count() <= 72 || line.trim() == path,
+                "{line:?}"
+            );
+        }
+        let url = format!("https://www.postgresql.org/message-id/{}", "x".repeat(80));
+        assert_eq!(wrap(&url, 72, "- ", "  "), vec![format!("- {url}")]);
+    }
+
+    #[test]
+    fn a_command_is_laid_out_to_be_pasted_with_each_flag_by_its_value() {
+        let argv: Vec<String> = [
+            "pgbisect",
+            "--good",
+            "006a283a3c39",
+            "--bad",
+            "60bbffae1c7e",
+            "--profile",
+            "/home/jane/profiles/read only 128.toml",
+            "--clients",
+            "128",
+            "--threshold",
+            "2.5%",
+            "--first-only",
+        ]
+        .map(String::from)
+        .to_vec();
+        let lines = command_lines(&argv);
+        assert_eq!(
+            lines,
+            [
+                "    pgbisect --good 006a283a3c39 --bad 60bbffae1c7e \\",
+                "        --profile '/home/jane/profiles/read only 128.toml' \\",
+                "        --clients 128 --threshold 2.5% --first-only",
+            ]
+        );
     }
 
     #[test]

@@ -55,6 +55,29 @@ impl Holder {
     }
 }
 
+impl Holder {
+    /// `pgbisect, pid 1234`: who it is, for a line about what it holds.
+    pub fn who(&self) -> String {
+        match self {
+            Holder::Pgbisect { pid } => format!("pgbisect, pid {pid}"),
+            Holder::Other { pid, name } => format!("process {pid}, `{name}`"),
+            Holder::Unknown => "another process".into(),
+        }
+    }
+}
+
+/// What holds the lock of the work dir `dir` now, if anything: read from
+/// `/proc/locks` without taking the lock (so a hunt starting at the same
+/// moment is never turned away) and without making the lock file.
+pub fn holder_of(dir: &Path) -> Option<Holder> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(dir.join("lock"))
+        .ok()?;
+    holder(&file)
+}
+
 /// Held while a command works in a work dir; released on drop.
 #[derive(Debug)]
 pub struct Lock {
@@ -181,6 +204,26 @@ fn names(text: &str, pid: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_holder_is_read_without_taking_the_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(
+            holder_of(dir.path()),
+            None,
+            "no lock file: nothing holds it"
+        );
+        let lock = Lock::acquire(dir.path()).unwrap();
+        let me = std::process::id();
+        // This process holds it; /proc/locks names it.
+        assert_eq!(holder_of(dir.path()), Some(Holder::Pgbisect { pid: me }));
+        assert_eq!(
+            Holder::Pgbisect { pid: me }.who(),
+            format!("pgbisect, pid {me}")
+        );
+        drop(lock);
+        assert_eq!(holder_of(dir.path()), None);
+    }
 
     #[test]
     fn a_second_lock_is_refused_until_the_first_is_dropped() {

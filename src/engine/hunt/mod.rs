@@ -701,6 +701,7 @@ impl<'a> Hunt<'a> {
             configure_flags: Vec::new(),
             resolution: Vec::new(),
             release_check: None,
+            made: None,
             why: Vec::new(),
         }
     }

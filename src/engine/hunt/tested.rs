@@ -5,7 +5,9 @@
 //! judge as "unsure"; the checks that confirm a culprit then settle a pair
 //! side by side. A report whose table still said "unsure" beside a culprit
 //! it confirms at p < 0.0001 contradicts itself, so the table is read
-//! through the findings before it is written.
+//! through the findings before it is written. (Which level a commit between
+//! two drops was judged against is the report's to say: it marks those
+//! rows from the culprits and ranges it shows.)
 
 use crate::model::Commit;
 use crate::report::findings::{Culprit, Judgement, TestedCommit};
@@ -13,42 +15,23 @@ use crate::report::findings::{Culprit, Judgement, TestedCommit};
 /// The tested commits as the hunt's findings read them, so that no table
 /// contradicts a verdict: a confirmed culprit is bad-like and its parent
 /// good-like, whatever the search had left them as (a commit the posterior
-/// search never had to judge is "unsure" until a check settles it). With
-/// several drops, a commit judged between two culprits was judged against
-/// the ends of the later drop's range, not against the hunt's: its note says
-/// which drop it comes after.
+/// search never had to judge is "unsure" until a check settles it).
 pub(super) fn with_confirmed(
     mut tested: Vec<TestedCommit>,
     culprits: &[Culprit],
     commits: &[Commit],
 ) -> Vec<TestedCommit> {
     let position = |id: &str| commits.iter().position(|c| c.id == id);
-    let mut drops: Vec<(usize, usize)> = culprits
+    let drops: Vec<(usize, usize)> = culprits
         .iter()
         .filter_map(|c| Some((position(&c.parent)?, position(&c.commit)?)))
         .collect();
-    drops.sort_unstable();
     let endpoint = |j: Judgement| matches!(j, Judgement::GoodEndpoint | Judgement::BadEndpoint);
     for t in tested.iter_mut().filter(|t| !endpoint(t.judgement)) {
         if drops.iter().any(|&(_, bad)| bad == t.position) {
             t.judgement = Judgement::BadLike;
         } else if drops.iter().any(|&(good, _)| good == t.position) {
             t.judgement = Judgement::GoodLike;
-        }
-        // A culprit itself was judged for its own drop, confirmed above.
-        let after = drops.iter().rev().find(|&&(_, bad)| bad < t.position);
-        let before_another = drops.iter().any(|&(_, bad)| bad > t.position);
-        if let (Some(&(_, bad)), true) = (after, before_another)
-            && matches!(t.judgement, Judgement::GoodLike | Judgement::BadLike)
-        {
-            let text = format!(
-                "judged between the drops, against the level after {}",
-                commits[bad].short()
-            );
-            t.note = Some(match t.note.take() {
-                Some(note) => format!("{note}; {text}"),
-                None => text,
-            });
         }
     }
     tested
@@ -130,31 +113,5 @@ mod tests {
         let out = with_confirmed(list, &[culprit(0, 1)], &commits(3));
         assert_eq!(out[0].judgement, Judgement::GoodEndpoint);
         assert_eq!(out[1].judgement, Judgement::BadLike);
-    }
-
-    #[test]
-    fn a_commit_between_two_drops_says_which_level_it_was_judged_against() {
-        let list = vec![
-            tested(2, Judgement::GoodLike),
-            tested(4, Judgement::BadLike),
-            tested(6, Judgement::GoodLike),
-            tested(12, Judgement::BadLike),
-        ];
-        let mut failed = tested(7, Judgement::BadLike);
-        failed.note = Some("2 runs failed".into());
-        let list = [list, vec![failed]].concat();
-        let out = with_confirmed(list, &[culprit(3, 4), culprit(8, 9)], &commits(14));
-        let notes: Vec<Option<&str>> = out.iter().map(|t| t.note.as_deref()).collect();
-        let between = "judged between the drops, against the level after 04000000";
-        assert_eq!(
-            notes,
-            [
-                None,
-                None,
-                Some(between),
-                None,
-                Some(&*format!("2 runs failed; {between}")),
-            ]
-        );
     }
 }

@@ -22,7 +22,7 @@ use crate::model::{Commit, LabTotals};
 use crate::placement::Placement;
 use crate::progress::{Progress, ProgressEvent};
 use crate::repo::Repo;
-use crate::report::findings::{HuntOutcome, HuntReport, ReleaseCheck};
+use crate::report::findings::{HuntOutcome, HuntReport, Provenance, ReleaseCheck};
 use crate::workspace::{HuntDir, PlanFlags, PlanKey};
 use anyhow::Context;
 use std::path::{Path, PathBuf};
@@ -42,6 +42,8 @@ pub struct HuntAsk<'a> {
     /// Saves the command in the hunt's folder, with what a rerun must
     /// keep: the search, and the commits a round measures.
     pub save: &'a dyn Fn(&HuntDir, Search, u32) -> anyhow::Result<()>,
+    /// The command that hunts the same range again, for the report.
+    pub again: Vec<String>,
 }
 
 /// A hunt that reached a verdict, and where its result files are.
@@ -280,6 +282,7 @@ fn finish(
     machine.steadiness = watch.seen();
     let mut report = with_setup(report, plan, ask.profile_name.as_deref(), machine)?;
     report.release_check = release_check;
+    report.made = Some(Provenance::now(ask.again.clone()));
     if let Some((lab, wall)) = release_cost {
         report.totals.add_work(&lab, wall);
     }
