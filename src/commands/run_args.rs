@@ -74,43 +74,14 @@ impl RunArgs {
     /// decisions, the search, the budget and the hosts; not where files go,
     /// who runs the server or who is told.
     pub(super) fn again(&self, good: &str, bad: &str) -> Vec<String> {
-        let t = &self.target;
         let mut out: Vec<String> = ["pgbisect", "--good", good, "--bad", bad]
             .map(String::from)
             .to_vec();
-        let mut flag = |name: &str, value: Option<String>| {
+        for (name, value) in self.valued_flags() {
             if let Some(v) = value {
                 out.extend([format!("--{name}"), v]);
             }
-        };
-        let named = |v: Option<clap::builder::PossibleValue>| v.map(|p| p.get_name().to_string());
-        flag("profile", t.lab.profile.clone());
-        flag("pgbench", t.lab.pgbench.clone());
-        flag("clients", t.clients.map(|c| c.to_string()));
-        flag("threshold", t.threshold.map(|p| format!("{p}%")));
-        flag("max-runs", t.max_runs.map(|n| n.to_string()));
-        flag(
-            "search",
-            t.search
-                .and_then(|s| named(clap::ValueEnum::to_possible_value(&s))),
-        );
-        flag("candidates", t.candidates.map(|k| k.to_string()));
-        flag(
-            "run-length",
-            t.run_length
-                .and_then(|r| named(clap::ValueEnum::to_possible_value(&r))),
-        );
-        flag("time-budget", self.time_budget.clone());
-        flag("deadline", self.deadline.clone());
-        flag(
-            "hosts",
-            (!self.on.hosts.is_empty()).then(|| self.on.hosts.join(",")),
-        );
-        flag(
-            "why-runs",
-            (self.why.why_runs != crate::engine::why::DEFAULT_RUNS)
-                .then(|| self.why.why_runs.to_string()),
-        );
+        }
         for (on, name) in [
             (self.first_only, "--first-only"),
             (self.no_why, "--no-why"),
@@ -121,6 +92,42 @@ impl RunArgs {
             }
         }
         out
+    }
+
+    /// The flags with a value that change what a hunt measures, and their
+    /// values as given (`None`: not given, or the default).
+    fn valued_flags(&self) -> [(&'static str, Option<String>); 12] {
+        let t = &self.target;
+        let named = |v: Option<clap::builder::PossibleValue>| v.map(|p| p.get_name().to_string());
+        [
+            ("profile", t.lab.profile.clone()),
+            ("pgbench", t.lab.pgbench.clone()),
+            ("clients", t.clients.map(|c| c.to_string())),
+            ("threshold", t.threshold.map(|p| format!("{p}%"))),
+            ("max-runs", t.max_runs.map(|n| n.to_string())),
+            (
+                "search",
+                t.search
+                    .and_then(|s| named(clap::ValueEnum::to_possible_value(&s))),
+            ),
+            ("candidates", t.candidates.map(|k| k.to_string())),
+            (
+                "run-length",
+                t.run_length
+                    .and_then(|r| named(clap::ValueEnum::to_possible_value(&r))),
+            ),
+            ("time-budget", self.time_budget.clone()),
+            ("deadline", self.deadline.clone()),
+            (
+                "hosts",
+                (!self.on.hosts.is_empty()).then(|| self.on.hosts.join(",")),
+            ),
+            (
+                "why-runs",
+                (self.why.why_runs != crate::engine::why::DEFAULT_RUNS)
+                    .then(|| self.why.why_runs.to_string()),
+            ),
+        ]
     }
 }
 
