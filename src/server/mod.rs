@@ -123,18 +123,22 @@ pub enum ServerError {
     #[error("{}: {detail}", path.display())]
     BadDataDir { path: PathBuf, detail: String },
     #[error(
-        "refusing to hand {} to {who}: {detail}; pgbisect hands the server only files and \
-         folders of its own\nhint: remove it (another user may have planted it), then rerun",
+        "refusing {}: {detail}\nPostgreSQL's user gets only files and folders of pgbisect's own, \
+         every level above them pgbisect's too\nhint: remove or put back what another user \
+         planted or changed there, then rerun",
         path.display()
     )]
-    Refused {
-        path: PathBuf,
-        who: String,
-        detail: String,
-    },
+    Refused { path: PathBuf, detail: String },
 }
 
 impl ServerError {
+    /// Whether the error ends the hunt, not only the run: the machine's
+    /// trouble (a disk, a folder that cannot be made) or a path another
+    /// user tampered with, which no later run would find otherwise.
+    pub fn ends_the_hunt(&self) -> bool {
+        matches!(self, ServerError::Io { .. } | ServerError::Refused { .. })
+    }
+
     pub(crate) fn io(what: impl Into<String>, source: std::io::Error) -> Self {
         ServerError::Io {
             what: what.into(),
@@ -421,10 +425,10 @@ impl Server {
         // Every level down to the data directory is ours, the last one
         // the server's: nobody else can swap it for one of theirs.
         crate::folders::check_dir_for(&self.data_dir, self.run_as.uid()).map_err(|e| {
-            ServerError::io(
-                format!("refusing the data directory {}", self.data_dir.display()),
-                e,
-            )
+            ServerError::Refused {
+                path: self.data_dir.clone(),
+                detail: e.to_string(),
+            }
         })?;
         self.run_as.check_reachable(&self.data_dir)?;
         crate::folders::create_dir_for(&self.socket_dir, self.run_as.uid()).map_err(|e| {

@@ -139,8 +139,7 @@ impl RunAs {
     pub fn hand_over_open(&self, path: &Path, file: &std::fs::File) -> Result<(), ServerError> {
         let refused = |detail: String| ServerError::Refused {
             path: path.to_path_buf(),
-            who: self.describe(),
-            detail,
+            detail: format!("it is not to be handed to {}: {detail}", self.describe()),
         };
         let meta = file
             .metadata()
@@ -270,7 +269,7 @@ mod tests {
         std::fs::hard_link(&precious, &link).unwrap();
         let err = RunAs::CurrentUser.hand_over(&link).unwrap_err().to_string();
         assert!(
-            err.contains("2 names") && err.contains("remove it"),
+            err.contains("2 names") && err.contains("hint: remove"),
             "{err}"
         );
         std::fs::remove_file(&link).unwrap();

@@ -78,8 +78,10 @@ impl DataTemplate {
     /// to be made again: its folder was handed to the server's user, as
     /// templates were before they kept only their data directory there.
     fn entered(&self, run_as: &RunAs) -> Result<bool, ServerError> {
-        let refused =
-            |e| ServerError::io(format!("refusing the template {}", self.dir.display()), e);
+        let refused = |e: std::io::Error| ServerError::Refused {
+            path: self.dir.clone(),
+            detail: e.to_string(),
+        };
         if let Err(e) = crate::folders::check_dir(&self.dir) {
             let old_layout = matches!(
                 crate::folders::unsafe_level(&e),
