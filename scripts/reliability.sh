@@ -656,6 +656,87 @@ EOF
   probe pgstray "the resumed hunt stopped them all before it started ($still left; it said: $(grep -o 'stopped [0-9]* server.*behind' "$work/pgkill.err"))" eval '[ -n "$left" ] && [ "$still" = 0 ] && grep -q "left behind" "$work/pgkill.err"'
   probe pgstray "nothing of either hunt left running after SIGTERM" eval '[ -z "$(marked_pids)" ] && ! pgrep -f "$w/data/current" >/dev/null'
 fi
+# ---------------------------------------------------------------------
+# The hosts' remote commands: over ssh (sshd on this machine under
+# several names) and on a Slurm node, as scripts/hosts-setup.sh makes
+# them and .pgbisect-test-cache/hosts.env names them (scripts/test.sh
+# exports it under CI). Daemons a benchmark starts on a host, output
+# without end, and the host's folder: its levels, modes and links.
+echo "hosts: daemons on the host, output capped while written, the host's folders"
+extra_kinds+=(hoststray hostcap hostdir)
+kind_name[hoststray]="hosts: daemons swept after each run"
+kind_name[hostcap]="hosts: output capped while written"
+kind_name[hostdir]="hosts: folder levels, modes, links"
+watch_size() { # PID DIR: the most DIR held while PID ran, in bytes, into $most
+  most=0
+  while kill -0 "$1" 2>/dev/null; do
+    size=$(du -sb "$2" 2>/dev/null | cut -f1); [ "${size:-0}" -gt "$most" ] && most=$size; sleep 0.05
+  done
+}
+host_hunt() { # WORK-DIR PROFILE HOSTS-SECTION EXTRA...: sets $rc and $out
+  local w=$1 p=$2 section=$3; shift 3
+  cp "$p" "$w.toml" && printf '%b' "$section" >> "$w.toml"
+  hunt "$w" "$w.toml" --no-why "$@"
+}
+if [ -z "${PGBISECT_TEST_SSH_HOSTS:-}" ] || [ -z "${PGBISECT_TEST_SSH_CONFIG:-}" ]; then
+  echo "  skipped: ssh probes (PGBISECT_TEST_SSH_HOSTS and PGBISECT_TEST_SSH_CONFIG unset; scripts/test.sh sets them under CI)"
+else
+  hosts_list=$(sed 's/[^,][^,]*/"&"/g' <<<"$PGBISECT_TEST_SSH_HOSTS")
+  ssh_section() { echo "[hosts]\nssh = [$hosts_list]\ndir = \"$1\"\nssh-config = \"$PGBISECT_TEST_SSH_CONFIG\"\n"; }
+  sshdaemons=$(profile sshdaemons "setsid sleep 623 & setsid sleep 624 >/dev/null 2>&1 </dev/null &")
+  w="$work/w4-ssh-daemons"; rm -rf "$w" "$work/h4-daemons"
+  host_hunt "$w" "$sshdaemons" "$(ssh_section "$work/h4-daemons")"
+  probe hoststray "ssh: setsid daemons of every run are gone from the hosts after the hunt (exit $rc)" eval '[ "$rc" = 0 ] && culprit_is_right "$w.json" && ! pgrep -fx "sleep 62[34]" >/dev/null'
+  pkill -fx 'sleep 62[34]' 2>/dev/null
+  sshflood=$(profile sshflood "yes xxxxxxxxxxxxxxxxxxxxxxx | head -c 1073741824;")
+  w="$work/w4-ssh-flood"; rm -rf "$w" "$work/h4-flood"
+  cp "$sshflood" "$w.toml" && printf '%b' "$(ssh_section "$work/h4-flood")" >> "$w.toml"
+  (cd "$repo" && "$bin" --good good --bad bad --profile "$w.toml" --work-dir "$w" --max-runs 4 --no-why >"$work/ssh-flood.out" 2>&1) &
+  watch_size $! "$w"; wait
+  probe hostcap "ssh: 1 GiB of output: the work dir never held more than 8 MiB (at most $((most >> 10)) KiB)" test "$most" -lt $((8 << 20))
+  probe hostcap "ssh: 1 GiB of output: the run was stopped on its host, saying so" grep -q "printed more than 256 MiB on" "$work/ssh-flood.out" "$(journal_of "$w")"
+  hd="$work/h4-dirs"; rm -rf "$hd"; mkdir -p "$hd"
+  w="$work/w4-ssh-open"; rm -rf "$w"; chmod 777 "$hd"
+  host_hunt "$w" "$plain" "$(ssh_section "$hd/hosts")"
+  probe hostdir "ssh: a host folder inside a folder open to all is refused before any run" eval '[ "$rc" != 0 ] && has "$out" "h4-dirs is writable by other users" && [ ! -e "$hd/hosts" ]'
+  chmod 755 "$hd"
+  w="$work/w4-ssh-ok"; rm -rf "$w"
+  host_hunt "$w" "$plain" "$(ssh_section "$hd/hosts")"
+  probe hostdir "ssh: the same folder closed: the hunt runs on the hosts (exit $rc)" eval '[ "$rc" = 0 ] && culprit_is_right "$w.json"'
+  first_host=${PGBISECT_TEST_SSH_HOSTS%%,*}
+  rm -rf "$hd/hosts/$first_host/pids" "$work/h4-elsewhere"; mkdir -p "$work/h4-elsewhere"
+  ln -s "$work/h4-elsewhere" "$hd/hosts/$first_host/pids"
+  w="$work/w4-ssh-link"; rm -rf "$w"
+  host_hunt "$w" "$plain" "$(ssh_section "$hd/hosts")"
+  probe hostdir "ssh: a host's pids/ that is a link is refused, nothing written through it" eval '[ "$rc" != 0 ] && has "$out" "pids is a symbolic link" && [ -z "$(ls -A "$work/h4-elsewhere")" ]'
+  rm -f "$hd/hosts/$first_host/pids"; mkdir -m 755 "$hd/hosts/$first_host/pids"
+  chown nobody "$hd/hosts/$first_host/installs"
+  w="$work/w4-ssh-foreign"; rm -rf "$w"
+  host_hunt "$w" "$plain" "$(ssh_section "$hd/hosts")"
+  probe hostdir "ssh: a host's installs/ of another user is refused" eval '[ "$rc" != 0 ] && has "$out" "installs belongs to another user"'
+  chown root "$hd/hosts/$first_host/installs"
+fi
+if [ -z "${PGBISECT_TEST_SLURM_NODE:-}" ] || [ -z "${PGBISECT_TEST_SLURM_PARTITION:-}" ]; then
+  echo "  skipped: Slurm probes (PGBISECT_TEST_SLURM_NODE and PGBISECT_TEST_SLURM_PARTITION unset; scripts/test.sh sets them under CI)"
+else
+  slurm_section="[hosts]\nnodes = [\"$PGBISECT_TEST_SLURM_NODE\"]\npartition = \"$PGBISECT_TEST_SLURM_PARTITION\"\n"
+  slurmdaemons=$(profile slurmdaemons "setsid sleep 633 & setsid sleep 634 >/dev/null 2>&1 </dev/null &")
+  w="$work/w4-slurm-daemons"; rm -rf "$w"
+  host_hunt "$w" "$slurmdaemons" "$slurm_section" --max-runs 6
+  probe hoststray "Slurm: setsid daemons of every run are gone from the node after the hunt (exit $rc)" eval 'runs_once "$w" && ! pgrep -fx "sleep 63[34]" >/dev/null'
+  pkill -fx 'sleep 63[34]' 2>/dev/null
+  slurmflood=$(profile slurmflood "yes xxxxxxxxxxxxxxxxxxxxxxx | head -c 1073741824;")
+  w="$work/w4-slurm-flood"; rm -rf "$w"
+  cp "$slurmflood" "$w.toml" && printf '%b' "$slurm_section" >> "$w.toml"
+  (cd "$repo" && "$bin" --good good --bad bad --profile "$w.toml" --work-dir "$w" --max-runs 4 --no-why >"$work/slurm-flood.out" 2>&1) &
+  watch_size $! "$w"; wait
+  probe hostcap "Slurm: 1 GiB of output: the work dir never held more than 8 MiB (at most $((most >> 10)) KiB)" test "$most" -lt $((8 << 20))
+  probe hostcap "Slurm: 1 GiB of output: the run was stopped on its node, saying so" grep -q "printed more than 256 MiB on" "$work/slurm-flood.out" "$(journal_of "$w")"
+  slurmchatty=$(profile slurmchatty "yes xxxxxxxxxxxxxxxxxxxxxxx | head -c 5000000; echo;")
+  w="$work/w4-slurm-chatty"; rm -rf "$w"
+  host_hunt "$w" "$slurmchatty" "$slurm_section" --max-runs 4
+  probe hostcap "Slurm: 5 MB of output then tps: measured, the ends kept with a line saying what was cut" eval '[ "$(tps_seen "$w" | wc -l)" -ge 1 ] && grep -q "bytes of output cut by pgbisect" "$(ls "$w"/hunts/*/runs/* | head -1)"'
+fi
 echo
 printf '%-46s %s\n' "probe" "held / tried"
 for kind in input kill hang link "${extra_kinds[@]}"; do

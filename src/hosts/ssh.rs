@@ -184,7 +184,8 @@ fn last_words(stderr: &[u8], code: Option<i32>) -> String {
 /// the record, exits as the script did.
 fn job_script(base: &str, job: &Job) -> String {
     format!(
-        r#"{functions}pids={base}/pids
+        r#"exec 2>&1
+{functions}pids={base}/pids
 pidfile="$pids"/{name}.pid
 pgbisect_dir "$pids" || exit 125
 cd {dir} || exit 125
@@ -316,7 +317,7 @@ impl Backend for Ssh {
         // this coordinator's hunts: the work dir's own lock keeps two
         // coordinators out of one work dir.
         let script = format!(
-            r#"{functions}pgbisect_dir {base} || exit 1
+            r#"{functions}pgbisect_dir {base}/pids && pgbisect_dir {base}/installs || exit 1
 if mkdir {lock} 2>/dev/null; then echo {line} > {lock}/owner; echo taken; exit 0; fi
 holder=$(cat {lock}/owner 2>/dev/null)
 case "$holder" in {place}\ *) echo {line} > {lock}/owner; echo taken; exit 0;; esac
@@ -437,7 +438,7 @@ mod tests {
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(125));
-        let said = String::from_utf8_lossy(&out.stderr);
+        let said = String::from_utf8_lossy(&out.stdout);
         assert!(
             said.contains("is writable by other users (mode 777)"),
             "{said}"
@@ -451,7 +452,7 @@ mod tests {
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(125));
-        assert!(String::from_utf8_lossy(&out.stderr).contains("is a symbolic link"));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("is a symbolic link"));
     }
 
     /// The job script, run here by `sh` instead of over ssh, runs the
