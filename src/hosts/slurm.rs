@@ -158,18 +158,18 @@ fn batch_script(job: &Job, status: &Path) -> String {
     format!(
         r#"#!/bin/sh
 {functions}cd {dir} || exit 125
-{exports}out={output}; rest="$out.rest"; count="$out.count"; fifo="$out.fifo"
-rm -f "$rest" "$count" "$fifo"; mkfifo "$fifo" || exit 125
+{exports}out={output}; rest="$out.rest"; count="$out.count"; fifo="$out.fifo"; pipe="$out.pipe"
+rm -f "$rest" "$count" "$fifo" "$pipe"; mkfifo "$fifo" "$pipe" || exit 125
 wc -c < "$fifo" > "$count" &
-{{ {var}={name} sh -c {script} 2>&1; echo $? > "$out.rc"; }} | {{
-  head -c {half} > "$out"; head -c {rest_limit} | tee "$fifo" | tail -c {half} > "$rest"; }}
-wait
-rc=$(cat "$out.rc" 2>/dev/null || echo 141); total=$(cat "$count")
+{{ head -c {half} > "$out"; head -c {rest_limit} | tee "$fifo" | tail -c {half} > "$rest"; }} < "$pipe" &
+{var}={name} sh -c {script} > "$pipe" 2>&1 < /dev/null &
+wait $!
+rc=$?
 pgbisect_sweep {name}
-if [ "$total" -gt {half} ]; then printf '
-[... %s bytes of output cut by pgbisect ...]
-' $((total - {half})) >> "$out"; fi
-cat "$rest" >> "$out"; rm -f "$rest" "$count" "$fifo" "$out.rc"
+wait
+total=$(cat "$count")
+if [ "$total" -gt {half} ]; then printf '\n[... %s bytes of output cut by pgbisect ...]\n' $((total - {half})) >> "$out"; fi
+cat "$rest" >> "$out"; rm -f "$rest" "$count" "$fifo" "$pipe"
 over=""; [ "$total" -lt {rest_limit} ] || over=" over"
 echo "$rc$over" > {status}.part && mv {status}.part {status}
 exit $rc
@@ -387,7 +387,7 @@ mod tests {
         // 3 MiB: its ends kept, a line saying what was cut between them.
         let chatty = Job {
             script: "head -c 3145728 /dev/zero | tr '\\0' x; echo; echo tps = 5",
-            ..job
+            ..job.clone()
         };
         let out = std::process::Command::new("sh")
             .args(["-c", &batch_script(&chatty, &status)])
@@ -404,5 +404,19 @@ mod tests {
             2,
             "only output and status"
         );
+        // A daemon keeping the output open neither holds the job nor
+        // outlives it.
+        let daemon = Job {
+            script: "setsid sleep 600 & echo tps = 6",
+            ..job
+        };
+        let started = std::time::Instant::now();
+        let out = std::process::Command::new("sh")
+            .args(["-c", &batch_script(&daemon, &status)])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        assert!(started.elapsed() < Duration::from_secs(30));
+        assert_eq!(std::fs::read_to_string(&output).unwrap(), "tps = 6\n");
     }
 }
