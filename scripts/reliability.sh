@@ -540,6 +540,204 @@ if mkdir -p "$work/small" && mount -t tmpfs -o size=900k tmpfs "$work/small" 2>/
   probe cap "a disk filled by a run's output says disk full, with the path" full_named
   umount "$work/small"
 fi
+# ---------------------------------------------------------------------
+# PostgreSQL's paths and processes: real servers and pgbench on a tiny
+# history whose builds install links to this machine's PostgreSQL 15
+# binaries (a `make` first on PATH does it; PostgreSQL finds its share
+# folder through the links). The folders handed to the server's user,
+# links and hard links planted where it writes, levels swapped or opened,
+# an install others may change, and a server and pgbench left by kill -9.
+echo "PostgreSQL: folders handed to the server's user, processes left by a kill"
+extra_kinds+=(pgpath pgstray)
+kind_name[pgpath]="PostgreSQL folders: owner, mode, links"
+kind_name[pgstray]="PostgreSQL processes left: stopped"
+pg15=/usr/lib/postgresql/15/bin
+if [ "$(id -u)" != 0 ] || [ ! -x "$pg15/postgres" ] || ! id postgres >/dev/null 2>&1; then
+  echo "  skipped: needs root, a user postgres and PostgreSQL 15 in $pg15"
+else
+  pgtree="$work/pgtree"; pgmake="$work/pgmake"
+  rm -rf "$pgtree" "$pgmake" && git init -q -b main "$pgtree" && mkdir -p "$pgtree/src/backend" "$pgmake"
+  printf '#!/bin/sh\nexit 0\n' > "$pgtree/configure" && chmod +x "$pgtree/configure"
+  echo 'all:' > "$pgtree/src/backend/Makefile"
+  for i in 1 2 3; do echo "$i" > "$pgtree/n"; git -C "$pgtree" add -A; git -C "$pgtree" commit -q -m "pg $i"; done
+  cat > "$pgmake/make" <<EOF
+#!/bin/sh
+for a in "\$@"; do case \$a in DESTDIR=*) d=\${a#DESTDIR=};; install) i=1;; esac; done
+[ -n "\$i" ] || exit 0
+p="\$d/opt/pgbisect/pgsql"; mkdir -p "\$p/bin" "\$p/lib" "\$p/share"
+for b in postgres initdb pg_ctl psql pgbench; do ln -sf $pg15/\$b "\$p/bin/\$b"; done
+ln -sf $pg15/../lib/plpgsql.so "\$p/lib/plpgsql.so"
+ln -sf /usr/share/postgresql/15/postgres.bki "\$p/share/postgres.bki"
+EOF
+  chmod +x "$pgmake/make"
+  pgprofile() { # NAME SECONDS: a select-only profile of SECONDS-long runs
+    printf '[server.settings]\nfsync = "off"\n[benchmark]\nbuiltin = "select-only"\nclients = 1\nduration = %s\nscale = 1\nwarmup-runs = 0\n' "$2" > "$work/$1.toml"
+    echo "$work/$1.toml"
+  }
+  tinypg=$(pgprofile tinypg 1)
+  pghunt() { # WORK-DIR EXTRA...: a PostgreSQL hunt of at most 4 runs; sets $rc and $out
+    local w=$1; shift
+    out=$(cd "$pgtree" && PATH="$pgmake:$PATH" "$bin" --good HEAD~2 --bad HEAD --profile "$tinypg" --work-dir "$w" --max-runs 4 --no-why "$@" 2>&1)
+    rc=$?
+  }
+  pg_done() { case $rc in 0|1|3) true;; *) false;; esac; }
+  owner_mode() { stat -c '%U %a' "$1"; }
+  pgw="$work/w3-pg"; rm -rf "$pgw"
+  pghunt "$pgw"
+  tpl=$(ls -d "$pgw"/templates/* 2>/dev/null | head -1)
+  handed_right() {
+    pg_done && [ -n "$tpl" ] && [ "$(owner_mode "$tpl")" = "root 755" ] \
+      && [ "$(owner_mode "$tpl/data")" = "postgres 700" ] && [ "$(owner_mode "$pgw/data")" = "root 755" ] \
+      && [ "$(owner_mode "$pgw/data/current")" = "postgres 700" ] && [ "$(owner_mode "$pgw/logs")" = "root 755" ] \
+      && [ "$(stat -c %U "$tpl/initdb.log")" = root ] && [ "$(stat -c %U "$pgw/logs/server-00001.log")" = postgres ]
+  }
+  probe pgpath "a PostgreSQL hunt (exit $rc): only data dirs and server logs are the server user's, every folder above root's" handed_right
+  echo precious > "$work/pg-precious"
+  precious_kept() { [ "$(cat "$work/pg-precious")" = precious ] && [ "$(stat -c %U "$work/pg-precious")" = root ]; }
+  for n in 1 2 3 4 5; do rm -f "$pgw/logs/server-0000$n.log"; ln -s "$work/pg-precious" "$pgw/logs/server-0000$n.log"; done
+  pghunt "$pgw" --threshold 7
+  probe pgpath "links planted at the server logs: refused, the target neither written nor given to postgres" eval 'refused 4 "symbolic link" && precious_kept'
+  for n in 1 2 3 4 5; do rm -f "$pgw/logs/server-0000$n.log"; ln "$work/pg-precious" "$pgw/logs/server-0000$n.log"; done
+  pghunt "$pgw" --threshold 8
+  probe pgpath "hard links planted at the server logs: refused, the target untouched" eval 'refused 4 "names (hard links)" && precious_kept'
+  rm -f "$pgw"/logs/server-*.log
+  chown nobody "$tpl"
+  pghunt "$pgw" --threshold 9
+  probe pgpath "a template folder of another user is refused" refused 4 "belongs to another user"
+  chown postgres "$tpl"
+  pghunt "$pgw" --threshold 9
+  remade() { pg_done && [ "$(owner_mode "$tpl")" = "root 755" ]; }
+  probe pgpath "a template folder of the server's user (as made before) is made again, as root's (exit $rc)" remade
+  chown nobody "$tpl/data"
+  pghunt "$pgw" --threshold 11
+  probe pgpath "a template data dir of a third user is refused" refused 4 "belongs to another user"
+  chown -R postgres "$tpl/data"
+  chown nobody "$pgw/data"
+  pghunt "$pgw" --threshold 12
+  probe pgpath "a data/ of another user is refused" refused 2 "data belongs to another user"
+  chown root "$pgw/data"; chmod 777 "$pgw/data"
+  pghunt "$pgw" --threshold 13
+  probe pgpath "a data/ open to all is refused" refused 2 "writable by other users"
+  chmod 755 "$pgw/data"
+  inst=$(ls -d "$pgw"/installs/*/ | head -1)
+  chmod 775 "$inst/bin"
+  pghunt "$pgw" --threshold 14
+  probe pgpath "an install whose bin/ its group may write is refused before its programs run" refused 2 "chmod go-w"
+  chmod 755 "$inst/bin"; touch "$inst/share/planted"; chown nobody "$inst/share/planted"
+  pghunt "$pgw" --threshold 15
+  probe pgpath "a file of another user in an install is refused" refused 2 "planted belongs to another user"
+  rm -f "$inst/share/planted"
+  pghunt "$pgw" --threshold 16
+  probe pgpath "all put back: the hunt runs (exit $rc)" pg_done
+
+  # kill -9 while pgbench runs: the postmaster, its backends and pgbench
+  # carry the run's token; the resumed hunt stops them all first.
+  longpg=$(pgprofile longpg 60)
+  w="$work/w3-pgkill"; rm -rf "$w"
+  (cd "$pgtree" && PATH="$pgmake:$PATH" exec "$bin" --good HEAD~2 --bad HEAD --profile "$longpg" --work-dir "$w" --no-why >/dev/null 2>&1) &
+  pid=$!
+  marked_pids() { grep -lsxzF "$token" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3; }
+  has_pgbench() { for p in $left; do grep -q pgbench "/proc/$p/cmdline" 2>/dev/null && return 0; done; return 1; }
+  token="" left=""
+  for _ in $(seq 1 2400); do # up to 4 minutes on a busy machine
+    pm=$(head -1 "$w/data/current/postmaster.pid" 2>/dev/null)
+    token=$([ -n "$pm" ] && tr '\0' '\n' < "/proc/$pm/environ" 2>/dev/null | grep '^PGBISECT_RUN_TOKEN=')
+    if [ -n "$token" ]; then left=$(marked_pids | tr '\n' ' '); has_pgbench && break; fi
+    sleep 0.1
+  done
+  kill -9 "$pid"; wait "$pid" 2>/dev/null
+  left=$(marked_pids | tr '\n' ' ')
+  probe pgstray "kill -9 during pgbench: the postmaster, its backends and pgbench carry the run's token ($(wc -w <<<"$left") processes)" eval '[ -n "$token" ] && has_pgbench'
+  (cd "$pgtree" && PATH="$pgmake:$PATH" exec "$bin" --good HEAD~2 --bad HEAD --profile "$longpg" --work-dir "$w" --no-why >/dev/null 2>"$work/pgkill.err") &
+  pid=$!
+  for _ in $(seq 1 300); do grep -q "left behind" "$work/pgkill.err" && break; sleep 0.1; done
+  still=$(for p in $left; do [ -e "/proc/$p" ] && ! grep -q ') Z ' "/proc/$p/stat" 2>/dev/null && echo "$p"; done | wc -l)
+  kill -TERM "$pid"; wait "$pid" 2>/dev/null
+  probe pgstray "the resumed hunt stopped them all before it started ($still left; it said: $(grep -o 'stopped [0-9]* server.*behind' "$work/pgkill.err"))" eval '[ -n "$left" ] && [ "$still" = 0 ] && grep -q "left behind" "$work/pgkill.err"'
+  probe pgstray "nothing of either hunt left running after SIGTERM" eval '[ -z "$(marked_pids)" ] && ! pgrep -f "$w/data/current" >/dev/null'
+fi
+# ---------------------------------------------------------------------
+# The hosts' remote commands: over ssh (sshd on this machine under
+# several names) and on a Slurm node, as scripts/hosts-setup.sh makes
+# them and .pgbisect-test-cache/hosts.env names them (scripts/test.sh
+# exports it under CI). Daemons a benchmark starts on a host, output
+# without end, and the host's folder: its levels, modes and links.
+echo "hosts: daemons on the host, output capped while written, the host's folders"
+extra_kinds+=(hoststray hostcap hostdir)
+kind_name[hoststray]="hosts: daemons swept after each run"
+kind_name[hostcap]="hosts: output capped while written"
+kind_name[hostdir]="hosts: folder levels, modes, links"
+watch_size() { # PID DIR: the largest file in DIR while PID ran, in bytes, into $most
+  most=0
+  while kill -0 "$1" 2>/dev/null; do
+    size=$(find "$2" -type f -printf '%s\n' 2>/dev/null | sort -n | tail -1)
+    [ "${size:-0}" -gt "$most" ] && most=$size; sleep 0.05
+  done
+}
+host_hunt() { # WORK-DIR PROFILE HOSTS-SECTION EXTRA...: sets $rc and $out
+  local w=$1 p=$2 section=$3; shift 3
+  cp "$p" "$w.toml" && printf '%b' "$section" >> "$w.toml"
+  hunt "$w" "$w.toml" --no-why "$@"
+}
+if [ -z "${PGBISECT_TEST_SSH_HOSTS:-}" ] || [ -z "${PGBISECT_TEST_SSH_CONFIG:-}" ]; then
+  echo "  skipped: ssh probes (PGBISECT_TEST_SSH_HOSTS and PGBISECT_TEST_SSH_CONFIG unset; scripts/test.sh sets them under CI)"
+else
+  hosts_list=$(sed 's/[^,][^,]*/"&"/g' <<<"$PGBISECT_TEST_SSH_HOSTS")
+  ssh_section() { echo "[hosts]\nssh = [$hosts_list]\ndir = \"$1\"\nssh-config = \"$PGBISECT_TEST_SSH_CONFIG\"\n"; }
+  sshdaemons=$(profile sshdaemons "setsid sleep 623 & setsid sleep 624 >/dev/null 2>&1 </dev/null &")
+  w="$work/w4-ssh-daemons"; rm -rf "$w" "$work/h4-daemons"
+  host_hunt "$w" "$sshdaemons" "$(ssh_section "$work/h4-daemons")"
+  probe hoststray "ssh: setsid daemons of every run are gone from the hosts after the hunt (exit $rc)" eval '[ "$rc" = 0 ] && culprit_is_right "$w.json" && ! pgrep -fx "sleep 62[34]" >/dev/null'
+  pkill -fx 'sleep 62[34]' 2>/dev/null
+  sshflood=$(profile sshflood "yes xxxxxxxxxxxxxxxxxxxxxxx | head -c 1073741824;")
+  w="$work/w4-ssh-flood"; rm -rf "$w" "$work/h4-flood"
+  cp "$sshflood" "$w.toml" && printf '%b' "$(ssh_section "$work/h4-flood")" >> "$w.toml"
+  (cd "$repo" && "$bin" --good good --bad bad --profile "$w.toml" --work-dir "$w" --max-runs 4 --no-why >"$work/ssh-flood.out" 2>&1) &
+  watch_size $! "$w"; wait
+  probe hostcap "ssh: 1 GiB of output: no file of the work dir ever held more than 2 MiB (at most $((most >> 10)) KiB)" test "$most" -lt $((2 << 20))
+  probe hostcap "ssh: 1 GiB of output: the run was stopped on its host, saying so" grep -q "printed more than 256 MiB on" "$work/ssh-flood.out" "$(journal_of "$w")"
+  hd="$work/h4-dirs"; rm -rf "$hd"; mkdir -p "$hd"
+  w="$work/w4-ssh-open"; rm -rf "$w"; chmod 777 "$hd"
+  host_hunt "$w" "$plain" "$(ssh_section "$hd/hosts")"
+  probe hostdir "ssh: a host folder inside a folder open to all is refused before any run" eval '[ "$rc" != 0 ] && has "$out" "h4-dirs is writable by other users" && [ ! -e "$hd/hosts" ]'
+  chmod 755 "$hd"
+  w="$work/w4-ssh-ok"; rm -rf "$w"
+  host_hunt "$w" "$plain" "$(ssh_section "$hd/hosts")"
+  probe hostdir "ssh: the same folder closed: the hunt runs on the hosts (exit $rc)" eval '[ "$rc" = 0 ] && culprit_is_right "$w.json"'
+  first_host=${PGBISECT_TEST_SSH_HOSTS%%,*}
+  rm -rf "$hd/hosts/$first_host/pids" "$work/h4-elsewhere"; mkdir -p "$work/h4-elsewhere"
+  ln -s "$work/h4-elsewhere" "$hd/hosts/$first_host/pids"
+  w="$work/w4-ssh-link"; rm -rf "$w"
+  host_hunt "$w" "$plain" "$(ssh_section "$hd/hosts")"
+  probe hostdir "ssh: a host's pids/ that is a link is refused, nothing written through it" eval '[ "$rc" != 0 ] && has "$out" "pids is a symbolic link" && [ -z "$(ls -A "$work/h4-elsewhere")" ]'
+  rm -f "$hd/hosts/$first_host/pids"; mkdir -m 755 "$hd/hosts/$first_host/pids"
+  chown nobody "$hd/hosts/$first_host/installs"
+  w="$work/w4-ssh-foreign"; rm -rf "$w"
+  host_hunt "$w" "$plain" "$(ssh_section "$hd/hosts")"
+  probe hostdir "ssh: a host's installs/ of another user is refused" eval '[ "$rc" != 0 ] && has "$out" "installs belongs to another user"'
+  chown root "$hd/hosts/$first_host/installs"
+fi
+if [ -z "${PGBISECT_TEST_SLURM_NODE:-}" ] || [ -z "${PGBISECT_TEST_SLURM_PARTITION:-}" ]; then
+  echo "  skipped: Slurm probes (PGBISECT_TEST_SLURM_NODE and PGBISECT_TEST_SLURM_PARTITION unset; scripts/test.sh sets them under CI)"
+else
+  slurm_section="[hosts]\nnodes = [\"$PGBISECT_TEST_SLURM_NODE\"]\npartition = \"$PGBISECT_TEST_SLURM_PARTITION\"\n"
+  slurmdaemons=$(profile slurmdaemons "setsid sleep 633 & setsid sleep 634 >/dev/null 2>&1 </dev/null &")
+  w="$work/w4-slurm-daemons"; rm -rf "$w"
+  host_hunt "$w" "$slurmdaemons" "$slurm_section" --max-runs 6
+  probe hoststray "Slurm: setsid daemons of every run are gone from the node after the hunt (exit $rc)" eval 'runs_once "$w" && ! pgrep -fx "sleep 63[34]" >/dev/null'
+  pkill -fx 'sleep 63[34]' 2>/dev/null
+  slurmflood=$(profile slurmflood "yes xxxxxxxxxxxxxxxxxxxxxxx | head -c 1073741824;")
+  w="$work/w4-slurm-flood"; rm -rf "$w"
+  cp "$slurmflood" "$w.toml" && printf '%b' "$slurm_section" >> "$w.toml"
+  (cd "$repo" && "$bin" --good good --bad bad --profile "$w.toml" --work-dir "$w" --max-runs 4 --no-why >"$work/slurm-flood.out" 2>&1) &
+  watch_size $! "$w"; wait
+  probe hostcap "Slurm: 1 GiB of output: no file of the work dir ever held more than 2 MiB (at most $((most >> 10)) KiB)" test "$most" -lt $((2 << 20))
+  probe hostcap "Slurm: 1 GiB of output: the run was stopped on its node, saying so" grep -q "printed more than 256 MiB on" "$work/slurm-flood.out" "$(journal_of "$w")"
+  slurmchatty=$(profile slurmchatty "yes xxxxxxxxxxxxxxxxxxxxxxx | head -c 5000000; echo;")
+  w="$work/w4-slurm-chatty"; rm -rf "$w"
+  host_hunt "$w" "$slurmchatty" "$slurm_section" --max-runs 4
+  probe hostcap "Slurm: 5 MB of output then tps: measured, the ends kept with a line saying what was cut" eval '[ "$(tps_seen "$w" | wc -l)" -ge 1 ] && grep -q "bytes of output cut by pgbisect" "$(ls "$w"/hunts/*/runs/* | head -1)"'
+fi
 echo
 printf '%-46s %s\n' "probe" "held / tried"
 for kind in input kill hang link "${extra_kinds[@]}"; do

@@ -47,9 +47,42 @@ pub fn create_dir_for(dir: &Path, server: Option<u32>) -> io::Result<()> {
 
 /// Checks every level of the existing folder `dir`, from `/` down.
 pub fn check_dir(dir: &Path) -> io::Result<()> {
+    check_dir_for(dir, None)
+}
+
+/// As [`check_dir`], with the last level allowed to belong to the user
+/// `server` (uid) that runs PostgreSQL: a data directory entered again.
+pub fn check_dir_for(dir: &Path, server: Option<u32>) -> io::Result<()> {
     let dir = absolute(dir)?;
     for level in dir.ancestors().collect::<Vec<_>>().into_iter().rev() {
-        check_level(level, None)?;
+        check_level(level, if level == dir { server } else { None })?;
+    }
+    Ok(())
+}
+
+/// Checks the folder `dir`, every level down to it, and everything in it
+/// (an install whose programs PostgreSQL's user runs): each folder and
+/// file owned by this user or root and writable by nobody else, no folder
+/// a link. Symbolic links inside are not followed and need no check of
+/// their own: only whoever may write their folder could have made them.
+pub fn check_tree(dir: &Path) -> io::Result<()> {
+    check_dir(dir)?;
+    let mut folders = vec![absolute(dir)?];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder)? {
+            let entry = entry?;
+            let kind = entry.file_type()?;
+            if kind.is_symlink() {
+                continue;
+            }
+            let path = entry.path();
+            // Inside, a sticky folder open to all is no better: others
+            // could add a program or a library there.
+            check_owner_and_mode(&path, &std::fs::symlink_metadata(&path)?, None, false)?;
+            if kind.is_dir() {
+                folders.push(path);
+            }
+        }
     }
     Ok(())
 }
@@ -129,6 +162,19 @@ fn check_level(level: &Path, server: Option<u32>) -> io::Result<()> {
     if !meta.is_dir() {
         return Err(Unsafe::NotAFolder { path }.into());
     }
+    check_owner_and_mode(level, &meta, server, true)
+}
+
+/// Checks that `path` (with `meta`) belongs to this user, root or
+/// `server`, and that group and others cannot write it (a sticky folder
+/// aside, when `sticky_ok`).
+fn check_owner_and_mode(
+    path: &Path,
+    meta: &std::fs::Metadata,
+    server: Option<u32>,
+    sticky_ok: bool,
+) -> io::Result<()> {
+    let path = path.to_path_buf();
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
     let owner = meta.uid();
@@ -136,7 +182,7 @@ fn check_level(level: &Path, server: Option<u32>) -> io::Result<()> {
         return Err(Unsafe::Foreign { path, owner, me }.into());
     }
     let mode = meta.permissions().mode() & 0o7777;
-    let sticky = mode & 0o1000 != 0;
+    let sticky = sticky_ok && meta.is_dir() && mode & 0o1000 != 0;
     if mode & 0o022 != 0 && !sticky {
         return Err(Unsafe::Writable { path, mode }.into());
     }
@@ -248,6 +294,53 @@ mod tests {
         assert!(err.to_string().contains("chown 0"), "{err}");
         // The server's own folder, handed over, is fine as the last level.
         create_dir_for(&w.join("hunts"), Some(65534)).unwrap();
+    }
+
+    #[test]
+    fn a_tree_is_refused_for_any_folder_or_file_others_may_change() {
+        let tmp = tempfile::tempdir().unwrap();
+        let install = tmp.path().join("installs/abc");
+        create_dir(&install.join("bin")).unwrap();
+        let postgres = install.join("bin/postgres");
+        std::fs::write(&postgres, "").unwrap();
+        mode(&postgres, 0o755);
+        symlink("/bin/true", install.join("bin/psql")).unwrap();
+        check_tree(&install).unwrap();
+        mode(&postgres, 0o775);
+        let err = check_tree(&install).unwrap_err();
+        assert_eq!(
+            unsafe_level(&err),
+            Some(&Unsafe::Writable {
+                path: postgres.clone(),
+                mode: 0o775
+            })
+        );
+        mode(&postgres, 0o755);
+        mode(&install.join("bin"), 0o1777);
+        assert!(check_tree(&install).is_err(), "a sticky bin/ is still open");
+        mode(&install.join("bin"), 0o755);
+        mode(&tmp.path().join("installs"), 0o777);
+        assert!(check_tree(&install).is_err(), "a level above");
+    }
+
+    #[test]
+    fn a_data_directory_entered_again_may_be_the_servers_alone() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return; // only root can give a folder away
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let data = tmp.path().join("w/data/current");
+        create_dir(&data).unwrap();
+        std::os::unix::fs::chown(&data, Some(65534), None).unwrap();
+        check_dir_for(&data, Some(65534)).unwrap();
+        assert!(check_dir(&data).is_err());
+        std::os::unix::fs::chown(data.parent().unwrap(), Some(65534), None).unwrap();
+        let err = check_dir_for(&data, Some(65534)).unwrap_err();
+        assert!(
+            matches!(unsafe_level(&err), Some(Unsafe::Foreign { path, .. }) if path.ends_with("w/data")),
+            "{err}"
+        );
     }
 
     #[test]

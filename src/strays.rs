@@ -12,8 +12,15 @@
 //! mark (it holds the work dir's lock, so no live pgbisect runs there).
 //! The token is proof enough that a process is ours: nothing else sets
 //! it. A process that clears its environment (`env -i`) escapes this.
+//!
+//! PostgreSQL's programs are started far from the lab that decides a run
+//! (initdb, `pg_ctl`, which starts the postmaster, psql, pgbench), so the
+//! lab names the run's token once with [`scope`], and every PostgreSQL
+//! program started while the scope lasts carries it ([`current`]): the
+//! postmaster and its backends too, which `pg_ctl` detaches.
 
 use std::path::Path;
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// The environment variable marking a command's processes.
@@ -49,6 +56,44 @@ impl Marks {
     pub fn stop_earlier(&self) -> usize {
         stop_marked(&format!("{}-", self.work))
     }
+}
+
+/// The token PostgreSQL's programs started now carry, if a run is under way.
+static CURRENT: Mutex<Option<String>> = Mutex::new(None);
+
+/// While the returned guard lives, [`current`] is `token`.
+pub fn scope(token: &str) -> Scope {
+    let mut current = CURRENT.lock().unwrap_or_else(|e| e.into_inner());
+    let previous = current.replace(token.to_string());
+    Scope { previous }
+}
+
+/// The token of the run under way (see [`scope`]).
+pub fn current() -> Option<String> {
+    CURRENT.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// A run's token in force; the one before it is back when dropped.
+#[must_use = "the token is in force only while the scope lives"]
+pub struct Scope {
+    previous: Option<String>,
+}
+
+impl Drop for Scope {
+    fn drop(&mut self) {
+        *CURRENT.lock().unwrap_or_else(|e| e.into_inner()) = self.previous.take();
+    }
+}
+
+/// Runs `work` with `token` in force ([`scope`]), then kills whatever
+/// still carries it, before the result is handed back.
+pub fn run_marked<T>(token: &str, work: impl FnOnce() -> T) -> T {
+    let result = {
+        let _scope = scope(token);
+        work()
+    };
+    stop_marked(token);
+    result
 }
 
 /// Kills every process (but this one) whose environment holds a token
@@ -100,6 +145,20 @@ mod tests {
 
     fn alive(pid: u32) -> bool {
         std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
+    }
+
+    #[test]
+    fn a_scope_names_the_token_until_it_ends() {
+        let marks = Marks::for_work_dir(Path::new("/nonexistent/w"));
+        let token = marks.token();
+        let seen = run_marked(&token, || {
+            let inner = scope("inner");
+            assert_eq!(current().as_deref(), Some("inner"));
+            drop(inner);
+            current()
+        });
+        assert_eq!(seen.as_deref(), Some(token.as_str()));
+        assert_ne!(current().as_deref(), Some(token.as_str()));
     }
 
     #[test]

@@ -183,6 +183,49 @@ pub(crate) fn exports(env: &[(String, String)]) -> String {
         .collect()
 }
 
+/// The variable that marks every process a job starts on its host, in
+/// the job's own process tree only (not the shell that starts it): after
+/// the job, and when it is stopped, whatever still carries it is killed,
+/// daemons started with `setsid` included.
+pub const JOB_VAR: &str = "PGBISECT_JOB";
+
+/// Shell functions for a job's host (POSIX sh, Linux `/proc`):
+///
+/// - `pgbisect_dir DIR` makes DIR and its missing parents one level at a
+///   time, and refuses (exit status 1, saying why on stderr) a level that
+///   is a symbolic link, not a folder, owned by a user other than the
+///   login user or root, or writable by group or others without the
+///   sticky bit: the checks pgbisect makes of its folders here
+///   (`folders`), on the host;
+/// - `pgbisect_sweep NAME` kills every process whose environment holds
+///   `PGBISECT_JOB=NAME`, until none is left.
+pub(crate) const HOST_FUNCTIONS: &str = r#"pgbisect_dir() {
+  case $1 in /*) d=$1;; *) d=$(pwd)/$1;; esac
+  me=$(id -u); level=""; ifs=$IFS; IFS=/; set -f
+  for part in $d; do
+    IFS=$ifs; set +f
+    [ -n "$part" ] || continue
+    level="$level/$part"
+    [ -e "$level" ] || [ -L "$level" ] || mkdir -m 755 "$level" 2>/dev/null
+    if [ -L "$level" ]; then echo "pgbisect: $level is a symbolic link; pgbisect does not follow links on the way to where it writes on this host" >&2; return 1; fi
+    [ -d "$level" ] || { echo "pgbisect: $level is not a folder (or cannot be made); pgbisect needs a folder there" >&2; return 1; }
+    owner=$(stat -c %u "$level") mode=$(stat -c %a "$level")
+    if [ "$owner" != "$me" ] && [ "$owner" != 0 ]; then echo "pgbisect: $level belongs to another user (uid $owner), not to the login user (uid $me) or root: that user could swap what pgbisect writes and runs there; hint: chown $me $level, or give [hosts] dir another folder" >&2; return 1; fi
+    m=$((0$mode))
+    if [ $((m & 18)) -ne 0 ] && [ $((m & 512)) -eq 0 ]; then echo "pgbisect: $level is writable by other users (mode $mode): they could swap what pgbisect writes and runs there; hint: chmod go-w $level, or give [hosts] dir another folder" >&2; return 1; fi
+  done
+  IFS=$ifs; set +f
+}
+pgbisect_sweep() {
+  for round in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+    found=$(grep -lsxzF "PGBISECT_JOB=$1" /proc/[0-9]*/environ | cut -d/ -f3)
+    [ -n "$found" ] || return 0
+    kill -KILL $found 2>/dev/null
+    sleep 0.1
+  done
+}
+"#;
+
 /// A job stopped at its deadline, for messages.
 pub(crate) fn stopped_at_deadline(job: &Job) -> String {
     format!(

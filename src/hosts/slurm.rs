@@ -17,6 +17,7 @@
 //! the builds made are read there by path, so nothing is copied.
 
 use super::{Backend, HostError, Job, JobEnd, Owner, exports, quote};
+use crate::capture::OUTPUT_LIMIT;
 use crate::machine::Machine;
 use crate::proc::{self, Ended};
 use anyhow::Context;
@@ -102,7 +103,9 @@ impl Slurm {
             format!("--nodelist={host}"),
             format!("--job-name={}", job.name),
             format!("--time={minutes}"),
-            format!("--output={}", job.output.display()),
+            // The script writes the job's output itself, within bounds;
+            // Slurm's own words go beside its status.
+            format!("--output={}.log", status.display()),
         ];
         if let Some(p) = &self.placement.partition {
             args.push(format!("--partition={p}"));
@@ -126,18 +129,14 @@ impl Slurm {
                 let _ = command_output(&["scancel", id]);
                 return Err(proc::Interrupted.into());
             }
-            if let Some(code) = read_status(&status) {
-                let output = crate::files::keep_ends(job.output, crate::files::KEEP_OUTPUT)
-                    .with_context(|| format!("cannot read {}", job.output.display()))?;
-                return Ok(JobEnd::Exited { code, output });
+            if let Some(ended) = read_status(&status) {
+                return ended_with_status(host, job, ended);
             }
             let state = command_output(&["squeue", "-h", "-j", id, "-o", "%T"]);
             if matches!(&state, Ok(s) if s.trim().is_empty()) || state.is_err() {
                 // Gone from the queue: its status file, else Slurm's word.
-                if let Some(code) = read_status(&status) {
-                    let output = crate::files::keep_ends(job.output, crate::files::KEEP_OUTPUT)
-                        .with_context(|| format!("cannot read {}", job.output.display()))?;
-                    return Ok(JobEnd::Exited { code, output });
+                if let Some(ended) = read_status(&status) {
+                    return ended_with_status(host, job, ended);
                 }
                 return Ok(JobEnd::Lost(ended_without_status(host, id, job)));
             }
@@ -147,22 +146,69 @@ impl Slurm {
 }
 
 /// The batch script of `job`: runs its script in its dir with its
-/// environment, then writes the exit code to `status` (renamed into place,
-/// so a status file is always whole).
+/// environment, its output kept within bounds while it is written (its
+/// first and last halves of [`crate::files::KEEP_OUTPUT`] in `job.output`,
+/// with a line saying how much was cut; past [`OUTPUT_LIMIT`] it is
+/// stopped), kills what it left running (marked with the job's name),
+/// then writes the exit code, and `over` past the limit, to `status`
+/// (renamed into place, so a status file is always whole).
 fn batch_script(job: &Job, status: &Path) -> String {
     let status = quote(&status.display().to_string());
+    let half = crate::files::KEEP_OUTPUT / 2;
     format!(
-        "#!/bin/sh\ncd {dir} || exit 125\n{exports}sh -c {script} 2>&1\nrc=$?\n\
-         echo $rc > {status}.part && mv {status}.part {status}\nexit $rc\n",
+        r#"#!/bin/sh
+{functions}cd {dir} || exit 125
+{exports}out={output}; rest="$out.rest"; count="$out.count"; fifo="$out.fifo"; pipe="$out.pipe"
+rm -f "$rest" "$count" "$fifo" "$pipe"; mkfifo "$fifo" "$pipe" || exit 125
+wc -c < "$fifo" > "$count" &
+{{ head -c {half} > "$out"; head -c {rest_limit} | tee "$fifo" | tail -c {half} > "$rest"; }} < "$pipe" &
+{var}={name} sh -c {script} > "$pipe" 2>&1 < /dev/null &
+wait $!
+rc=$?
+pgbisect_sweep {name}
+wait
+total=$(cat "$count")
+if [ "$total" -gt {half} ]; then printf '\n[... %s bytes of output cut by pgbisect ...]\n' $((total - {half})) >> "$out"; fi
+cat "$rest" >> "$out"; rm -f "$rest" "$count" "$fifo" "$pipe"
+over=""; [ "$total" -lt {rest_limit} ] || over=" over"
+echo "$rc$over" > {status}.part && mv {status}.part {status}
+exit $rc
+"#,
+        functions = super::HOST_FUNCTIONS,
         dir = quote(&job.dir),
         exports = exports(&job.env),
+        output = quote(&job.output.display().to_string()),
+        var = super::JOB_VAR,
+        name = quote(&job.name),
         script = quote(job.script),
+        rest_limit = OUTPUT_LIMIT - half,
     )
 }
 
-/// The exit code a job's status file holds, once it is there.
-fn read_status(path: &Path) -> Option<i32> {
-    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+/// How a job ended, from its status file, once it is there: its exit
+/// code, and whether it printed past [`OUTPUT_LIMIT`] and was stopped.
+fn read_status(path: &Path) -> Option<(i32, bool)> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let mut words = text.split_whitespace();
+    let code = words.next()?.parse().ok()?;
+    Some((code, words.next() == Some("over")))
+}
+
+/// How a job that wrote its status ended: its output, or why it has none
+/// (it printed past the limit and was stopped).
+fn ended_with_status(host: &str, job: &Job, (code, over): (i32, bool)) -> anyhow::Result<JobEnd> {
+    if over {
+        return Ok(JobEnd::Lost(format!(
+            "{} printed more than {} MiB on {host} and was stopped; the ends of its output are \
+             in {}",
+            job.what,
+            OUTPUT_LIMIT >> 20,
+            job.output.display()
+        )));
+    }
+    let output = crate::files::keep_ends(job.output, crate::files::KEEP_OUTPUT)
+        .with_context(|| format!("cannot read {}", job.output.display()))?;
+    Ok(JobEnd::Exited { code, output })
 }
 
 /// Why a job left the queue without a status: its state and reason as
@@ -315,6 +361,8 @@ mod tests {
 
     #[test]
     fn the_batch_script_writes_its_status_last() {
+        let tmp = tempfile::tempdir().unwrap();
+        let output = tmp.path().join("out.txt");
         let job = Job {
             name: "pgbisect-h-3".into(),
             script: "echo \"$X\"; exit 4",
@@ -323,22 +371,52 @@ mod tests {
             limit: Duration::from_secs(60),
             what: crate::hosts::BENCHMARK_COMMAND.0,
             deadline_hint: crate::hosts::BENCHMARK_COMMAND.1,
-            output: Path::new("/dev/null"),
+            output: &output,
         };
-        let tmp = tempfile::tempdir().unwrap();
         let status = tmp.path().join("s");
         let text = batch_script(&job, &status);
-        assert!(
-            text.starts_with("#!/bin/sh\ncd /tmp || exit 125\n"),
-            "{text}"
-        );
+        assert!(text.contains("\ncd /tmp || exit 125\n"), "{text}");
         let out = std::process::Command::new("sh")
             .args(["-c", &text])
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(4));
-        assert_eq!(String::from_utf8_lossy(&out.stdout), "it's\n");
-        assert_eq!(read_status(&status), Some(4));
+        assert_eq!(std::fs::read_to_string(&output).unwrap(), "it's\n");
+        assert_eq!(read_status(&status), Some((4, false)));
         assert_eq!(read_status(&tmp.path().join("none")), None);
+        // 3 MiB: its ends kept, a line saying what was cut between them.
+        let chatty = Job {
+            script: "head -c 3145728 /dev/zero | tr '\\0' x; echo; echo tps = 5",
+            ..job.clone()
+        };
+        let out = std::process::Command::new("sh")
+            .args(["-c", &batch_script(&chatty, &status)])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        let kept = std::fs::read_to_string(&output).unwrap();
+        assert!(kept.len() < 1_100_000, "{}", kept.len());
+        assert!(kept.ends_with("tps = 5\n"));
+        assert!(kept.contains("[... 2097161 bytes of output cut by pgbisect ...]"));
+        assert_eq!(read_status(&status), Some((0, false)));
+        assert_eq!(
+            std::fs::read_dir(tmp.path()).unwrap().count(),
+            2,
+            "only output and status"
+        );
+        // A daemon keeping the output open neither holds the job nor
+        // outlives it.
+        let daemon = Job {
+            script: "setsid sleep 600 & echo tps = 6",
+            ..job
+        };
+        let started = std::time::Instant::now();
+        let out = std::process::Command::new("sh")
+            .args(["-c", &batch_script(&daemon, &status)])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        assert!(started.elapsed() < Duration::from_secs(30));
+        assert_eq!(std::fs::read_to_string(&output).unwrap(), "tps = 6\n");
     }
 }

@@ -18,6 +18,7 @@
 //! SIGKILL).
 
 use super::{Backend, HostError, Job, JobEnd, Owner, exports, quote};
+use crate::capture::{Capture, OUTPUT_LIMIT};
 use crate::machine::Machine;
 use crate::proc::{self, Ended};
 use anyhow::Context;
@@ -136,24 +137,27 @@ impl Ssh {
 
 /// Shell text that stops the jobs whose pid files are `pidfiles` (shell
 /// words, globs allowed): SIGTERM to each group whose leader still has the
-/// job's name in its environment, SIGKILL 5 s later; prints each job it
-/// stopped and removes the pid files.
+/// job's name in its environment, SIGKILL 5 s later, then every process
+/// still carrying the job's name (a daemon that left the group); prints
+/// each job it stopped and removes the pid files.
 fn kill_script(pidfiles: &[String]) -> String {
     format!(
-        r#"stopped=""
+        r#"{functions}stopped="" names=""
 for f in {files}; do
   [ -f "$f" ] || continue
   name=$(basename "$f" .pid); pid=$(cat "$f")
   if [ -n "$pid" ] && {{ tr '\0' '\n' < "/proc/$pid/environ"; echo; }} 2>/dev/null | grep -qxF "PGBISECT_JOB=$name"; then
-    kill -TERM "-$pid" 2>/dev/null && stopped="$stopped $pid" && echo "$name (process group $pid)"
+    kill -TERM "-$pid" 2>/dev/null && stopped="$stopped $pid" && names="$names $name" && echo "$name (process group $pid)"
   fi
   rm -f "$f"
 done
 if [ -n "$stopped" ]; then
   sleep 5
   for pid in $stopped; do kill -KILL "-$pid" 2>/dev/null; done
+  for name in $names; do pgbisect_sweep "$name"; done
 fi
 exit 0"#,
+        functions = super::HOST_FUNCTIONS,
         files = pidfiles.join(" ")
     )
 }
@@ -173,25 +177,29 @@ fn last_words(stderr: &[u8], code: Option<i32>) -> String {
     }
 }
 
-/// The script a job runs under on the host: records its process group,
-/// runs `job.script` in `job.dir` with its environment, removes the
-/// record, exits as the script did.
+/// The script a job runs under on the host: checks every level of its
+/// folder (see [`super::HOST_FUNCTIONS`]), records its process group,
+/// runs `job.script` in `job.dir` with its environment, and, once it
+/// ended, kills what it left running (marked with the job's name), removes
+/// the record, exits as the script did.
 fn job_script(base: &str, job: &Job) -> String {
-    let mut env = job.env.clone();
-    env.push(("PGBISECT_JOB".into(), job.name.clone()));
     format!(
-        r#"pids={base}/pids
+        r#"exec 2>&1
+{functions}pids={base}/pids
 pidfile="$pids"/{name}.pid
-mkdir -p "$pids" || exit 125
+pgbisect_dir "$pids" || exit 125
 cd {dir} || exit 125
-{exports}setsid sh -c 'echo $$ > "$1"; exec sh -c "$2" 2>&1' pgbisect-job "$pidfile" {script} < /dev/null &
+{exports}{var}={name} setsid sh -c 'echo $$ > "$1"; exec sh -c "$2" 2>&1' pgbisect-job "$pidfile" {script} < /dev/null &
 wait $!
 rc=$?
+pgbisect_sweep {name}
 rm -f "$pidfile"
 exit $rc"#,
+        functions = super::HOST_FUNCTIONS,
+        var = super::JOB_VAR,
         name = quote(&job.name),
         dir = quote(&job.dir),
-        exports = exports(&env),
+        exports = exports(&job.env),
         script = quote(job.script),
     )
 }
@@ -205,17 +213,34 @@ impl Backend for Ssh {
         &self.hosts
     }
 
+    /// The job's output comes back through ssh into a pipe pgbisect reads,
+    /// kept within bounds while it is written (see [`Capture`]): past
+    /// [`OUTPUT_LIMIT`] the job is stopped on its host.
     fn run(&self, host: &str, job: &Job) -> anyhow::Result<JobEnd> {
-        let file = crate::files::create(job.output)
-            .with_context(|| format!("cannot write {}", job.output.display()))?;
+        let (pipe, capture) =
+            Capture::start(job.output, b"", crate::files::KEEP_OUTPUT, OUTPUT_LIMIT)
+                .with_context(|| format!("cannot write {}", job.output.display()))?;
         let expr = self
             .ssh(host, &job_script(&self.base(host), job))
             .stdin_null()
-            .stdout_file(file)
+            .stdout_file(pipe)
             .stderr_capture()
             .unchecked();
-        let ended =
-            proc::run(expr, job.limit).with_context(|| format!("cannot start ssh to {host}"))?;
+        let ended = proc::run(expr, job.limit);
+        let captured = capture
+            .finish()
+            .with_context(|| format!("cannot write {}", job.output.display()))?;
+        let ended = ended.with_context(|| format!("cannot start ssh to {host}"))?;
+        if let Some(limit) = captured.over_limit {
+            self.stop_job(host, &job.name);
+            return Ok(JobEnd::Lost(format!(
+                "{} printed more than {} MiB on {host} and was stopped; the ends of its output \
+                 are in {}",
+                job.what,
+                limit >> 20,
+                job.output.display()
+            )));
+        }
         let output = match ended {
             Ended::Exited(o) => o,
             Ended::TimedOut(_) => {
@@ -234,11 +259,9 @@ impl Backend for Ssh {
                 last_words(&output.stderr, code)
             )));
         }
-        let text = crate::files::keep_ends(job.output, crate::files::KEEP_OUTPUT)
-            .with_context(|| format!("cannot read {}", job.output.display()))?;
         Ok(JobEnd::Exited {
             code: code.unwrap_or(-1),
-            output: text,
+            output: captured.text,
         })
     }
 
@@ -249,8 +272,11 @@ impl Backend for Ssh {
             return Ok(Ok(path.trim().to_string()));
         }
         let receive = format!(
-            "set -e; rm -rf {dest}.part; mkdir -p {dest}.part; tar -C {dest}.part -xf -; \
-             touch {dest}.part/{SENT_MARK}; rm -rf {dest}; mv {dest}.part {dest}; cd {dest}; pwd"
+            "{functions}pgbisect_dir {base}/installs || exit 1\nset -e; rm -rf {dest}.part; \
+             mkdir -m 755 {dest}.part; tar -C {dest}.part -xf -; touch {dest}.part/{SENT_MARK}; \
+             rm -rf {dest}; mv {dest}.part {dest}; cd {dest}; pwd",
+            functions = super::HOST_FUNCTIONS,
+            base = self.base(host),
         );
         let tar = duct::cmd!("tar", "-C", local, "-cf", "-", ".");
         let expr = tar
@@ -291,11 +317,12 @@ impl Backend for Ssh {
         // this coordinator's hunts: the work dir's own lock keeps two
         // coordinators out of one work dir.
         let script = format!(
-            r#"mkdir -p {base}
+            r#"{functions}pgbisect_dir {base}/pids && pgbisect_dir {base}/installs || exit 1
 if mkdir {lock} 2>/dev/null; then echo {line} > {lock}/owner; echo taken; exit 0; fi
 holder=$(cat {lock}/owner 2>/dev/null)
 case "$holder" in {place}\ *) echo {line} > {lock}/owner; echo taken; exit 0;; esac
 echo "$holder""#,
+            functions = super::HOST_FUNCTIONS,
             base = self.base(host),
             place = quote(&owner.place),
         );
@@ -364,13 +391,68 @@ mod tests {
         assert!(text.contains("cd '/tmp/in stall' || exit 125"), "{text}");
         assert!(text.contains("export X='a b'\n"), "{text}");
         assert!(
-            text.contains("export PGBISECT_JOB=pgbisect-h-7\n"),
+            text.contains("PGBISECT_JOB=pgbisect-h-7 setsid sh -c"),
             "{text}"
         );
+        assert!(text.contains("pgbisect_sweep pgbisect-h-7\n"), "{text}");
         assert!(
             text.contains("pidfile=\"$pids\"/pgbisect-h-7.pid"),
             "{text}"
         );
+    }
+
+    /// A daemon the job starts with `setsid` is gone when the job script
+    /// ends; a level of the host's folder open to all is refused.
+    #[test]
+    fn the_job_script_sweeps_daemons_and_checks_its_folders() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path().join("h");
+        let daemon = tmp.path().join("daemon");
+        let script = format!("setsid sleep 600 & echo $! > {}", daemon.display());
+        let job = Job {
+            name: format!("pgbisect-sweep-{}", std::process::id()),
+            script: &script,
+            env: Vec::new(),
+            dir: tmp.path().display().to_string(),
+            limit: Duration::from_secs(5),
+            what: crate::hosts::BENCHMARK_COMMAND.0,
+            deadline_hint: crate::hosts::BENCHMARK_COMMAND.1,
+            output: Path::new("/dev/null"),
+        };
+        let base_text = base.display().to_string();
+        let out = std::process::Command::new("sh")
+            .args(["-c", &job_script(&base_text, &job)])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let pid = std::fs::read_to_string(&daemon).unwrap();
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()));
+        assert!(
+            stat.is_err() || stat.is_ok_and(|s| s.contains(") Z ")),
+            "the daemon outlived its job"
+        );
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let out = std::process::Command::new("sh")
+            .args(["-c", &job_script(&base_text, &job)])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(125));
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            said.contains("is writable by other users (mode 777)"),
+            "{said}"
+        );
+        std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::os::unix::fs::symlink(tmp.path(), base.join("pids-link")).unwrap();
+        std::fs::remove_dir(base.join("pids")).unwrap();
+        std::os::unix::fs::symlink(tmp.path(), base.join("pids")).unwrap();
+        let out = std::process::Command::new("sh")
+            .args(["-c", &job_script(&base_text, &job)])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(125));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("is a symbolic link"));
     }
 
     /// The job script, run here by `sh` instead of over ssh, runs the

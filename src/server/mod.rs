@@ -31,6 +31,7 @@ use crate::bench::{Conn, tail_lines};
 use crate::placement::Pin;
 use crate::proc::{self, Ended, Stop};
 use std::ffi::OsString;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -121,9 +122,23 @@ pub enum ServerError {
     SocketPathTooLong { path: PathBuf },
     #[error("{}: {detail}", path.display())]
     BadDataDir { path: PathBuf, detail: String },
+    #[error(
+        "refusing {}: {detail}\nPostgreSQL's user gets only files and folders of pgbisect's own, \
+         every level above them pgbisect's too\nhint: remove or put back what another user \
+         planted or changed there, then rerun",
+        path.display()
+    )]
+    Refused { path: PathBuf, detail: String },
 }
 
 impl ServerError {
+    /// Whether the error ends the hunt, not only the run: the machine's
+    /// trouble (a disk, a folder that cannot be made) or a path another
+    /// user tampered with, which no later run would find otherwise.
+    pub fn ends_the_hunt(&self) -> bool {
+        matches!(self, ServerError::Io { .. } | ServerError::Refused { .. })
+    }
+
     pub(crate) fn io(what: impl Into<String>, source: std::io::Error) -> Self {
         ServerError::Io {
             what: what.into(),
@@ -258,14 +273,19 @@ pub(crate) fn shell_quote(word: &str) -> String {
 
 /// A private directory for server sockets: short (Unix socket paths are
 /// limited), under the system temporary directory, open only to the user
-/// the server runs as; removed when dropped.
+/// the server runs as; removed when dropped. The folder handed to that
+/// user (`s`) sits in one of ours: in `/tmp` the owner of a folder may
+/// rename it and put a link in its place, which a later hand-over would
+/// follow.
 #[derive(Debug)]
 pub struct SocketDir {
     dir: tempfile::TempDir,
+    sockets: PathBuf,
 }
 
 impl SocketDir {
     pub fn create(run_as: &RunAs) -> Result<SocketDir, ServerError> {
+        use std::os::unix::fs::PermissionsExt;
         let base = std::env::temp_dir();
         let base = if base.as_os_str().len() > 40 {
             PathBuf::from("/tmp")
@@ -274,6 +294,7 @@ impl SocketDir {
         };
         let dir = tempfile::Builder::new()
             .prefix("pgbisect-sock-")
+            .permissions(std::fs::Permissions::from_mode(0o755))
             .tempdir_in(&base)
             .map_err(|e| {
                 ServerError::io(
@@ -281,12 +302,22 @@ impl SocketDir {
                     e,
                 )
             })?;
-        run_as.hand_over(dir.path())?;
-        run_as.check_reachable(dir.path())?;
-        Ok(SocketDir { dir })
+        let sockets = dir.path().join("s");
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&sockets)
+            .map_err(|e| ServerError::io(format!("cannot create {}", sockets.display()), e))?;
+        run_as.hand_over(&sockets)?;
+        run_as.check_reachable(&sockets)?;
+        Ok(SocketDir { dir, sockets })
     }
 
     pub fn path(&self) -> &Path {
+        &self.sockets
+    }
+
+    /// The folder of ours the sockets' folder is in.
+    pub fn outer(&self) -> &Path {
         self.dir.path()
     }
 }
@@ -391,6 +422,14 @@ impl Server {
                 detail,
             });
         }
+        // Every level down to the data directory is ours, the last one
+        // the server's: nobody else can swap it for one of theirs.
+        crate::folders::check_dir_for(&self.data_dir, self.run_as.uid()).map_err(|e| {
+            ServerError::Refused {
+                path: self.data_dir.clone(),
+                detail: e.to_string(),
+            }
+        })?;
         self.run_as.check_reachable(&self.data_dir)?;
         crate::folders::create_dir_for(&self.socket_dir, self.run_as.uid()).map_err(|e| {
             ServerError::io(format!("cannot create {}", self.socket_dir.display()), e)
@@ -402,17 +441,8 @@ impl Server {
             crate::folders::create_dir_for(parent, self.run_as.uid())
                 .map_err(|e| ServerError::io(format!("cannot create {}", parent.display()), e))?;
         }
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.log)
-            .map_err(|e| {
-                ServerError::io(
-                    format!("cannot create the server log {}", self.log.display()),
-                    e,
-                )
-            })?;
-        self.run_as.hand_over(&self.log)?;
+        let log = open_log(&self.log)?;
+        self.run_as.hand_over_open(&self.log, &log)?;
         self.run_as.check_reachable(&self.log)
     }
 
@@ -618,6 +648,23 @@ impl Drop for RunningServer {
             eprintln!("pgbisect: warning: {err}");
         }
     }
+}
+
+/// Opens (creating it) the server log at `path` to append to, without
+/// following a link there.
+fn open_log(path: &Path) -> Result<std::fs::File, ServerError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| {
+            ServerError::io(
+                format!("cannot create the server log {}", path.display()),
+                crate::files::explain(path, e),
+            )
+        })
 }
 
 /// The text of `path` from byte `offset` on (empty when unreadable).

@@ -8,7 +8,7 @@
 
 use super::ServerError;
 use std::ffi::OsString;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// The user taken when we are root and no other is named.
@@ -90,6 +90,11 @@ impl RunAs {
         for name in STRAY_ENV {
             expr = expr.env_remove(name);
         }
+        // The run's mark, found on the postmaster and all it forks after
+        // a kill of pgbisect (see `strays`).
+        if let Some(token) = crate::strays::current() {
+            expr = expr.env(crate::strays::VAR, token);
+        }
         match self {
             RunAs::CurrentUser => expr,
             RunAs::User { name, uid, gid } => {
@@ -109,11 +114,56 @@ impl RunAs {
         }
     }
 
-    /// Hands `path` (one file or directory, not recursive) to this identity.
+    /// Hands `path` (one file or folder, not recursive) to this identity,
+    /// without following a link there (see [`RunAs::hand_over_open`]).
     pub fn hand_over(&self, path: &Path) -> Result<(), ServerError> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(path)
+            .map_err(|e| {
+                ServerError::io(
+                    format!("cannot hand {} to {}", path.display(), self.describe()),
+                    crate::files::explain(path, e),
+                )
+            })?;
+        self.hand_over_open(path, &file)
+    }
+
+    /// Hands the open `file` (named `path`) to this identity, through the
+    /// open file itself, so that nothing swapped in at `path` meanwhile is
+    /// changed: only a folder, or a plain file with no other name, that
+    /// belongs to us or already to this identity. A link planted where the
+    /// server's folders and logs go would otherwise have root give its
+    /// target (`/etc/shadow`) away.
+    pub fn hand_over_open(&self, path: &Path, file: &std::fs::File) -> Result<(), ServerError> {
+        let refused = |detail: String| ServerError::Refused {
+            path: path.to_path_buf(),
+            detail: format!("it is not to be handed to {}: {detail}", self.describe()),
+        };
+        let meta = file
+            .metadata()
+            .map_err(|e| ServerError::io(format!("cannot read {}", path.display()), e))?;
+        if !meta.is_dir() && !meta.is_file() {
+            return Err(refused("it is neither a folder nor a plain file".into()));
+        }
+        if meta.is_file() && meta.nlink() > 1 {
+            return Err(refused(format!(
+                "it has {} names (hard links): the others would change with it",
+                meta.nlink()
+            )));
+        }
+        // SAFETY: geteuid has no preconditions.
+        let me = unsafe { libc::geteuid() };
+        if meta.uid() != me && Some(meta.uid()) != self.uid() {
+            return Err(refused(format!(
+                "it belongs to another user (uid {})",
+                meta.uid()
+            )));
+        }
         match self {
             RunAs::CurrentUser => Ok(()),
-            RunAs::User { uid, gid, .. } => std::os::unix::fs::chown(path, Some(*uid), Some(*gid))
+            RunAs::User { uid, gid, .. } => std::os::unix::fs::fchown(file, Some(*uid), Some(*gid))
                 .map_err(|source| {
                     ServerError::io(
                         format!("cannot hand {} to {}", path.display(), self.describe()),
@@ -204,6 +254,48 @@ mod tests {
         assert_eq!(executable(Path::new("cp")), OsString::from("cp"));
         assert_eq!(executable(Path::new("/bin/cp")), OsString::from("/bin/cp"));
         assert!(Path::new(&executable(Path::new("bin/pgbench"))).is_absolute());
+    }
+
+    #[test]
+    fn links_are_never_handed_over() {
+        let tmp = tempfile::tempdir().unwrap();
+        let precious = tmp.path().join("precious");
+        std::fs::write(&precious, "x").unwrap();
+        let link = tmp.path().join("server.log");
+        std::os::unix::fs::symlink(&precious, &link).unwrap();
+        let err = RunAs::CurrentUser.hand_over(&link).unwrap_err().to_string();
+        assert!(err.contains("symbolic link"), "{err}");
+        std::fs::remove_file(&link).unwrap();
+        std::fs::hard_link(&precious, &link).unwrap();
+        let err = RunAs::CurrentUser.hand_over(&link).unwrap_err().to_string();
+        assert!(
+            err.contains("2 names") && err.contains("hint: remove"),
+            "{err}"
+        );
+        std::fs::remove_file(&link).unwrap();
+        std::os::unix::fs::symlink(tmp.path(), &link).unwrap();
+        assert!(
+            RunAs::CurrentUser.hand_over(&link).is_err(),
+            "a linked folder"
+        );
+        let folder = tmp.path().join("sockets");
+        std::fs::create_dir(&folder).unwrap();
+        RunAs::CurrentUser.hand_over(&folder).unwrap();
+        RunAs::CurrentUser.hand_over(&precious).unwrap();
+        if is_root() {
+            // A file of another user is not given away to a third.
+            std::os::unix::fs::chown(&precious, Some(65534), None).unwrap();
+            let postgres = RunAs::User {
+                name: "pg".into(),
+                uid: 65533,
+                gid: 65533,
+            };
+            let err = postgres.hand_over(&precious).unwrap_err().to_string();
+            assert!(err.contains("belongs to another user (uid 65534)"), "{err}");
+            postgres.hand_over(&folder).unwrap();
+            let meta = std::fs::metadata(&folder).unwrap();
+            assert_eq!((meta.uid(), meta.gid()), (65533, 65533));
+        }
     }
 
     #[test]

@@ -62,6 +62,7 @@ impl DataTemplate {
             .ok()
             .as_deref()
             == Some(wanted.as_str())
+            && template.entered(&spec.run_as)?
         {
             return Ok((template, false));
         }
@@ -70,6 +71,31 @@ impl DataTemplate {
         crate::files::write(&marker, wanted)
             .map_err(|e| ServerError::io(format!("cannot write {}", marker.display()), e))?;
         Ok((template, true))
+    }
+
+    /// Checks a complete template before it is used: every level down to
+    /// its folder ours, its data directory the server's. False when it is
+    /// to be made again: its folder was handed to the server's user, as
+    /// templates were before they kept only their data directory there.
+    fn entered(&self, run_as: &RunAs) -> Result<bool, ServerError> {
+        let refused = |e: std::io::Error| ServerError::Refused {
+            path: self.dir.clone(),
+            detail: e.to_string(),
+        };
+        if let Err(e) = crate::folders::check_dir(&self.dir) {
+            let old_layout = matches!(
+                crate::folders::unsafe_level(&e),
+                Some(crate::folders::Unsafe::Foreign { path, owner, .. })
+                    if *path == self.dir && Some(*owner) == run_as.uid()
+            );
+            return if old_layout {
+                Ok(false)
+            } else {
+                Err(refused(e))
+            };
+        }
+        crate::folders::check_dir_for(&self.data_dir(), run_as.uid()).map_err(refused)?;
+        Ok(true)
     }
 
     /// The template's directory.
@@ -93,10 +119,16 @@ impl DataTemplate {
                 )
             })?;
         }
-        crate::folders::create_dir_for(&self.dir, run_as.uid())
+        // The template's folder stays ours (its logs and marker are
+        // written there as root); only the data directory, made empty
+        // here for initdb to fill, is handed to the server's user.
+        crate::folders::create_dir(&self.dir)
             .map_err(|e| ServerError::io(format!("cannot create {}", self.dir.display()), e))?;
-        run_as.hand_over(&self.dir)?;
-        run_as.check_reachable(&self.dir)?;
+        let data = self.data_dir();
+        crate::folders::create_dir_for(&data, run_as.uid())
+            .map_err(|e| ServerError::io(format!("cannot create {}", data.display()), e))?;
+        run_as.hand_over(&data)?;
+        run_as.check_reachable(&data)?;
         let initdb = Invocation::new(
             spec.bin.join("initdb"),
             [

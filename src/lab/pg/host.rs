@@ -19,7 +19,8 @@ use super::runs::{RealMachinery, Runs};
 use crate::lab::LabDirs;
 use crate::model::{LabTotals, RunOutcome};
 use crate::placement::{Placement, PlacementSpec, Policy};
-use crate::server::{self, DataTemplate, RunAs, SocketDir};
+use crate::server::{DataTemplate, RunAs, SocketDir};
+use crate::strays::{self, Marks};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -117,10 +118,11 @@ fn serve_into(request: &Request, answer: &mut Answer) -> anyhow::Result<()> {
             program.display()
         );
     }
-    let reaped = server::reap_leftovers(&dirs.servers)? + stop_unrecorded(&dirs)?;
+    let marks = Marks::for_work_dir(&request.lab);
+    let reaped = super::stop_left_behind(&dirs, &marks)?;
     if reaped > 0 {
         answer.notes.push(format!(
-            "stopped {reaped} server(s) an earlier run left behind"
+            "stopped {reaped} server(s) or process(es) an earlier run left behind"
         ));
     }
     let Some(plan) = &request.plan else {
@@ -153,7 +155,14 @@ fn serve_into(request: &Request, answer: &mut Answer) -> anyhow::Result<()> {
     let earlier = take_copy_note(&note, &job.server.data_dir);
     let mut runs =
         Runs::new(Box::new(RealMachinery), plan.options.clone()).with_unwritten_copy(earlier);
-    let outcome = runs.measure(job)?;
+    let install = plan.bin.parent().unwrap_or(&plan.bin);
+    crate::folders::check_tree(install).with_context(|| {
+        format!(
+            "refusing the install {}: PostgreSQL's user runs its programs",
+            install.display()
+        )
+    })?;
+    let outcome = strays::run_marked(&marks.token(), || runs.measure(job))?;
     if let Some(template) = runs.unwritten_copy() {
         let text = serde_json::to_string(template).context("cannot encode the data template")?;
         crate::files::write(&note, text)
@@ -180,26 +189,6 @@ fn take_copy_note(note: &Path, data: &Path) -> Option<DataTemplate> {
     std::fs::remove_file(note).ok()?;
     let template = serde_json::from_str(&text).ok()?;
     data.join("PG_VERSION").is_file().then_some(template)
-}
-
-/// Stops servers still running in the host's data directory or its
-/// templates: one run at a time uses them, so before a run any server
-/// there outlived its run (killed before it recorded its server); how
-/// many were stopped.
-fn stop_unrecorded(dirs: &LabDirs) -> anyhow::Result<usize> {
-    let mut folders = vec![dirs.data.join("current")];
-    if let Ok(templates) = std::fs::read_dir(&dirs.templates) {
-        folders.extend(
-            templates
-                .filter_map(Result::ok)
-                .map(|e| e.path().join("data")),
-        );
-    }
-    let mut stopped = 0;
-    for folder in folders {
-        stopped += usize::from(server::stop_server_in(&folder)?);
-    }
-    Ok(stopped)
 }
 
 /// The custom script, in the host's lab folder, named by its text.

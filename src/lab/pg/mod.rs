@@ -22,6 +22,7 @@ use crate::model::{Commit, LabTotals, Prepared, RunOutcome};
 use crate::placement::{Pin, Placement, PlacementSpec};
 use crate::repo::{Repo, WorkTree};
 use crate::server::{self, RunAs, ServerError, SocketDir, TemplateSpec, settings};
+use crate::strays::{self, Marks};
 use anyhow::Context;
 pub use plan::{Place, RunPlan};
 pub use profiler::PerfProfiler;
@@ -137,6 +138,8 @@ pub struct PgLab {
     pins: HashMap<u32, (Pin, Pin)>,
     /// Records the server's CPU profile during instrumented runs.
     profiler: Option<Box<dyn ServerProfiler>>,
+    /// Marks the processes of each run, to stop what a run leaves running.
+    marks: Marks,
 }
 
 impl PgLab {
@@ -163,9 +166,12 @@ impl PgLab {
             crate::folders::create_dir(dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
         }
-        let reaped = server::reap_leftovers(&cfg.dirs.servers)?;
+        let marks = Marks::for_work_dir(&cfg.dirs.root);
+        let reaped = stop_left_behind(&cfg.dirs, &marks)?;
         if reaped > 0 {
-            eprintln!("pgbisect: stopped {reaped} server(s) an earlier run left behind");
+            eprintln!(
+                "pgbisect: stopped {reaped} server(s) or process(es) an earlier run left behind"
+            );
         }
         let worktree = WorkTree::open_or_create(&repo, &cfg.checkout)?;
         let mut builder = Builder::new(&cfg.dirs, cfg.build.clone(), cfg.cache_size)?;
@@ -178,6 +184,7 @@ impl PgLab {
         let clients = cfg.options.clients;
         PgLab {
             cfg,
+            marks,
             driver,
             repo,
             worktree,
@@ -332,7 +339,8 @@ impl PgLab {
         };
         let template = plan.template_spec(&self.place());
         let job = self.job(&plan, &template)?;
-        self.runs.measure(job)
+        let runs = &mut self.runs;
+        strays::run_marked(&self.marks.token(), || runs.measure(job))
     }
 
     /// [`PgLab::measure`] with instruments, its files named `why-...`
@@ -353,10 +361,11 @@ impl PgLab {
             .with_context(|| format!("cannot create {}", logs.display()))?;
         self.cfg.run_as.hand_over(&logs)?;
         job.transaction_log = Some(logs.join(format!("{:05}-{}", spec.run, commit.short())));
-        match self.profiler.as_mut() {
-            Some(p) => self.runs.measure_instrumented(job, Some(p.as_mut())),
-            None => self.runs.measure_instrumented(job, None),
-        }
+        let (runs, profiler) = (&mut self.runs, self.profiler.as_mut());
+        strays::run_marked(&self.marks.token(), || match profiler {
+            Some(p) => runs.measure_instrumented(job, Some(p.as_mut())),
+            None => runs.measure_instrumented(job, None),
+        })
     }
 
     /// The job of one run here.
@@ -490,6 +499,27 @@ impl PgLab {
     }
 }
 
+/// Stops what earlier runs in `dirs` left running (their pgbisect
+/// killed): the servers they recorded, servers still running in the data
+/// directory or the templates (one run at a time uses them, so any there
+/// outlived its run), then every process carrying the work dir's mark
+/// (pgbench, psql, initdb, a postmaster elsewhere); how many that was.
+pub(crate) fn stop_left_behind(dirs: &LabDirs, marks: &Marks) -> anyhow::Result<usize> {
+    let mut stopped = server::reap_leftovers(&dirs.servers)?;
+    let mut folders = vec![dirs.data.join("current")];
+    if let Ok(templates) = std::fs::read_dir(&dirs.templates) {
+        folders.extend(
+            templates
+                .filter_map(Result::ok)
+                .map(|e| e.path().join("data")),
+        );
+    }
+    for folder in folders {
+        stopped += usize::from(server::stop_server_in(&folder)?);
+    }
+    Ok(stopped + marks.stop_earlier())
+}
+
 /// Checks that this machine lets `clients` connections be made to a
 /// server with `max_connections` (raising the open-files limit when it
 /// may).
@@ -571,6 +601,13 @@ impl Lab for PgLab {
                 }
                 Err(other) => return Err(other.into()),
             };
+        // PostgreSQL's user runs what is in it: nobody else may change it.
+        crate::folders::check_tree(&prefix).with_context(|| {
+            format!(
+                "refusing the install {}: PostgreSQL's user runs its programs",
+                prefix.display()
+            )
+        })?;
         for note in applied.notes {
             self.note(note);
         }

@@ -295,6 +295,7 @@ impl Runs {
     ) -> anyhow::Result<(RunOutcome, Option<Extras>)> {
         let template = match self.template(job.template) {
             Ok(t) => t,
+            Err(e @ ServerError::Refused { .. }) => return Err(e.into()),
             Err(e) => return Ok((failed(&e.into()), None)),
         };
         let setup = Instant::now();
@@ -313,7 +314,7 @@ impl Runs {
         self.totals.setup.setup_seconds += setup.elapsed().as_secs_f64();
         let running = match started {
             Ok(r) => r,
-            Err(e @ ServerError::Io { .. }) => return Err(e.into()),
+            Err(e) if e.ends_the_hunt() => return Err(e.into()),
             Err(e) => {
                 self.fresh_copy_of = None;
                 return Ok((failed(&e.into()), None));
