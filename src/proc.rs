@@ -439,9 +439,28 @@ fn forced_exit() -> ! {
     std::process::exit(EXIT_FORCED)
 }
 
+/// Quotes a word for a POSIX shell when it needs it.
+pub fn shell_quote(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quotes_only_what_needs_it() {
+        assert_eq!(shell_quote("-p"), "-p");
+        assert_eq!(shell_quote("listen_addresses="), "listen_addresses=");
+        assert_eq!(shell_quote("work_mem=4 MB"), "'work_mem=4 MB'");
+        assert_eq!(shell_quote("a'b"), r"'a'\''b'");
+        assert_eq!(shell_quote(""), "''");
+    }
 
     #[test]
     fn a_command_that_ends_gives_its_output() {

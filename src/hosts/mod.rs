@@ -173,7 +173,7 @@ pub trait Backend: Send + Sync {
 
 /// Quotes a word for a POSIX shell.
 pub(crate) fn quote(word: &str) -> String {
-    crate::server::shell_quote(word)
+    crate::proc::shell_quote(word)
 }
 
 /// `export NAME=value` lines for `env`.

@@ -52,20 +52,9 @@ pub enum Block {
 /// would read it otherwise.
 pub fn shell_line(argv: &[String]) -> String {
     argv.iter()
-        .map(|a| shell_word(a))
+        .map(|a| crate::proc::shell_quote(a))
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// One argument as the shell reads it back: as it is when it holds only
-/// characters the shell leaves alone, else in single quotes.
-pub fn shell_word(arg: &str) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:%,=@+".contains(c);
-    if !arg.is_empty() && arg.chars().all(plain) {
-        arg.to_string()
-    } else {
-        format!("'{}'", arg.replace('\'', "'\\''"))
-    }
 }
 
 #[cfg(test)]
@@ -74,10 +63,13 @@ mod tests {
 
     #[test]
     fn shell_words_are_quoted_only_when_needed() {
-        assert_eq!(shell_word("--clients"), "--clients");
-        assert_eq!(shell_word("/tmp/ro 128.toml"), "'/tmp/ro 128.toml'");
-        assert_eq!(shell_word("it's"), "'it'\\''s'");
-        assert_eq!(shell_word(""), "''");
+        assert_eq!(crate::proc::shell_quote("--clients"), "--clients");
+        assert_eq!(
+            crate::proc::shell_quote("/tmp/ro 128.toml"),
+            "'/tmp/ro 128.toml'"
+        );
+        assert_eq!(crate::proc::shell_quote("it's"), "'it'\\''s'");
+        assert_eq!(crate::proc::shell_quote(""), "''");
         let argv = ["pgbisect", "--profile", "a b"].map(String::from);
         assert_eq!(shell_line(&argv), "pgbisect --profile 'a b'");
     }

@@ -57,7 +57,7 @@ fn block_lines(block: &Block) -> Vec<String> {
 /// flag kept with its value), so that it can be pasted into a shell.
 fn command_lines(argv: &[String]) -> Vec<String> {
     let mut groups: Vec<String> = Vec::new();
-    for arg in argv.iter().map(|a| super::layout::shell_word(a)) {
+    for arg in argv.iter().map(|a| crate::proc::shell_quote(a)) {
         match groups.last_mut() {
             Some(last)
                 if last.starts_with("--") && !last.contains(' ') && !arg.starts_with('-') =>

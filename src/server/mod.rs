@@ -209,7 +209,7 @@ impl Invocation {
     pub fn display(&self) -> String {
         std::iter::once(self.program.as_os_str())
             .chain(self.args.iter().map(OsString::as_os_str))
-            .map(|word| shell_quote(&word.to_string_lossy()))
+            .map(|word| crate::proc::shell_quote(&word.to_string_lossy()))
             .collect::<Vec<_>>()
             .join(" ")
     }
@@ -259,16 +259,6 @@ pub(crate) fn combined_output(output: &std::process::Output) -> String {
     let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&output.stderr));
     text
-}
-
-/// Quotes a word for a POSIX shell when it needs it.
-pub(crate) fn shell_quote(word: &str) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c);
-    if !word.is_empty() && word.chars().all(plain) {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
 }
 
 /// A private directory for server sockets: short (Unix socket paths are
@@ -461,7 +451,10 @@ impl Server {
             options.push(format!("{name}={value}"));
         }
         // pg_ctl hands -o to a shell.
-        let options: Vec<String> = options.iter().map(|word| shell_quote(word)).collect();
+        let options: Vec<String> = options
+            .iter()
+            .map(|word| crate::proc::shell_quote(word))
+            .collect();
         let wait = START_WAIT.as_secs().to_string();
         let mut args: Vec<OsString> = vec!["-w".into(), "-t".into(), wait.into(), "-D".into()];
         args.push(self.data_dir.clone().into());
@@ -695,15 +688,6 @@ pub(crate) fn wait_until(timeout: Duration, mut done: impl FnMut() -> bool) -> b
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn quotes_only_what_needs_it() {
-        assert_eq!(shell_quote("-p"), "-p");
-        assert_eq!(shell_quote("listen_addresses="), "listen_addresses=");
-        assert_eq!(shell_quote("work_mem=4 MB"), "'work_mem=4 MB'");
-        assert_eq!(shell_quote("a'b"), r"'a'\''b'");
-        assert_eq!(shell_quote(""), "''");
-    }
 
     #[test]
     fn picked_ports_avoid_used_socket_names() {
