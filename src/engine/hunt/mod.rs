@@ -25,7 +25,7 @@ use crate::core::stats;
 use crate::journal::spent::{Spent, own_cpu_seconds};
 use crate::journal::{Event, Journal};
 use crate::lab::Lab;
-use crate::model::{Commit, Prepared};
+use crate::model::{Commit, LabTotals, Prepared};
 use crate::progress::{Progress, ProgressEvent, Timing};
 use crate::report::findings::{
     Culprit, HuntOutcome, HuntReport, Judgement, TestedCommit, Totals, UnresolvedRange,
@@ -196,6 +196,19 @@ impl<'a> Hunt<'a> {
     /// [`crate::journal::spent::spent_before`]) in the report's totals.
     pub fn with_earlier(mut self, spent: Spent, processes: u64) -> Self {
         self.earlier = (spent, processes);
+        self
+    }
+
+    /// Counts builds made before this process's own (by an earlier process
+    /// of the hunt, or by the release check) in what the next build is
+    /// expected to cost: under a time budget the first build of the search
+    /// is then weighed too, instead of started blind.
+    pub fn with_known_builds(mut self, totals: &LabTotals) -> Self {
+        self.costs.builds = self
+            .costs
+            .builds
+            .saturating_add(u32::try_from(totals.builds).unwrap_or(u32::MAX));
+        self.costs.build_seconds += totals.build_seconds;
         self
     }
 

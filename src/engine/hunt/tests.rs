@@ -556,6 +556,46 @@ fn a_hunt_out_of_time_ends_with_the_range_it_had_narrowed_the_drop_to() {
     assert_eq!(report.culprits[0].commit, culprit);
 }
 
+/// Runs made by a hunt of 400 commits with a deadline 10 minutes of the
+/// ticking clock away, after builds of `build_minutes` each were measured
+/// elsewhere (0: none).
+fn runs_with_known_builds(build_minutes: f64) -> u64 {
+    TICKS.with(|t| t.set(0));
+    let commits: Vec<Commit> = (0..=400)
+        .map(|i| Commit::bare(format!("{i:040}")))
+        .collect();
+    let mut lab = ZeroLab {
+        step: 137,
+        zero: usize::MAX,
+        totals: LabTotals::default(),
+    };
+    let known = LabTotals {
+        builds: u64::from(build_minutes > 0.0) * 2,
+        build_seconds: 2.0 * 60.0 * build_minutes,
+        ..LabTotals::default()
+    };
+    let budget = budget::Budget {
+        deadline: std::time::UNIX_EPOCH + std::time::Duration::from_secs(600),
+        clock: ticking_clock,
+    };
+    let report = Hunt::new(HuntConfig::default(), commits, &mut lab, &mut Silent)
+        .with_known_builds(&known)
+        .with_budget(budget)
+        .run()
+        .unwrap();
+    assert_eq!(report.outcome, HuntOutcome::Inconclusive, "{report:#?}");
+    lab.totals.runs
+}
+
+#[test]
+fn builds_measured_before_the_search_keep_its_first_build_within_the_budget() {
+    // Nothing known: the first build is started blind.
+    assert!(runs_with_known_builds(0.0) > 0);
+    // The release check's builds took 20 minutes each: with 10 left, the
+    // search does not start one.
+    assert_eq!(runs_with_known_builds(20.0), 0);
+}
+
 #[test]
 fn a_hunt_out_of_time_before_its_endpoints_settle_blames_nobody() {
     let report = hunt_with_budget(137, 3);

@@ -106,6 +106,7 @@ pub fn run(plan: &Plan, ask: &HuntAsk, work_dir: &mut Option<PathBuf>) -> anyhow
         held: held.as_ref(),
         watch: &watch,
         interrupt,
+        release_builds: release_cost.map(|(totals, _)| totals).unwrap_or_default(),
     };
     let (report, machine) = run.search(&opened, &mut lab, progress.as_mut())?;
     drop(progress);
@@ -146,6 +147,9 @@ struct Running<'a> {
     held: Option<&'a Held>,
     watch: &'a Watch,
     interrupt: Arc<AtomicBool>,
+    /// What the release check's builds cost: the search's first build is
+    /// weighed against the budget with it.
+    release_builds: LabTotals,
 }
 
 impl Running<'_> {
@@ -183,6 +187,8 @@ impl Running<'_> {
         commits.extend(opened.candidates.iter().cloned());
         let (earlier, processes) = crate::journal::spent::spent_before(&opened.past.events);
         let mut hunt_run = Hunt::new(plan.config, commits, lab, progress)
+            .with_known_builds(&earlier.lab)
+            .with_known_builds(&self.release_builds)
             .with_earlier(earlier, processes)
             .with_journal(&mut journal)
             .with_interrupt(self.interrupt.clone());
