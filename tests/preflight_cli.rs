@@ -110,3 +110,24 @@ fn more_clients_than_server_and_machine_allow_are_a_usage_error() {
     let out = hunt(work.path(), true, &["--clients", "300000"]);
     assert_ne!(out.status.code(), Some(2), "{out:?}");
 }
+
+#[test]
+fn a_refusal_before_the_hunt_is_written_where_json_asks() {
+    let work = tempfile::tempdir().unwrap();
+    let json = work.path().join("result.json");
+    let json_arg = json.to_str().unwrap();
+    let out = hunt(
+        work.path(),
+        false,
+        &["--run-as", "nosuchuser", "--json", json_arg],
+    );
+    assert_code(&out, 2);
+    let text = std::fs::read_to_string(&json).expect("the refusal's --json");
+    let body: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(body["outcome"], "failed", "{text}");
+    assert_eq!(body["exit_code"], 2, "{text}");
+    assert!(
+        body["reason"].as_str().unwrap().contains("nosuchuser"),
+        "{text}"
+    );
+}

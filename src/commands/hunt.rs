@@ -20,6 +20,18 @@ use std::time::SystemTime;
 /// A hunt, with notifications at its end, whether it reached a verdict or
 /// failed.
 pub(super) fn command(args: &RunArgs) -> anyhow::Result<ExitCode> {
+    super::preflight::check_json(args)?;
+    let (budget, notifier) =
+        ready(args).inspect_err(|err| write_failure(args.json.as_deref(), err))?;
+    let mut work_dir = None;
+    let result = run_hunt(args, budget, &mut work_dir);
+    tell(&notifier, &result, args.json.as_deref(), work_dir);
+    result.map(|done| ExitCode::from(done.exit_code))
+}
+
+/// Every check before the first build (a refusal is a usage error, also
+/// written where `--json` asks); the budget and who to tell at the end.
+fn ready(args: &RunArgs) -> anyhow::Result<(Option<Budget>, Notifier)> {
     check_outputs(args)?;
     let budget = budget(args)?;
     let notifier = Notifier::from_flags(
@@ -30,10 +42,7 @@ pub(super) fn command(args: &RunArgs) -> anyhow::Result<ExitCode> {
     )
     .map_err(UsageError)?;
     super::preflight::check(args)?;
-    let mut work_dir = None;
-    let result = run_hunt(args, budget, &mut work_dir);
-    tell(&notifier, &result, args.json.as_deref(), work_dir);
-    result.map(|done| ExitCode::from(done.exit_code))
+    Ok((budget, notifier))
 }
 
 /// What a hunt prints and writes, checked before anything runs.

@@ -37,11 +37,17 @@ const BYTES_PER_CONNECTION: u64 = 2 << 20;
 /// helpers, pgbench, pgbisect, and room for the rest of the machine.
 const OTHER_PROCESSES: u64 = 200;
 
-/// Runs every check; the first that fails is the error.
-pub(super) fn check(args: &RunArgs) -> anyhow::Result<()> {
-    if let Some(path) = &args.json {
-        check_writable_file(path, "--json")?;
+/// That `--json` can be written: checked first, as every later refusal is
+/// written there too.
+pub(super) fn check_json(args: &RunArgs) -> anyhow::Result<()> {
+    match &args.json {
+        Some(path) => check_writable_file(path, "--json"),
+        None => Ok(()),
     }
+}
+
+/// Runs every other check; the first that fails is the error.
+pub(super) fn check(args: &RunArgs) -> anyhow::Result<()> {
     if !args.mail_to.is_empty() {
         check_mail(args.smtp.as_deref())?;
     }
