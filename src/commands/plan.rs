@@ -187,4 +187,66 @@ mod tests {
         let one = Profile::load("smoke").unwrap();
         hunt_config(&TargetArgs::default(), false, &one).unwrap();
     }
+
+    /// The folder a hunt with `args` gets, between two fixed commits.
+    fn folder_of(args: &TargetArgs, first_only: bool) -> String {
+        use crate::workspace::{PlanFlags, PlanKey};
+        let profile = load_profile(&args.lab).unwrap();
+        let config = hunt_config(args, first_only, &profile).unwrap();
+        let flags = PlanFlags {
+            threshold: args.threshold,
+            max_runs: args.max_runs,
+            first_only,
+        };
+        let (good, bad) = (
+            crate::model::Commit::bare("a".repeat(40)),
+            crate::model::Commit::bare("b".repeat(40)),
+        );
+        PlanKey::new((&good, &bad), &config, &profile, flags)
+            .unwrap()
+            .folder_name()
+    }
+
+    /// A hunt's folder is found again by its plan key: the key of given
+    /// flags must not change, or rerunning the command (or `resume`)
+    /// starts the hunt over instead of replaying its journal.
+    #[test]
+    fn the_plan_key_of_given_flags_stays_what_it_was() {
+        let mut tuned = TargetArgs {
+            clients: Some(128),
+            threshold: Some(2.5),
+            max_runs: Some(12),
+            search: Some(crate::core::posterior::Search::Bisect),
+            ..TargetArgs::default()
+        };
+        let mut auto = TargetArgs {
+            run_length: Some(RunLength::Auto),
+            candidates: Some(2),
+            ..TargetArgs::default()
+        };
+        auto.lab.profile = Some("smoke".into());
+        let mut scaling = TargetArgs {
+            clients: Some(16),
+            ..TargetArgs::default()
+        };
+        scaling.lab.profile = Some("read-only-scaling".into());
+        let cases = [
+            (TargetArgs::default(), false),
+            (tuned.clone(), true),
+            (auto, false),
+            (scaling, false),
+        ];
+        let names: Vec<String> = cases.iter().map(|(a, f)| folder_of(a, *f)).collect();
+        assert_eq!(
+            names,
+            [
+                "aaaaaaaa-bbbbbbbb-c1-0ef477d2",
+                "aaaaaaaa-bbbbbbbb-c128-68ce06e0",
+                "aaaaaaaa-bbbbbbbb-c1-5bf20a58",
+                "aaaaaaaa-bbbbbbbb-c16-c0d4f547",
+            ]
+        );
+        tuned.lab.work_dir = Some("/elsewhere".into());
+        assert_eq!(folder_of(&tuned, true), names[1], "paths are not the plan");
+    }
 }
