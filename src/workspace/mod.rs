@@ -42,7 +42,8 @@ pub const COMMAND_FILE: &str = "command.json";
 pub const PROFILE_FILE: &str = "profile.json";
 
 /// A work dir: checkouts, builds, logs and the results of hunts.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
 pub struct WorkDir {
     root: PathBuf,
 }
