@@ -36,7 +36,7 @@ use std::time::SystemTime;
 const JOURNAL_FILE: &str = "journal.jsonl";
 /// A hunt's result, as JSON.
 pub const RESULT_FILE: &str = "result.json";
-/// The command a hunt was started with, for `resume`.
+/// The plan a hunt was resolved to (earlier releases: its flags), for `resume`.
 pub const COMMAND_FILE: &str = "command.json";
 /// The hunt's resolved profile, for `judge`.
 pub const PROFILE_FILE: &str = "profile.json";

@@ -217,6 +217,14 @@ mod tests {
         )
         .unwrap();
         assert!(k.matches_saved(&old));
+        // Resumed by this release, the folder keeps its plan, the flags
+        // in `flags`.
+        std::fs::write(
+            old.command(),
+            r#"{"layout":2,"flags":{"threshold":7.0,"max_runs":null,"first_only":false}}"#,
+        )
+        .unwrap();
+        assert!(k.matches_saved(&old));
         // Earlier releases searched candidate by candidate only.
         assert!(!key(HuntConfig::default(), &profile, flags).matches_saved(&old));
         let other_flags = PlanFlags {
