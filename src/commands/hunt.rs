@@ -48,7 +48,8 @@ fn notifier(outputs: &Outputs) -> anyhow::Result<Notifier> {
     Ok(notifier)
 }
 
-/// The hunt, once every check before its first build passed.
+/// The checks made before the first build, then the hunt, and whoever
+/// asked told how it ended.
 fn start(hunt: &HuntPlan, budget: Option<Budget>, notifier: &Notifier) -> anyhow::Result<ExitCode> {
     super::preflight::check(hunt)?;
     let mut work_dir = None;
