@@ -315,6 +315,12 @@ impl Profile {
 
     /// Loads a profile from a file path, or a bundled profile by name.
     pub fn load(name_or_path: &str) -> Result<Profile, ProfileError> {
+        Profile::load_with_text(name_or_path).map(|(profile, _)| profile)
+    }
+
+    /// [`Profile::load`], with the TOML it was read from (the file's, or
+    /// the bundled text), for the reports that quote it.
+    pub fn load_with_text(name_or_path: &str) -> Result<(Profile, String), ProfileError> {
         let path = Path::new(name_or_path);
         if path.exists() || name_or_path.ends_with(".toml") || name_or_path.contains('/') {
             let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Read {
@@ -323,11 +329,13 @@ impl Profile {
             })?;
             let mut profile = Profile::parse(&text, path)?;
             profile.anchor(path.parent().unwrap_or(Path::new(".")));
-            return Ok(profile);
+            return Ok((profile, text));
         }
         match BUNDLED.iter().find(|(n, _)| *n == name_or_path) {
             Some((n, text)) => {
-                Profile::parse(text, Path::new(&format!("bisect-profiles/{n}.toml")))
+                let profile =
+                    Profile::parse(text, Path::new(&format!("bisect-profiles/{n}.toml")))?;
+                Ok((profile, text.to_string()))
             }
             None => Err(ProfileError::Unknown {
                 name: name_or_path.to_string(),

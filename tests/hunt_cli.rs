@@ -369,7 +369,63 @@ fn resume_takes_a_new_time_budget() {
     );
     assert_code(&again(&["--time-budget", "2h"]), 0);
     let saved = json(&only_hunt_dir(&w).join("command.json"));
-    assert_eq!(saved["time_budget"], "2h", "{saved:#}");
+    assert_eq!(saved["time"]["budget"], "2h", "{saved:#}");
+}
+
+/// A hunt begun by the release that saved its flags as `command.json`
+/// (tests/fixtures/command-0.2.json, made by that release from the flags
+/// below) resumes in its own folder, replaying its journal, and is saved
+/// as a plan from then on.
+#[test]
+fn a_hunt_saved_by_the_release_before_the_plan_resumes_in_its_folder() {
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path().join("w");
+    let profile = profile(work.path());
+    let out = work.path().join("out.json");
+    let (repo, _) = history(&[1000, 800], &[]);
+    let flags = [
+        "--clients",
+        "4",
+        "--threshold",
+        "7",
+        "--max-runs",
+        "12",
+        "--time-budget",
+        "2h",
+        "--format",
+        "markdown",
+        "--json",
+    ];
+    let first = pgbisect(
+        repo.path(),
+        &w,
+        &[&good_to_bad(&profile)[..], &flags, &[out.to_str().unwrap()]].concat(),
+    );
+    assert_code(&first, 0);
+    let hunt = only_hunt_dir(&w);
+    // The folder the previous release gave these flags and this profile.
+    let name = hunt.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(name.ends_with("-c4-d112d0d2"), "{name}");
+    let earlier = include_str!("fixtures/command-0.2.json")
+        .replace("/tmp/fx/r", repo.path().to_str().unwrap())
+        .replace("/tmp/fx/w", w.to_str().unwrap())
+        .replace("/tmp/fx/profile.toml", profile.to_str().unwrap())
+        .replace("\"out.json\"", &format!("{:?}", out.to_str().unwrap()));
+    std::fs::write(hunt.join("command.json"), earlier).unwrap();
+    std::fs::remove_file(&out).unwrap();
+    let again = resume(&w);
+    assert_code(&again, 0);
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        stderr.contains("runs from its journal are reused"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_dir(w.join("hunts")).unwrap().count(), 1);
+    assert!(out.exists(), "--json was not written again: {stderr}");
+    let saved = json(&hunt.join("command.json"));
+    assert_eq!(saved["layout"], 2, "{saved:#}");
+    assert_eq!(saved["plan"]["config"]["clients"], 4, "{saved:#}");
+    assert_eq!(saved["time"]["budget"], "2h", "{saved:#}");
 }
 
 #[test]

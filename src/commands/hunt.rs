@@ -5,44 +5,59 @@
 //! the reports, and tells whoever asked how it ended, also on failure.
 
 use super::output::write_output_file;
-use super::plan::resolve_plan;
-use super::run_args::{RunArgs, save};
+use super::run_args::RunArgs;
 use crate::engine::hunt::budget::{self, Budget};
-use crate::engine::session::hunt::{Finished, HuntAsk};
+use crate::engine::session::hunt::Finished;
+use crate::engine::session::resolved::{HuntPlan, Outputs, TimeLimit};
 use crate::error::UsageError;
 use crate::notify::{Ending, HuntEnd, Notifier};
 use crate::report::{self, Format};
-use crate::workspace::{HuntDir, PlanFlags};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::SystemTime;
 
 /// A hunt, with notifications at its end, whether it reached a verdict or
-/// failed.
+/// failed (also when its flags do not resolve).
 pub(super) fn command(args: &RunArgs) -> anyhow::Result<ExitCode> {
-    super::preflight::check_json(args)?;
-    let (budget, notifier) =
-        ready(args).inspect_err(|err| write_failure(args.json.as_deref(), err))?;
-    let mut work_dir = None;
-    let result = run_hunt(args, budget, &mut work_dir);
-    tell(&notifier, &result, args.json.as_deref(), work_dir);
-    result.map(|done| ExitCode::from(done.exit_code))
+    check_outputs(args)?;
+    let outputs = args.outputs();
+    let budget = budget(&args.time())?;
+    let notifier = notifier(&outputs)?;
+    let hunt = args
+        .resolve()
+        .inspect_err(|err| tell_failure(&notifier, outputs.json.as_deref(), err, None))?;
+    start(&hunt, budget, &notifier)
 }
 
-/// Every check before the first build (a refusal is a usage error, also
-/// written where `--json` asks); the budget and who to tell at the end.
-fn ready(args: &RunArgs) -> anyhow::Result<(Option<Budget>, Notifier)> {
-    check_outputs(args)?;
-    let budget = budget(args)?;
+/// A saved hunt, run again as it was resolved.
+pub(super) fn resume(hunt: &HuntPlan) -> anyhow::Result<ExitCode> {
+    let budget = budget(&hunt.time)?;
+    let notifier = notifier(&hunt.outputs)?;
+    start(hunt, budget, &notifier)
+}
+
+/// Whom the hunt tells how it ended.
+fn notifier(outputs: &Outputs) -> anyhow::Result<Notifier> {
     let notifier = Notifier::from_flags(
-        args.notify_cmd.as_deref(),
-        &args.mail_to,
-        args.smtp.as_deref(),
-        args.mail_from.as_deref(),
+        outputs.notify_cmd.as_deref(),
+        &outputs.mail_to,
+        outputs.smtp.as_deref(),
+        outputs.mail_from.as_deref(),
     )
     .map_err(UsageError)?;
-    super::preflight::check(args)?;
-    Ok((budget, notifier))
+    Ok(notifier)
+}
+
+/// The checks made before the first build, then the hunt, and whoever
+/// asked told how it ended.
+fn start(hunt: &HuntPlan, budget: Option<Budget>, notifier: &Notifier) -> anyhow::Result<ExitCode> {
+    let json = hunt.outputs.json.as_deref();
+    super::preflight::check_json(&hunt.outputs)?;
+    super::preflight::check(hunt).inspect_err(|err| tell_failure(notifier, json, err, None))?;
+    let mut work_dir = None;
+    let result = run_hunt(hunt, budget, &mut work_dir);
+    tell(notifier, &result, json, work_dir);
+    result.map(|done| ExitCode::from(done.exit_code))
 }
 
 /// What a hunt prints and writes, checked before anything runs.
@@ -73,17 +88,25 @@ fn tell(
             report: Some(done.hunt.report_text()),
             work_dir,
         }),
-        Err(err) => {
-            write_failure(json, err);
-            notifier.deliver_and_warn(&HuntEnd {
-                ending: Ending::Failed(&format!("{err:#}")),
-                exit_code: super::exit_code_for(err),
-                result: None,
-                report: None,
-                work_dir,
-            })
-        }
+        Err(err) => tell_failure(notifier, json, err, work_dir),
     }
+}
+
+/// Tells whoever asked that the hunt failed, and why.
+fn tell_failure(
+    notifier: &Notifier,
+    json: Option<&Path>,
+    err: &anyhow::Error,
+    work_dir: Option<PathBuf>,
+) {
+    write_failure(json, err);
+    notifier.deliver_and_warn(&HuntEnd {
+        ending: Ending::Failed(&format!("{err:#}")),
+        exit_code: super::exit_code_for(err),
+        result: None,
+        report: None,
+        work_dir,
+    })
 }
 
 /// A hunt that failed still leaves its `--json`, so that a cron wrapper
@@ -101,50 +124,28 @@ fn write_failure(json: Option<&Path>, err: &anyhow::Error) {
     }
 }
 
-/// The hunt the flags resolve to, run; its result written where
-/// `--json` asks and printed.
+/// The hunt run; its result written where `--json` asks and printed.
 fn run_hunt(
-    args: &RunArgs,
+    hunt: &HuntPlan,
     budget: Option<Budget>,
     work_dir: &mut Option<PathBuf>,
 ) -> anyhow::Result<Finished> {
-    let plan = resolve_plan(&args.target, args.first_only)?;
-    let save_command = |hunt: &HuntDir, search, candidates| {
-        let mut saved = args.clone();
-        saved.target.search = Some(search);
-        saved.target.candidates = Some(candidates);
-        save(hunt, &saved, &plan.repo_dir, plan.work.root())
-    };
-    let ask = HuntAsk {
-        flags: PlanFlags {
-            threshold: args.target.threshold,
-            max_runs: args.target.max_runs,
-            first_only: args.first_only,
-        },
-        hosts: args.on.wanted(),
-        budget,
-        why_runs: (!args.no_why).then_some(args.why.why_runs),
-        profile_name: args.target.lab.profile.clone(),
-        save: &save_command,
-        again: args.again(&short(&plan.good), &short(&plan.bad)),
-    };
-    let done = crate::engine::session::hunt::run(&plan, &ask, work_dir)?;
-    if let Some(path) = &args.json {
+    let done = crate::engine::session::hunt::run(hunt, budget, work_dir)?;
+    if let Some(path) = &hunt.outputs.json {
         write_output_file(path, &report::json(&done.report)?)?;
     }
-    print!("{}", report::render(&done.report, args.format.0, None)?);
+    print!(
+        "{}",
+        report::render(&done.report, hunt.outputs.format, None)?
+    );
     Ok(done)
 }
 
-/// A commit as the command to hunt again names it.
-fn short(commit: &crate::model::Commit) -> String {
-    commit.id.chars().take(12).collect()
-}
-
-/// The hunt's time budget from `--time-budget` or `--deadline`.
-fn budget(args: &RunArgs) -> anyhow::Result<Option<Budget>> {
+/// The hunt's time budget from `--time-budget` or `--deadline`, counted
+/// from now.
+fn budget(time: &TimeLimit) -> anyhow::Result<Option<Budget>> {
     let now = SystemTime::now();
-    let end = match (&args.time_budget, &args.deadline) {
+    let end = match (&time.budget, &time.deadline) {
         (Some(text), _) => {
             let d = budget::parse_duration(text)
                 .map_err(|e| UsageError(format!("--time-budget: {e}")))?;

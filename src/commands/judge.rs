@@ -164,13 +164,13 @@ fn hosts_of(args: &JudgeArgs, hunt_dir: &HuntDir) -> HostArgs {
     if !args.on.hosts.is_empty() || args.on.slurm {
         return args.on.clone();
     }
-    super::run_args::load(hunt_dir).map_or_else(|_| HostArgs::default(), |run| run.on)
+    super::run_args::load(hunt_dir).map_or_else(|_| HostArgs::default(), |saved| saved.hosts())
 }
 
 /// The repository the newest hunt in `work` ran in, as it saved it.
 fn hunts_repo(work: &WorkDir) -> Option<PathBuf> {
     let hunt = work.choose_hunt(None, COMMAND_FILE).ok()?;
-    super::run_args::load(&hunt).ok()?.target.lab.repo
+    super::run_args::load(&hunt).ok()?.repo()
 }
 
 /// What judge says of a commit.

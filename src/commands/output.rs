@@ -27,7 +27,7 @@ pub(super) fn check_writable_file(path: &Path, flag: &str) -> anyhow::Result<()>
     .into())
 }
 
-pub(super) use crate::files::{write_file, write_output_file};
+pub(super) use crate::files::write_output_file;
 
 /// The file is written beside `path` and renamed over it: a file made
 /// (and removed) there now shows that the folder takes one.

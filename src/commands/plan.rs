@@ -18,11 +18,23 @@ use crate::server::{RunAs, ServerError};
 /// exist before any work, whatever the lab: a custom command does not use
 /// it, but a typo there is a typo.
 pub(super) fn load_profile(args: &LabArgs) -> anyhow::Result<Profile> {
-    let profile = match args.profile.as_deref() {
-        Some(p) => Profile::load(p)?,
-        None => Profile::default(),
+    load_profile_with_text(args).map(|(profile, _)| profile)
+}
+
+/// [`load_profile`], with the TOML it was read from (none for the
+/// default profile).
+pub(super) fn load_profile_with_text(args: &LabArgs) -> anyhow::Result<(Profile, String)> {
+    let (profile, text) = match args.profile.as_deref() {
+        Some(p) => Profile::load_with_text(p)?,
+        None => (Profile::default(), String::new()),
     };
-    if let Some(name) = args.run_as.as_deref().or(profile.server.run_as.as_deref()) {
+    check_run_as(args.run_as.as_deref(), &profile)?;
+    Ok((profile, text))
+}
+
+/// The user named to run PostgreSQL (`run_as`, else the profile's) exists.
+pub(super) fn check_run_as(run_as: Option<&str>, profile: &Profile) -> anyhow::Result<()> {
+    if let Some(name) = run_as.or(profile.server.run_as.as_deref()) {
         let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
         let known = crate::server::is_root() || crate::server::lookup_user(&passwd, name).is_some();
         let checked = if known {
@@ -34,7 +46,7 @@ pub(super) fn load_profile(args: &LabArgs) -> anyhow::Result<Profile> {
         };
         checked.map_err(|e| UsageError(e.to_string()))?;
     }
-    Ok(profile)
+    Ok(())
 }
 
 /// The lab flags, as the lab takes them.
@@ -48,7 +60,15 @@ pub(super) fn choices(args: &LabArgs) -> LabChoices {
 
 /// Resolves the endpoints, the profile and the decision's bounds.
 pub(super) fn resolve_plan(args: &TargetArgs, first_only: bool) -> anyhow::Result<Plan> {
-    let profile = load_profile(&args.lab)?;
+    resolve_plan_with(args, first_only, load_profile(&args.lab)?)
+}
+
+/// [`resolve_plan`] with the profile already loaded.
+pub(super) fn resolve_plan_with(
+    args: &TargetArgs,
+    first_only: bool,
+    profile: Profile,
+) -> anyhow::Result<Plan> {
     let (Some(good), Some(bad)) = (&args.good, &args.bad) else {
         return Err(UsageError(
             "a hunt needs --good REV and --bad REV (a fast and a later, slower commit)\n\
@@ -186,5 +206,81 @@ mod tests {
         assert_eq!(hunt_config(&args, false, &profile).unwrap().clients, 16);
         let one = Profile::load("smoke").unwrap();
         hunt_config(&TargetArgs::default(), false, &one).unwrap();
+    }
+
+    /// The folder a hunt with `args` gets, between two fixed commits, as
+    /// its resolved plan names it once saved and read back.
+    fn folder_of(args: &TargetArgs, first_only: bool) -> String {
+        use crate::engine::session::resolved::HuntPlan;
+        use crate::workspace::PlanFlags;
+        let (profile, _) = load_profile_with_text(&args.lab).unwrap();
+        let config = hunt_config(args, first_only, &profile).unwrap();
+        let flags = PlanFlags {
+            threshold: args.threshold,
+            max_runs: args.max_runs,
+            first_only,
+        };
+        let dir = std::path::Path::new("/var/tmp/w");
+        let hunt = HuntPlan::for_tests(Plan::for_tests(profile, config, dir), flags);
+        let text = serde_json::to_string(&hunt).unwrap();
+        let back = HuntPlan::read(&text, dir).unwrap().unwrap();
+        let name = back.key().unwrap().folder_name();
+        assert_eq!(name, hunt.key().unwrap().folder_name());
+        name
+    }
+
+    /// The flags of the hunts whose folder names are pinned below.
+    fn pinned_flags() -> [(TargetArgs, bool); 4] {
+        let tuned = TargetArgs {
+            clients: Some(128),
+            threshold: Some(2.5),
+            max_runs: Some(12),
+            search: Some(crate::core::posterior::Search::Bisect),
+            ..TargetArgs::default()
+        };
+        let mut auto = TargetArgs {
+            run_length: Some(RunLength::Auto),
+            candidates: Some(2),
+            ..TargetArgs::default()
+        };
+        auto.lab.profile = Some("smoke".into());
+        let mut scaling = TargetArgs {
+            clients: Some(16),
+            ..TargetArgs::default()
+        };
+        scaling.lab.profile = Some("read-only-scaling".into());
+        [
+            (TargetArgs::default(), false),
+            (tuned, true),
+            (auto, false),
+            (scaling, false),
+        ]
+    }
+
+    /// A hunt's folder is found again by its plan key: the key of given
+    /// flags must not change, or rerunning the command (or `resume`)
+    /// starts the hunt over instead of replaying its journal.
+    #[test]
+    fn the_plan_key_of_given_flags_stays_what_it_was() {
+        let cases = pinned_flags();
+        let names: Vec<String> = cases.iter().map(|(a, f)| folder_of(a, *f)).collect();
+        assert_eq!(
+            names,
+            [
+                "aaaaaaaa-bbbbbbbb-c1-0ef477d2",
+                "aaaaaaaa-bbbbbbbb-c128-68ce06e0",
+                "aaaaaaaa-bbbbbbbb-c1-5bf20a58",
+                "aaaaaaaa-bbbbbbbb-c16-c0d4f547",
+            ]
+        );
+        let mut tuned = cases[1].0.clone();
+        tuned.lab.work_dir = Some("/elsewhere".into());
+        assert_eq!(folder_of(&tuned, true), names[1], "paths are not the plan");
+        // The commits a round measures are kept, but not in the key.
+        let round = TargetArgs {
+            candidates: Some(3),
+            ..TargetArgs::default()
+        };
+        assert_eq!(folder_of(&round, false), names[0]);
     }
 }

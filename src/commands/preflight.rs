@@ -7,9 +7,8 @@
 //! built, and is a usage error (exit 2) that says what to change.
 
 use super::output::check_writable_file;
-use super::run_args::RunArgs;
+use crate::engine::session::resolved::{HuntPlan, Outputs};
 use crate::error::UsageError;
-use crate::profile::Profile;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -39,53 +38,46 @@ const OTHER_PROCESSES: u64 = 200;
 
 /// That `--json` can be written: checked first, as every later refusal is
 /// written there too.
-pub(super) fn check_json(args: &RunArgs) -> anyhow::Result<()> {
-    match &args.json {
+pub(super) fn check_json(out: &Outputs) -> anyhow::Result<()> {
+    match &out.json {
         Some(path) => check_writable_file(path, "--json"),
         None => Ok(()),
     }
 }
 
-/// Runs every other check; the first that fails is the error.
-pub(super) fn check(args: &RunArgs) -> anyhow::Result<()> {
-    if !args.mail_to.is_empty() {
-        check_mail(args.smtp.as_deref())?;
+/// Runs every other check on the resolved hunt; the first that fails is
+/// the error.
+pub(super) fn check(hunt: &HuntPlan) -> anyhow::Result<()> {
+    let (out, plan) = (&hunt.outputs, &hunt.plan);
+    if !out.mail_to.is_empty() {
+        check_mail(out.smtp.as_deref())?;
     }
-    if let Some(cmd) = &args.notify_cmd {
+    if let Some(cmd) = &out.notify_cmd {
         check_notify_command(cmd)?;
     }
-    // Also checks that a user named by --run-as or the profile exists.
-    let profile = super::plan::load_profile(&args.target.lab)?;
+    let (profile, run_as) = (&plan.profile, plan.choices.run_as.as_deref());
+    super::plan::check_run_as(run_as, profile)?;
     if profile.is_custom() {
-        return refuse_run_as(args);
+        return refuse_run_as(run_as);
     }
-    let on_hosts = !args.on.hosts.is_empty() || args.on.slurm || !profile.hosts.is_unset();
-    check_default_user(&args.target.lab, on_hosts)?;
-    let clients = clients_of(args, &profile);
+    let wanted = &hunt.hosts;
+    let on_hosts = !wanted.hosts.is_empty() || wanted.slurm || !profile.hosts.is_unset();
+    check_default_user(run_as, on_hosts)?;
+    let clients = plan.config.clients;
     check_clients(clients, &Limits::server_only())?;
     if !on_hosts {
         check_clients(clients, &Limits::of_this_machine())?;
         let options = profile.benchmark.pgbench_options(clients);
-        let setups = crate::engine::session::decide_setups(&profile, &[clients]);
-        let max_connections = setups.at(clients)?.max_connections;
+        let max_connections = plan.setups.at(clients)?.max_connections;
         crate::lab::pg::check_machine(&options, clients, max_connections)
             .map_err(|e| UsageError(format!("--clients {clients}: {e:#}")))?;
     }
     Ok(())
 }
 
-/// The client count the hunt will run: `--clients`, else the profile's.
-fn clients_of(args: &RunArgs, profile: &Profile) -> u32 {
-    let listed = profile.benchmark.clients.as_ref().map(|c| c.to_vec());
-    args.target
-        .clients
-        .or_else(|| listed.and_then(|l| l.first().copied()))
-        .unwrap_or(1)
-}
-
 /// `--run-as` names who runs PostgreSQL; a custom command runs as it is.
-fn refuse_run_as(args: &RunArgs) -> anyhow::Result<()> {
-    if let Some(user) = &args.target.lab.run_as {
+fn refuse_run_as(run_as: Option<&str>) -> anyhow::Result<()> {
+    if let Some(user) = run_as {
         return Err(UsageError(format!(
             "--run-as {user}: the profile runs its own [benchmark] command, which pgbisect \
              runs as the current user; --run-as is for the PostgreSQL servers pgbisect \
@@ -99,8 +91,8 @@ fn refuse_run_as(args: &RunArgs) -> anyhow::Result<()> {
 
 /// As root with no user named, PostgreSQL runs as `postgres`, which must
 /// exist on this machine.
-fn check_default_user(lab: &super::LabArgs, on_hosts: bool) -> anyhow::Result<()> {
-    if on_hosts || lab.run_as.is_some() || !crate::server::is_root() {
+fn check_default_user(run_as: Option<&str>, on_hosts: bool) -> anyhow::Result<()> {
+    if on_hosts || run_as.is_some() || !crate::server::is_root() {
         return Ok(());
     }
     crate::server::RunAs::resolve(None).map_err(|e| {

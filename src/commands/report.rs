@@ -137,9 +137,7 @@ fn envelope(args: &ReportArgs, hunt: &HuntDir) -> anyhow::Result<report::Envelop
 /// command), else in `--repo` or the current directory, else git's
 /// global one.
 fn sender(args: &ReportArgs, hunt: &HuntDir) -> anyhow::Result<String> {
-    let hunted = super::run_args::load(hunt)
-        .ok()
-        .and_then(|c| c.target.lab.repo);
+    let hunted = super::run_args::load(hunt).ok().and_then(|c| c.repo());
     let given = args.at.repo.clone().or_else(|| {
         args.at
             .work_dir

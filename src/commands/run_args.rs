@@ -1,20 +1,24 @@
-//! A hunt's flags, and their copy in the hunt's folder (`command.json`)
-//! that `resume` and `judge` read back.
+//! A hunt's flags, resolved into the hunt's plan; and what `resume`,
+//! `judge` and `report` read back from the hunt's folder (`command.json`):
+//! that plan, or the flags an earlier release saved there.
 
 use super::args::{
     DECIDE_HEADING, HuntFormat, OUTPUT_HEADING, TIME_HEADING, TargetArgs, WHY_HEADING,
 };
-use super::output::write_file;
+use super::hosts::HostArgs;
+use super::plan::{load_profile_with_text, resolve_plan_with};
 use crate::core::posterior::Search;
-use crate::workspace::HuntDir;
+use crate::engine::session::resolved::{HuntPlan, LAYOUT, Outputs, TimeLimit};
+use crate::workspace::{HuntDir, PlanFlags};
 use anyhow::Context;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-/// Where and what to hunt. Saved with each hunt (`command.json`), so
-/// `resume` can run it again as it was given: a renamed field here must
-/// keep reading the files earlier releases wrote (see the test below).
+/// Where and what to hunt. Earlier releases saved these flags with each
+/// hunt (`command.json`); this one saves the plan they resolve to, and
+/// still reads theirs (see the tests below): a renamed field here must
+/// keep reading those files.
 #[derive(Debug, Args, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct RunArgs {
@@ -69,6 +73,54 @@ pub struct RunArgs {
 }
 
 impl RunArgs {
+    /// The hunt these flags ask for, resolved once: the endpoints, the
+    /// profile and this machine decide everything it runs with.
+    pub(super) fn resolve(&self) -> anyhow::Result<HuntPlan> {
+        let t = &self.target;
+        let (profile, profile_toml) = load_profile_with_text(&t.lab)?;
+        let plan = resolve_plan_with(t, self.first_only, profile)?;
+        Ok(HuntPlan {
+            layout: LAYOUT,
+            given: (
+                t.good.clone().unwrap_or_default(),
+                t.bad.clone().unwrap_or_default(),
+            ),
+            flags: PlanFlags {
+                threshold: t.threshold,
+                max_runs: t.max_runs,
+                first_only: self.first_only,
+            },
+            hosts: self.on.wanted(),
+            time: self.time(),
+            why_runs: (!self.no_why).then_some(self.why.why_runs),
+            profile_name: t.lab.profile.clone(),
+            profile_toml,
+            again: self.again(&short(&plan.good), &short(&plan.bad)),
+            outputs: self.outputs(),
+            plan,
+        })
+    }
+
+    /// `--time-budget` and `--deadline`.
+    pub(super) fn time(&self) -> TimeLimit {
+        TimeLimit {
+            budget: self.time_budget.clone(),
+            deadline: self.deadline.clone(),
+        }
+    }
+
+    /// Where the result goes and who is told.
+    pub(super) fn outputs(&self) -> Outputs {
+        Outputs {
+            json: self.json.clone(),
+            format: self.format.0,
+            notify_cmd: self.notify_cmd.clone(),
+            mail_to: self.mail_to.clone(),
+            smtp: self.smtp.clone(),
+            mail_from: self.mail_from.clone(),
+        }
+    }
+
     /// The command line that hunts `good..bad` (SHAs: a branch name moves
     /// on) again as these flags did: the workload, the client count, the
     /// decisions, the search, the budget and the hosts; not where files go,
@@ -131,37 +183,65 @@ impl RunArgs {
     }
 }
 
-/// Saves `args` into `hunt_dir`, with the repository, work dir and a
-/// profile file made absolute, so the hunt can be resumed from anywhere.
-pub(super) fn save(
-    hunt: &HuntDir,
-    args: &RunArgs,
-    repo_dir: &Path,
-    work_dir: &Path,
-) -> anyhow::Result<()> {
-    let absolute = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    let mut saved = args.clone();
-    let lab = &mut saved.target.lab;
-    lab.repo = Some(absolute(repo_dir));
-    lab.work_dir = Some(absolute(work_dir));
-    lab.profile = args.target.lab.profile.as_ref().map(|p| {
-        let path = Path::new(p);
-        if path.is_file() {
-            absolute(path).to_string_lossy().into_owned()
-        } else {
-            p.clone()
-        }
-    });
-    let body = serde_json::to_string_pretty(&saved).context("cannot encode the hunt's command")?;
-    write_file(&hunt.command(), &body)
+/// A commit as the command to hunt again names it.
+fn short(commit: &crate::model::Commit) -> String {
+    commit.id.chars().take(12).collect()
 }
 
-/// The saved command of `hunt`.
-pub(super) fn load(hunt: &HuntDir) -> anyhow::Result<RunArgs> {
+/// What a hunt's `command.json` holds: its resolved plan, or the flags an
+/// earlier release saved.
+#[derive(Debug)]
+pub(super) enum Saved {
+    Plan(Box<HuntPlan>),
+    Flags(Box<RunArgs>),
+}
+
+impl Saved {
+    /// `--good` and `--bad` as given.
+    pub(super) fn endpoints(&self) -> (&str, &str) {
+        match self {
+            Saved::Plan(p) => (&p.given.0, &p.given.1),
+            Saved::Flags(f) => (
+                f.target.good.as_deref().unwrap_or("?"),
+                f.target.bad.as_deref().unwrap_or("?"),
+            ),
+        }
+    }
+
+    /// The repository the hunt ran in, as saved (absolute).
+    pub(super) fn repo(&self) -> Option<PathBuf> {
+        match self {
+            Saved::Plan(p) => Some(p.plan.repo_dir.clone()),
+            Saved::Flags(f) => f.target.lab.repo.clone(),
+        }
+    }
+
+    /// The hosts the hunt was started with.
+    pub(super) fn hosts(&self) -> HostArgs {
+        match self {
+            Saved::Plan(p) => HostArgs {
+                hosts: p.hosts.hosts.clone(),
+                slurm: p.hosts.slurm,
+            },
+            Saved::Flags(f) => f.on.clone(),
+        }
+    }
+}
+
+/// What `hunt` saved: its plan, or an earlier release's flags.
+pub(super) fn load(hunt: &HuntDir) -> anyhow::Result<Saved> {
     let path = hunt.command();
     let text = std::fs::read_to_string(&path)
         .with_context(|| format!("cannot read {}", path.display()))?;
-    let mut run: RunArgs = serde_json::from_str(&text).with_context(|| {
+    match HuntPlan::read(&text, &path) {
+        Some(plan) => Ok(Saved::Plan(Box::new(plan?))),
+        None => earlier_flags(&text, &path).map(|f| Saved::Flags(Box::new(f))),
+    }
+}
+
+/// The flags an earlier release saved as `command.json` (at `path`).
+fn earlier_flags(text: &str, path: &Path) -> anyhow::Result<RunArgs> {
+    let mut run: RunArgs = serde_json::from_str(text).with_context(|| {
         format!(
             "{} is not a saved pgbisect hunt (its JSON does not match)",
             path.display()
@@ -188,71 +268,47 @@ pub(super) fn load(hunt: &HuntDir) -> anyhow::Result<RunArgs> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::commands::{LabArgs, TargetArgs};
 
-    #[test]
-    fn saved_commands_load_back_with_absolute_paths() {
+    /// The flags of an earlier release's `command.json`.
+    fn flags_in(fixture: &str) -> RunArgs {
         let dir = tempfile::tempdir().unwrap();
         let hunt = HuntDir::at(dir.path());
-        let profile = dir.path().join("p.toml");
-        std::fs::write(&profile, "").unwrap();
-        let args = RunArgs {
-            target: TargetArgs {
-                good: Some("v1".into()),
-                bad: Some("v2".into()),
-                lab: LabArgs {
-                    profile: Some(profile.to_string_lossy().into_owned()),
-                    ..LabArgs::default()
-                },
-                clients: Some(8),
-                ..TargetArgs::default()
-            },
-            first_only: true,
-            ..RunArgs::default()
-        };
-        save(&hunt, &args, dir.path(), dir.path()).unwrap();
-        let back = load(&hunt).unwrap();
-        assert_eq!(back.target.good.as_deref(), Some("v1"));
-        assert_eq!(back.target.clients, Some(8));
-        let posterior = RunArgs {
-            target: TargetArgs {
-                search: Some(Search::Posterior),
-                ..args.target.clone()
-            },
-            ..args.clone()
-        };
-        save(&hunt, &posterior, dir.path(), dir.path()).unwrap();
-        assert_eq!(load(&hunt).unwrap().target.search, Some(Search::Posterior));
-        assert!(back.first_only);
-        assert!(back.target.lab.repo.unwrap().is_absolute());
-        assert!(Path::new(&back.target.lab.profile.unwrap()).is_absolute());
+        std::fs::write(hunt.command(), fixture).unwrap();
+        match load(&hunt).unwrap() {
+            Saved::Flags(run) => *run,
+            Saved::Plan(plan) => panic!("read as a plan: {plan:?}"),
+        }
     }
 
+    /// `command.json` as the release before the resolved plan wrote it
+    /// (made by that release's `pgbisect --good good --bad bad --profile
+    /// profile.toml --clients 4 --threshold 7 --max-runs 12 --time-budget 2h
+    /// --json out.json --format markdown`): its hunts must still resume.
     #[test]
-    fn a_bundled_profile_name_stays_a_name() {
-        let dir = tempfile::tempdir().unwrap();
-        let hunt = HuntDir::at(dir.path());
-        let mut args = RunArgs::default();
-        args.target.lab.profile = Some("smoke".into());
-        args.target.good = Some("v1".into());
-        args.target.bad = Some("v2".into());
-        save(&hunt, &args, dir.path(), dir.path()).unwrap();
-        let back = load(&hunt).unwrap();
-        assert_eq!(back.target.lab.profile.as_deref(), Some("smoke"));
+    fn a_command_saved_by_the_release_before_the_plan_still_loads() {
+        let back = flags_in(include_str!("../../tests/fixtures/command-0.2.json"));
+        assert_eq!(back.target.good.as_deref(), Some("good"));
+        assert_eq!(back.target.bad.as_deref(), Some("bad"));
+        assert_eq!(back.target.search, Some(Search::Posterior));
+        assert_eq!(back.target.candidates, Some(1));
+        assert_eq!(back.target.clients, Some(4));
+        assert_eq!(back.target.threshold, Some(7.0));
+        assert_eq!(back.target.max_runs, Some(12));
+        assert_eq!(
+            back.target.lab.profile.as_deref(),
+            Some("/tmp/fx/profile.toml")
+        );
+        assert_eq!(back.time_budget.as_deref(), Some("2h"));
+        assert_eq!(back.json.as_deref(), Some(Path::new("out.json")));
+        assert_eq!(back.why.why_runs, 3);
+        assert_eq!(back.format.0, crate::report::Format::Markdown);
     }
 
-    /// `command.json` as the previous release wrote it: a renamed or moved
+    /// `command.json` as release 0.1 wrote it: a renamed or moved
     /// flag must still read it, or `resume` fails on every older hunt.
     #[test]
     fn a_command_saved_by_the_previous_release_still_loads() {
-        let dir = tempfile::tempdir().unwrap();
-        let hunt = HuntDir::at(dir.path());
-        std::fs::write(
-            hunt.command(),
-            include_str!("../../tests/fixtures/command-0.1.json"),
-        )
-        .unwrap();
-        let back = load(&hunt).unwrap();
+        let back = flags_in(include_str!("../../tests/fixtures/command-0.1.json"));
         assert_eq!(back.target.good.as_deref(), Some("v1"));
         assert_eq!(back.target.bad.as_deref(), Some("v2"));
         // Begun before the posterior search: it goes on as it began.
@@ -326,7 +382,7 @@ mod tests {
             }
             for body in [text, format!("{}{junk}", &saved[..cut]), "{}".to_string()] {
                 std::fs::write(hunt.command(), &body).unwrap();
-                if let Ok(run) = load(&hunt) {
+                if let Ok(Saved::Flags(run)) = load(&hunt) {
                     proptest::prop_assert!(run.target.good.is_some() && run.target.bad.is_some());
                 }
             }

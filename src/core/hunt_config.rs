@@ -6,7 +6,7 @@ use crate::core::decide::DecisionConfig;
 use crate::core::posterior::Search;
 
 /// How a hunt is run.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct HuntConfig {
     pub decision: DecisionConfig,
     pub clients: u32,
@@ -26,14 +26,20 @@ pub struct HuntConfig {
     /// How a range is searched. Left out of the plan when it is
     /// [`Search::Bisect`], so hunts begun before there was a choice keep
     /// their folder.
-    #[serde(skip_serializing_if = "Search::is_bisect")]
+    #[serde(skip_serializing_if = "Search::is_bisect", default = "bisect")]
     pub search: Search,
     /// Commits the posterior search measures at once in a round over
     /// several hosts, each host taking one in turn (a k-ary search);
     /// `None`: the hosts, up to `engine::hunt::posterior::CANDIDATES_A_ROUND`. Not part
-    /// of the plan: it changes which runs are made, not what is asked.
-    #[serde(skip)]
+    /// of the plan key: it changes which runs are made, not what is asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub candidates: Option<u32>,
+}
+
+/// The search of a plan that names none: it was saved with the
+/// candidate-by-candidate one (see [`HuntConfig::search`]).
+fn bisect() -> Search {
+    Search::Bisect
 }
 
 impl Default for HuntConfig {

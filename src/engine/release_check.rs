@@ -54,7 +54,7 @@ pub fn share_of(budget: Budget) -> Budget {
 const MAX_RUN_FAILURES: usize = 2;
 
 /// What is measured against what.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Sides {
     /// The name given for `--good`.
     pub given: String,

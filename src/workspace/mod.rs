@@ -36,13 +36,14 @@ use std::time::SystemTime;
 const JOURNAL_FILE: &str = "journal.jsonl";
 /// A hunt's result, as JSON.
 pub const RESULT_FILE: &str = "result.json";
-/// The command a hunt was started with, for `resume`.
+/// The plan a hunt was resolved to (earlier releases: its flags), for `resume`.
 pub const COMMAND_FILE: &str = "command.json";
 /// The hunt's resolved profile, for `judge`.
 pub const PROFILE_FILE: &str = "profile.json";
 
 /// A work dir: checkouts, builds, logs and the results of hunts.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
 pub struct WorkDir {
     root: PathBuf,
 }

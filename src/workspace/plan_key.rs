@@ -34,7 +34,7 @@ pub struct PlanKey {
 
 /// The flags of a hunt that change its plan beyond the profile, as they
 /// are saved in `command.json`.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PlanFlags {
     pub threshold: Option<f64>,
     pub max_runs: Option<usize>,
@@ -50,7 +50,13 @@ impl PlanKey {
     ) -> anyhow::Result<PlanKey> {
         let profile =
             canonical(serde_json::to_value(profile).context("cannot encode the profile")?);
-        let settings = canonical(serde_json::to_value(config).context("cannot encode the plan")?);
+        // The commits a round measures change which runs are made, not
+        // what is asked: not part of the key.
+        let asked = HuntConfig {
+            candidates: None,
+            ..*config
+        };
+        let settings = canonical(serde_json::to_value(asked).context("cannot encode the plan")?);
         let text = serde_json::to_string(&Value::Array(vec![settings, profile.clone()]))
             .context("cannot encode the plan")?;
         let flags = canonical(serde_json::json!({
@@ -86,10 +92,13 @@ impl PlanKey {
         let (Some(profile), Some(command)) = (read(hunt.profile()), read(hunt.command())) else {
             return false;
         };
+        // A resolved plan keeps them in `flags`; earlier releases' flags
+        // are the command's own members.
+        let given = command.get("flags").unwrap_or(&command);
         let flags = canonical(serde_json::json!({
-            "threshold": command.get("threshold"),
-            "max_runs": command.get("max_runs"),
-            "first_only": command.get("first_only"),
+            "threshold": given.get("threshold"),
+            "max_runs": given.get("max_runs"),
+            "first_only": given.get("first_only"),
         }));
         canonical(profile) == self.profile && flags == self.flags
     }
@@ -205,6 +214,14 @@ mod tests {
         std::fs::write(
             old.command(),
             r#"{"good":"v1","bad":"v2","threshold":7.0,"first_only":false}"#,
+        )
+        .unwrap();
+        assert!(k.matches_saved(&old));
+        // Resumed by this release, the folder keeps its plan, the flags
+        // in `flags`.
+        std::fs::write(
+            old.command(),
+            r#"{"layout":2,"flags":{"threshold":7.0,"max_runs":null,"first_only":false}}"#,
         )
         .unwrap();
         assert!(k.matches_saved(&old));

@@ -3,16 +3,14 @@
 //! when asked, the why-runs of B against A. Its result and chart are kept
 //! in the work dir.
 
-use super::Plan;
 use crate::core::decide::DecisionConfig;
 use crate::engine::compare::{CompareReport, chart_series, measure};
-use crate::engine::hunt::HuntConfig;
 use crate::engine::why::{self, WhyPlan};
 use crate::error::UsageError;
 use crate::files::write_file;
 use crate::lab::Lab;
 use crate::lab::held::HostsWanted;
-use crate::lab::open::LabChoices;
+use crate::lab::open::{LabChoices, LabSpec};
 use crate::machine::steady::Watch;
 use crate::model::Commit;
 use crate::profile::Profile;
@@ -63,34 +61,28 @@ pub fn run(bench: Bench, ask: &CompareAsk) -> anyhow::Result<Compared> {
     let a = a_named.commit.clone();
     let _lock = bench.work.create_and_lock()?;
     let (b, b_label) = side_b(&repo, &bench.work.checkout(), &a, ask)?;
-    let plan = Plan {
-        setups: super::decide_setups(&bench.profile, ask.clients),
-        profile: bench.profile,
-        config: HuntConfig {
-            decision: ask.decision,
-            clients: ask.clients[0],
-            ..Default::default()
-        },
-        good: a.clone(),
-        bad: b.clone(),
-        resolution: vec![],
-        release: None,
-        repo_dir: bench.repo_dir,
-        work: bench.work,
-        choices: bench.choices,
-    };
-    let out_dir = out_dir(&plan, ask.clients)?;
+    let spec = super::lab_spec(
+        (
+            &bench.profile,
+            ask.clients[0],
+            &super::decide_setups(&bench.profile, ask.clients),
+        ),
+        (&bench.repo_dir, &bench.work),
+        (&a, &b),
+        &bench.choices,
+    );
+    let out_dir = out_dir(&bench, (&a, &b), ask.clients)?;
     crate::proc::install_signal_handlers().context("cannot install the signal handlers")?;
     let watch = Watch::default();
     let name = format!("compare-{}", file_name(&out_dir));
     let held = crate::lab::held::take(
         &ask.hosts,
-        &plan.profile,
-        (plan.work.root(), &name, "comparison"),
+        &bench.profile,
+        (bench.work.root(), &name, "comparison"),
         crate::progress::for_stderr().as_mut(),
     )?;
     let mut lab = crate::lab::open::open(
-        &plan.lab_spec(),
+        &spec,
         &watch,
         &out_dir.join("runs"),
         held.as_ref().map(|h| (h, "")),
@@ -105,7 +97,7 @@ pub fn run(bench: Bench, ask: &CompareAsk) -> anyhow::Result<Compared> {
     )?;
     let why = match ask.why_runs {
         Some(runs) => Some(why_runs(
-            &plan,
+            (&spec, (&a, &b)),
             (lab.as_mut(), &watch),
             &out_dir,
             (ask, runs),
@@ -128,20 +120,20 @@ pub fn run(bench: Bench, ask: &CompareAsk) -> anyhow::Result<Compared> {
 }
 
 /// The comparison's folder, named by its commits and settings.
-fn out_dir(plan: &Plan, clients: &[u32]) -> anyhow::Result<PathBuf> {
-    let settings = serde_json::to_string(&(clients, &plan.profile))
+fn out_dir(bench: &Bench, (a, b): (&Commit, &Commit), clients: &[u32]) -> anyhow::Result<PathBuf> {
+    let settings = serde_json::to_string(&(clients, &bench.profile))
         .context("cannot encode the comparison's settings")?;
-    plan.work.comparison(&format!(
+    bench.work.comparison(&format!(
         "{}-{}-{}",
-        plan.good.short(),
-        plan.bad.short(),
+        a.short(),
+        b.short(),
         &crate::core::fingerprint::fingerprint(&settings)[..8]
     ))
 }
 
 /// B measured against A again with instruments, at every client count.
 fn why_runs(
-    plan: &Plan,
+    (spec, (a, b)): (&LabSpec, (&Commit, &Commit)),
     (lab, watch): (&mut (dyn Lab + 'static), &Watch),
     out_dir: &Path,
     (ask, runs): (&CompareAsk, usize),
@@ -157,13 +149,11 @@ fn why_runs(
         super::why::list(&why_plan.clients),
         why_plan.runs
     );
-    let mut profiled =
-        crate::lab::open::open_for_why(&plan.lab_spec(), &out_dir.join("runs"), watch)?;
+    let mut profiled = crate::lab::open::open_for_why(spec, &out_dir.join("runs"), watch)?;
     let no_profile = profiled.no_profile.take();
     let why_lab = profiled.lab.as_deref_mut().unwrap_or(lab);
     let built = why_lab.totals();
     let mut lines = crate::progress::LogLines::new();
-    let (a, b) = (&plan.good, &plan.bad);
     let mut found = why::measure(why_lab, a, b, &why_plan, &mut |_| true, &mut lines)?;
     super::why::compare_profiles(
         &mut found,

@@ -4,7 +4,7 @@
 //! and the exit code.
 
 use super::Plan;
-use crate::core::posterior::Search;
+use super::resolved::HuntPlan;
 use crate::engine::hunt::Hunt;
 use crate::engine::hunt::budget::Budget;
 use crate::engine::hunt::posterior::candidates_a_round;
@@ -13,7 +13,7 @@ use crate::error::{EXIT_CULPRIT_FOUND, EXIT_INCONCLUSIVE, EXIT_NO_REGRESSION};
 use crate::files::write_file;
 use crate::journal::{Event, Journal, Past};
 use crate::lab::Lab;
-use crate::lab::held::{Held, HostsWanted};
+use crate::lab::held::Held;
 use crate::lab::open::{WhyLab, build_settings};
 use crate::lab::replay::ReplayLab;
 use crate::machine::Machine;
@@ -23,27 +23,16 @@ use crate::placement::Placement;
 use crate::progress::{Progress, ProgressEvent};
 use crate::repo::Repo;
 use crate::report::findings::{HuntOutcome, HuntReport, Provenance, ReleaseCheck};
-use crate::workspace::{HuntDir, PlanFlags, PlanKey};
+use crate::workspace::{HuntDir, PlanKey};
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-/// What a hunt is asked besides its plan.
-pub struct HuntAsk<'a> {
-    /// The flags the plan key is made from.
-    pub flags: PlanFlags,
-    pub hosts: HostsWanted,
-    pub budget: Option<Budget>,
-    /// Runs a side of the why-runs; `None`: no why-runs (`--no-why`).
-    pub why_runs: Option<usize>,
-    /// `--profile` as given, for the report.
-    pub profile_name: Option<String>,
-    /// Saves the command in the hunt's folder, with what a rerun must
-    /// keep: the search, and the commits a round measures.
-    pub save: &'a dyn Fn(&HuntDir, Search, u32) -> anyhow::Result<()>,
-    /// The command that hunts the same range again, for the report.
-    pub again: Vec<String>,
+/// A hunt's plan, and the time it has from this start.
+struct HuntAsk<'a> {
+    hunt: &'a HuntPlan,
+    budget: Option<Budget>,
 }
 
 /// A hunt that reached a verdict, and where its result files are.
@@ -62,12 +51,17 @@ struct Opened {
     candidates: Vec<Commit>,
 }
 
-/// Runs the hunt `plan` resolves; `work_dir` is set once its work dir is
-/// known (for whoever is told how it ended).
-pub fn run(plan: &Plan, ask: &HuntAsk, work_dir: &mut Option<PathBuf>) -> anyhow::Result<Finished> {
+/// Runs the hunt `hunt` resolved, within `budget` from now; `work_dir`
+/// is set once its work dir is known (for whoever is told how it ended).
+pub fn run(
+    hunt: &HuntPlan,
+    budget: Option<Budget>,
+    work_dir: &mut Option<PathBuf>,
+) -> anyhow::Result<Finished> {
+    let (plan, ask) = (&hunt.plan, &HuntAsk { hunt, budget });
     let candidates = Repo::open(&plan.repo_dir)?.candidates(&plan.good, &plan.bad)?;
     *work_dir = Some(plan.work.root().to_path_buf());
-    let opened = open(plan, ask.flags, candidates)?;
+    let opened = open(plan, hunt.key()?, candidates)?;
     let mut progress = crate::progress::for_stderr();
     for record in &plan.resolution {
         progress.event(&ProgressEvent::Note(record.line()));
@@ -75,14 +69,16 @@ pub fn run(plan: &Plan, ask: &HuntAsk, work_dir: &mut Option<PathBuf>) -> anyhow
     let interrupt =
         crate::proc::install_signal_handlers().context("cannot install the interrupt handler")?;
     let held = crate::lab::held::take(
-        &ask.hosts,
+        &hunt.hosts,
         &plan.profile,
         (plan.work.root(), &opened.hunt.name, "hunt"),
         progress.as_mut(),
     )?;
     let hosts = held.as_ref().map_or(0, |h| h.backend.hosts().len());
-    let candidates = candidates_a_round(hosts, plan.config.candidates) as u32;
-    (ask.save)(&opened.hunt, plan.config.search, candidates)?;
+    // A rerun keeps the commits a round measures, whatever hosts it gets.
+    let mut saved = hunt.clone();
+    saved.plan.config.candidates = Some(candidates_a_round(hosts, plan.config.candidates) as u32);
+    saved.save(&opened.hunt)?;
     let watch = Watch::default();
     super::outline::say(plan, opened.candidates.len(), ask.budget, progress.as_mut());
     let (release_check, release_cost) = check_release(
@@ -111,7 +107,6 @@ pub fn run(plan: &Plan, ask: &HuntAsk, work_dir: &mut Option<PathBuf>) -> anyhow
     let (report, machine) = run.search(&opened, &mut lab, progress.as_mut())?;
     drop(progress);
     finish(
-        plan,
         ask,
         (report, machine, &watch),
         (release_check, release_cost),
@@ -119,11 +114,10 @@ pub fn run(plan: &Plan, ask: &HuntAsk, work_dir: &mut Option<PathBuf>) -> anyhow
     )
 }
 
-/// Opens the hunt's folder under the lock: its plan key, the profile kept
-/// for `judge`, and what its journal already holds.
-fn open(plan: &Plan, flags: PlanFlags, candidates: Vec<Commit>) -> anyhow::Result<Opened> {
+/// Opens the hunt's folder under the lock: the folder `key` names, the
+/// profile kept for `judge`, and what its journal already holds.
+fn open(plan: &Plan, key: PlanKey, candidates: Vec<Commit>) -> anyhow::Result<Opened> {
     let lock = plan.work.create_and_lock()?;
-    let key = PlanKey::new((&plan.good, &plan.bad), &plan.config, &plan.profile, flags)?;
     let hunt = plan.work.hunt_for(&key)?;
     hunt.create()?;
     // `pgbisect judge` measures with the same profile later.
@@ -234,7 +228,7 @@ impl Running<'_> {
         progress: &mut dyn Progress,
     ) -> anyhow::Result<Option<Vec<crate::core::why::Why>>> {
         let plan = self.plan;
-        let (Some(why_runs), false) = (self.ask.why_runs, report.culprits.is_empty()) else {
+        let (Some(why_runs), false) = (self.ask.hunt.why_runs, report.culprits.is_empty()) else {
             return Ok(None);
         };
         if plan.profile.is_custom() {
@@ -278,7 +272,6 @@ impl Running<'_> {
 /// The report completed with the hunt's setup and the release check,
 /// written into the hunt's folder; the exit code it ends with.
 fn finish(
-    plan: &Plan,
     ask: &HuntAsk,
     (report, machine, watch): (HuntReport, Machine, &Watch),
     (release_check, release_cost): (Option<ReleaseCheck>, Option<(LabTotals, f64)>),
@@ -286,9 +279,9 @@ fn finish(
 ) -> anyhow::Result<Finished> {
     let mut machine = machine;
     machine.steadiness = watch.seen();
-    let mut report = with_setup(report, plan, ask.profile_name.as_deref(), machine)?;
+    let mut report = with_setup(report, ask.hunt, machine)?;
     report.release_check = release_check;
-    report.made = Some(Provenance::now(ask.again.clone()));
+    report.made = Some(Provenance::now(ask.hunt.again.clone()));
     if let Some((lab, wall)) = release_cost {
         report.totals.add_work(&lab, wall);
     }
@@ -373,14 +366,18 @@ fn place_and_check(
 /// Adds what the hunt was set up with, for its reports.
 fn with_setup(
     mut report: HuntReport,
-    plan: &Plan,
-    profile_name: Option<&str>,
+    hunt: &HuntPlan,
     machine: Machine,
 ) -> anyhow::Result<HuntReport> {
+    let plan = &hunt.plan;
     report.machine = Some(machine);
     report.resolution = plan.resolution.clone();
-    report.profile_name = profile_name.unwrap_or("default").to_string();
-    report.profile_toml = profile_name.map(profile_text).unwrap_or_default();
+    report.profile_name = hunt
+        .profile_name
+        .as_deref()
+        .unwrap_or("default")
+        .to_string();
+    report.profile_toml = hunt.profile_toml.clone();
     if !plan.profile.is_custom() {
         report.server_settings = plan.setups.at(plan.config.clients)?.settings.clone();
         report.configure_flags = crate::build::setup_args(&build_settings(&plan.profile)?);
@@ -389,19 +386,6 @@ fn with_setup(
         report.configure_flags.extend(compat);
     }
     Ok(report)
-}
-
-/// A profile's TOML as [`Profile::load`](crate::profile::Profile::load)
-/// read it: the file, else the bundled text.
-fn profile_text(name_or_path: &str) -> String {
-    let path = Path::new(name_or_path);
-    if path.exists() {
-        return std::fs::read_to_string(path).unwrap_or_default();
-    }
-    crate::profile::BUNDLED
-        .iter()
-        .find(|(n, _)| *n == name_or_path)
-        .map_or_else(String::new, |(_, text)| text.to_string())
 }
 
 /// The result, the reports and the chart in the hunt's folder.

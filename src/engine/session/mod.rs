@@ -8,6 +8,7 @@ pub mod compare;
 pub mod hunt;
 pub mod judge;
 mod outline;
+pub mod resolved;
 pub mod why;
 
 use crate::engine::hunt::HuntConfig;
@@ -21,10 +22,10 @@ use crate::report::findings::EndpointResolution;
 use crate::workspace::WorkDir;
 use std::path::PathBuf;
 
-/// What a hunt (or a comparison, or a judgement against a hunt)
-/// measures, resolved once from the flags and the profile: nothing below
-/// decides it again.
-#[derive(Debug, Clone)]
+/// What a hunt (or a judgement against a hunt) measures, resolved once
+/// from the flags and the profile: nothing below decides it again. A
+/// hunt saves it (see [`resolved::HuntPlan`]) and `resume` reads it back.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Plan {
     pub profile: Profile,
     pub config: HuntConfig,
@@ -47,18 +48,54 @@ pub struct Plan {
 impl Plan {
     /// What the lab is opened with.
     pub fn lab_spec(&self) -> LabSpec {
-        LabSpec {
-            profile: self.profile.clone(),
-            clients: self.config.clients,
-            repo_dir: self.repo_dir.clone(),
-            dirs: self.work.lab_dirs(),
-            checkout: self.work.checkout(),
-            private_objects: self.work.private_objects(),
-            good: self.good.id.clone(),
-            bad: self.bad.id.clone(),
-            choices: self.choices.clone(),
-            setups: self.setups.clone(),
+        lab_spec(
+            (&self.profile, self.config.clients, &self.setups),
+            (&self.repo_dir, &self.work),
+            (&self.good, &self.bad),
+            &self.choices,
+        )
+    }
+}
+
+#[cfg(test)]
+impl Plan {
+    /// A plan of `config` with `profile` between two made-up commits, its
+    /// files under `dir`.
+    pub fn for_tests(profile: Profile, config: HuntConfig, dir: &std::path::Path) -> Plan {
+        Plan {
+            setups: decide_setups(&profile, &[config.clients]),
+            profile,
+            config,
+            good: Commit::bare("a".repeat(40)),
+            bad: Commit::bare("b".repeat(40)),
+            resolution: vec![],
+            release: None,
+            repo_dir: dir.to_path_buf(),
+            work: WorkDir::at(dir.join("w")),
+            choices: LabChoices::default(),
         }
+    }
+}
+
+/// What a lab measuring `clients` (the first of them) between `good` and
+/// `bad` is opened with, its files in `work`.
+pub fn lab_spec(
+    (profile, clients, setups): (&Profile, u32, &Setups),
+    (repo_dir, work): (&std::path::Path, &WorkDir),
+    (good, bad): (&Commit, &Commit),
+    choices: &LabChoices,
+) -> LabSpec {
+    LabSpec {
+        profile: profile.clone(),
+        clients,
+        repo_dir: repo_dir.to_path_buf(),
+        dirs: work.lab_dirs(),
+        checkout: work.checkout(),
+        private_objects: work.private_objects(),
+        good: good.id.clone(),
+        bad: bad.id.clone(),
+        choices: choices.clone(),
+        setups: setups.clone(),
     }
 }
 
