@@ -156,6 +156,9 @@ fn unknown_revisions_name_the_revision_and_suggest_what_to_do() {
 
     let tree = repo.resolve("HEAD^{tree}").unwrap_err();
     assert!(matches!(tree, RepoError::NotACommit { .. }), "{tree}");
+    // A clone whose main line is `master` asked for `main`.
+    let main = repo.resolve("main").unwrap_err().to_string();
+    assert!(main.contains("main line is `master`, not `main`"), "{main}");
 }
 
 #[test]

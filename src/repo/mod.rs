@@ -256,6 +256,14 @@ impl Repo {
         let names = self.ref_names();
         let similar = similar_names(rev, &names);
         let location = self.location.display();
+        let other_trunk = match rev {
+            "master" => Some("main"),
+            "main" => Some("master"),
+            _ => None,
+        };
+        if let Some(trunk) = other_trunk.filter(|t| names.iter().any(|(_, n)| n == t)) {
+            return format!("this repository's main line is `{trunk}`, not `{rev}`");
+        }
         if !similar.is_empty() {
             return format!("similar names: {}", similar.join(", "));
         }

@@ -177,17 +177,19 @@ pub fn section(report: &HuntReport) -> Section {
 /// The good and bad ends' TPS, and the best estimate of the change.
 fn whole_facts(report: &HuntReport) -> Vec<(String, String)> {
     let end = |j: Judgement| report.tested.iter().find(|t| t.judgement == j);
-    let mut facts = Vec::new();
+    let (mut facts, mut medians) = (Vec::new(), None);
     if let (Some(good), Some(bad)) = (end(Judgement::GoodEndpoint), end(Judgement::BadEndpoint))
         && let (Some(g), Some(b)) = (&good.summary, &bad.summary)
     {
+        medians = Some(100.0 * (b.median / g.median - 1.0));
         facts.push((
             "good..bad".to_string(),
             format!(
-                "{:.1} -> {:.1} TPS {}, medians of {} + {} runs",
+                "{:.1} -> {:.1} TPS {} ({:+.1}%), medians of {} + {} runs",
                 g.median,
                 b.median,
                 at_clients(report.clients),
+                100.0 * (b.median / g.median - 1.0),
                 good.samples.len(),
                 bad.samples.len()
             ),
@@ -198,6 +200,18 @@ fn whole_facts(report: &HuntReport) -> Vec<(String, String)> {
         "change".to_string(),
         format!("{}, from {}", change(&best.change), best.basis),
     ));
+    let c = &best.change;
+    if let Some(m) = medians.filter(|m| m.is_finite() && (*m < c.low_pct || *m > c.high_pct)) {
+        facts.push((
+            "why two".to_string(),
+            format!(
+                "the endpoints' medians ({m:+.1}%) set runs made at different times against \
+                 each other, and the machine's speed moved between them (see the noise \
+                 below); the change is from {}, which such swings move far less",
+                best.basis
+            ),
+        ));
+    }
     facts
 }
 
@@ -447,6 +461,33 @@ mod tests {
         assert!(titles[0].starts_with("009ee824 "), "{titles:?}");
         assert!(titles[1].starts_with("775e1ef0..e0646d0a"), "{titles:?}");
         assert!(titles[2].starts_with("623f1568 "), "{titles:?}");
+    }
+
+    #[test]
+    fn medians_that_disagree_with_the_change_are_explained_not_left_to_puzzle() {
+        let facts = |report: &HuntReport| {
+            let Block::Facts(facts) = section(report).blocks.remove(0) else {
+                panic!("no facts first");
+            };
+            facts
+        };
+        let mut report = fixture();
+        assert!(facts(&report).iter().all(|(k, _)| k != "why two"));
+        // The good end's runs fell in a slow spell: its median reads low.
+        for t in &mut report.tested {
+            if t.judgement == Judgement::GoodEndpoint
+                && let Some(s) = &mut t.summary
+            {
+                s.median = 40_000.0;
+            }
+        }
+        let facts = facts(&report);
+        assert!(facts[0].1.contains("(-10.0%)"), "{}", facts[0].1);
+        let (_, why) = facts.iter().find(|(k, _)| k == "why two").expect("why two");
+        assert!(
+            why.contains("(-10.0%)") && why.contains("different times"),
+            "{why}"
+        );
     }
 
     #[test]

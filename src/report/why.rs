@@ -69,7 +69,8 @@ pub fn blocks(why: &Why) -> Vec<Block> {
     if !why.points.is_empty() {
         out.push(Block::Paragraph(
             "Median TPS of each side, its change, the change of the 50th and \
-             99th percentile latency, and stddev/avg of the TPS of each side:"
+             99th percentile latency, and stddev/avg of the TPS, parent -> culprit \
+             (! where the spread moved more than the median):"
                 .into(),
         ));
         out.push(Block::Table {
@@ -226,7 +227,7 @@ fn point_row(p: &ClientPoint) -> Vec<String> {
             .map_or("-".into(), |c| format!("{c:+.1}%")),
         p.p99_change_pct.map_or("-".into(), |c| format!("{c:+.1}%")),
         format!(
-            "{:.1}%>{:.1}%{}",
+            "{:.1}%->{:.1}%{}",
             p.before.cv_pct,
             p.after.cv_pct,
             if p.spread_changed_more { " !" } else { "" }

@@ -382,7 +382,7 @@ impl Hunt<'_> {
         for (cmp, lo, hi) in parts {
             let Some(mut cmp) = cmp else { continue };
             if let Some(part) = unexplained.filter(|_| cmp.verdict != Verdict::Regressed) {
-                cmp = self.settle_rest(lo, hi, part)?;
+                cmp = self.settle_rest((lo, hi), (range, first_bad), part)?;
             }
             match cmp.verdict {
                 Verdict::Regressed => rest.push(Range { lo, hi }),
@@ -451,21 +451,28 @@ impl Hunt<'_> {
     /// minutes apart disagree on a machine whose speed moves.
     fn settle_rest(
         &mut self,
-        lo: usize,
-        hi: usize,
+        (lo, hi): (usize, usize),
+        (range, culprit): (Range, usize),
         unexplained: f64,
     ) -> anyhow::Result<Comparison> {
+        let [a, b, lo_id, hi_id, culprit] =
+            [range.lo, range.hi, lo, hi, culprit].map(|pos| self.commits[pos].short().to_string());
+        let whole = format!("{a} to {b}");
         self.note(format!(
-            "{unexplained:+.1}% of the drop is not explained by the culprit, even at the largest drop \
-             its interval allows; measuring {} and {} side by side",
-            self.commits[lo].short(),
-            self.commits[hi].short()
+            "{unexplained:+.1}% of the drop from {whole} is left once {culprit} is counted, even \
+             at the largest drop its interval allows; measuring {lo_id} and {hi_id} side by \
+             side for a further drop"
         ));
         let cmp = self.side_by_side(lo, hi, self.seq + 1)?;
+        let outcome = match cmp.verdict {
+            Verdict::Regressed => "a further drop; hunting it".to_string(),
+            Verdict::Unchanged => {
+                format!("no further drop: {culprit} explains the drop from {whole}")
+            }
+            Verdict::Unclear => "not settled".to_string(),
+        };
         self.note(format!(
-            "{} to {}: {} side by side",
-            self.commits[lo].short(),
-            self.commits[hi].short(),
+            "{lo_id} to {hi_id}: {} side by side: {outcome}",
             cmp.change
         ));
         Ok(cmp)
