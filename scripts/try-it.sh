@@ -15,5 +15,7 @@ set +e
   --profile smoke --work-dir "$work/work" --json "$work/result.json"
 code=$?
 set -e
-echo "exit code $code; result in $work/result.json"
+echo "exit code $code; result in $work/result.json; the report again:"
+echo "    $here/target/release/pgbisect report --work-dir $work/work"
+echo "(the hunt's folder is under $work/work/hunts/; rm -rf $work removes everything this made)"
 exit "$code"
