@@ -1,0 +1,161 @@
+//! After a night: where each series moved, and whether it really did.
+//!
+//! The change-point test ([`crate::core::change_points`]) reads each
+//! series' points of the last nights with the looser setting
+//! ([`super::looser_detector`]): quick to see a step, and so now and then
+//! fooled by noise. Every change it finds that is new (no change of the
+//! series, of any status, already covers those commits) is a candidate,
+//! and the last commit before it and the first after it are measured
+//! again, side by side, the runs alternating, with the decision `compare`
+//! makes ([`crate::engine::compare::measure`]). Confirmed or dismissed,
+//! it is stored, and never raised again.
+
+use super::{ProfileLab, WatchConfig};
+use crate::core::change_points::{ChangeOptions, change_points_by_group};
+use crate::core::decide::Verdict;
+use crate::engine::compare;
+use crate::model::Commit;
+use crate::store::points::{Point, points};
+use crate::store::{ChangeRow, ChangeStatus, Night, Store, series_key};
+
+/// Finds new changes in every series, confirms or dismisses each (and
+/// any left a candidate by an earlier night); returns them.
+pub fn changes(
+    store: &mut dyn Store,
+    labs: &mut [ProfileLab],
+    cfg: &WatchConfig,
+    note: &mut dyn FnMut(&str),
+) -> anyhow::Result<Vec<ChangeRow>> {
+    let nights = store.nights(&cfg.branch)?;
+    let recent: Vec<Night> = nights[nights.len().saturating_sub(cfg.window)..].to_vec();
+    let runs = store.runs(&cfg.branch)?;
+    let mut found = Vec::new();
+    for profile in 0..labs.len() {
+        for clients in labs[profile].clients.clone() {
+            let series = series_key(&labs[profile].name, clients);
+            let pts = points(&recent, &runs, Some(&series));
+            let known = store.changes(&cfg.branch)?;
+            for mut change in candidates(&pts, &series, &known, &cfg.detect) {
+                change.id = store.add_change(&change)?;
+                found.push((profile, clients, change));
+            }
+        }
+    }
+    // Candidates an earlier night could not settle are measured too.
+    for change in store.changes(&cfg.branch)? {
+        if change.status == ChangeStatus::Candidate && !found.iter().any(|f| f.2.id == change.id) {
+            if let Some((profile, clients)) = lab_of(labs, &change.series) {
+                found.push((profile, clients, change));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (profile, clients, mut change) in found {
+        note(&format!(
+            "{}: a change of {:+.1}% between {} and {} (p = {:.3}); measuring both again side by side",
+            change.series,
+            change.pct,
+            short(&change.before),
+            short(&change.after),
+            change.p_value
+        ));
+        confirm(&mut labs[profile], clients, &mut change, cfg, note)?;
+        store.update_change(&change)?;
+        out.push(change);
+    }
+    Ok(out)
+}
+
+/// The new changes in `pts` of `series`: each change point whose commits
+/// no stored change of the series already covers.
+pub fn candidates(
+    pts: &[Point],
+    series: &str,
+    known: &[ChangeRow],
+    options: &ChangeOptions,
+) -> Vec<ChangeRow> {
+    let values: Vec<f64> = pts.iter().map(|p| p.ratio).collect();
+    let groups: Vec<&[f64]> = values.chunks(1).collect();
+    let at = |commit: &str| pts.iter().position(|p| p.commit == commit);
+    change_points_by_group(&groups, options)
+        .into_iter()
+        .filter_map(|cp| {
+            let (before, after) = (&pts[cp.index - 1], &pts[cp.index]);
+            let covered = known.iter().filter(|k| k.series == series).any(|k| {
+                match (at(&k.before), at(&k.after)) {
+                    // A change found again a point either way is the same one.
+                    (Some(kb), Some(ka)) => cp.index - 1 <= ka && kb <= cp.index,
+                    _ => k.before == before.commit && k.after == after.commit,
+                }
+            });
+            (before.commit != after.commit && !covered).then(|| ChangeRow {
+                id: 0,
+                series: series.to_string(),
+                before: before.commit.clone(),
+                after: after.commit.clone(),
+                pct: cp.relative() * 100.0,
+                low_pct: None,
+                high_pct: None,
+                status: ChangeStatus::Candidate,
+                first_night: after.night,
+                p_value: cp.p_value,
+            })
+        })
+        .collect()
+}
+
+/// The lab and client count of a series, when still measured.
+fn lab_of(labs: &[ProfileLab], series: &str) -> Option<(usize, u32)> {
+    labs.iter().enumerate().find_map(|(k, lab)| {
+        lab.clients
+            .iter()
+            .find(|&&c| series_key(&lab.name, c) == series)
+            .map(|&c| (k, c))
+    })
+}
+
+/// Measures the commits on both sides of `change` again, side by side:
+/// confirmed when the later one is slower by the decision's threshold
+/// with confidence, or faster with its whole interval above it;
+/// dismissed otherwise. Left a candidate when a side gave no result.
+fn confirm(
+    lab: &mut ProfileLab,
+    clients: u32,
+    change: &mut ChangeRow,
+    cfg: &WatchConfig,
+    note: &mut dyn FnMut(&str),
+) -> anyhow::Result<()> {
+    let (before, after) = (Commit::bare(&change.before), Commit::bare(&change.after));
+    let rows = compare::measure(
+        lab.lab.as_mut(),
+        [(&before, "before"), (&after, "after")],
+        &[clients],
+        cfg.confirm_runs,
+        &cfg.decision,
+        &mut |line| note(&format!("  {line}")),
+    )?;
+    let Some(c) = rows.first().and_then(|r| r.comparison.clone()) else {
+        note("  a side gave no result: the change stays a candidate");
+        return Ok(());
+    };
+    let threshold = cfg.decision.threshold * 100.0;
+    let faster = c.change.low_pct > 0.0 && c.change.pct >= threshold;
+    change.status = if c.verdict == Verdict::Regressed || faster {
+        ChangeStatus::Confirmed
+    } else {
+        ChangeStatus::Dismissed
+    };
+    change.pct = c.change.pct;
+    change.low_pct = Some(c.change.low_pct);
+    change.high_pct = Some(c.change.high_pct);
+    note(&format!(
+        "  {}: {} side by side",
+        change.status.as_str(),
+        c.change
+    ));
+    Ok(())
+}
+
+fn short(id: &str) -> &str {
+    crate::model::short_sha(id)
+}

@@ -1,0 +1,251 @@
+//! The night loop over the simulated lab: a step injected is found,
+//! confirmed and not raised again; a night killed half way and run again
+//! stores no run twice.
+
+use super::*;
+use crate::lab::sim::{History, NoiseModel, SimLab, sim_id};
+use crate::lab::{Lab, RunSpec};
+use crate::model::{Commit, LabTotals, Prepared, RunOutcome};
+use crate::store::ChangeStatus;
+use crate::store::sqlite::SqliteStore;
+
+/// Three commits a day, position `p` landing at `p * 8` hours.
+fn line(len: usize) -> Vec<Landed> {
+    (0..=len)
+        .map(|p| Landed {
+            commit: Commit::bare(sim_id(p)),
+            committed: p as i64 * DAY / 3,
+        })
+        .collect()
+}
+
+fn history(step: Option<(usize, f64)>) -> History {
+    History {
+        len: 150,
+        steps: step.into_iter().collect(),
+        unbuildable: Default::default(),
+        base_tps: 1000.0,
+    }
+}
+
+fn labs(history: History, seed: u64) -> Vec<ProfileLab> {
+    vec![ProfileLab {
+        name: "sim".into(),
+        clients: vec![8],
+        lab: Box::new(SimLab::new(
+            history,
+            NoiseModel::Gaussian { cv: 0.01 },
+            seed,
+        )),
+    }]
+}
+
+fn config() -> WatchConfig {
+    WatchConfig {
+        backfill: 10,
+        ..WatchConfig::new("master")
+    }
+}
+
+fn end_of_day(day: i64) -> i64 {
+    (day + 1) * DAY - 1
+}
+
+#[test]
+fn a_step_is_found_confirmed_and_not_raised_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = SqliteStore::open(&dir.path().join("w.sqlite")).unwrap();
+    let line = line(150);
+    let mut labs = labs(history(Some((60, 0.9))), 7);
+    let cfg = config();
+    let mut confirmed_on = None;
+    for day in 14..=40 {
+        let w = watch_night(
+            &mut store,
+            &mut labs,
+            &line,
+            end_of_day(day),
+            &cfg,
+            &mut |_| {},
+        )
+        .unwrap();
+        if w.changes
+            .iter()
+            .any(|c| c.status == ChangeStatus::Confirmed)
+        {
+            assert!(
+                confirmed_on.is_none(),
+                "raised twice: day {day}: {:?}",
+                w.changes
+            );
+            confirmed_on = Some(day);
+        }
+    }
+    let changes = store.changes("master").unwrap();
+    let confirmed: Vec<&ChangeRow> = changes
+        .iter()
+        .filter(|c| c.status == ChangeStatus::Confirmed)
+        .collect();
+    assert_eq!(confirmed.len(), 1, "{changes:?}");
+    let pos = |id: &str| crate::lab::sim::sim_pos(id).unwrap();
+    assert!(
+        pos(&confirmed[0].before) < 60 && pos(&confirmed[0].after) >= 60,
+        "{confirmed:?}"
+    );
+    assert!(confirmed[0].pct < -5.0, "{confirmed:?}");
+    // Position 60 lands on day 20: found within two nights.
+    let day = confirmed_on.unwrap();
+    assert!((20..=22).contains(&day), "confirmed on day {day}");
+    // Backfill: one night a day before the first, then a night a day.
+    let nights = store.nights("master").unwrap();
+    assert_eq!(nights.len(), 10 + 27);
+    assert!(nights.iter().all(|n| n.status == NightStatus::Done));
+    assert!(
+        nights.iter().all(|n| n.reference == sim_id(14)),
+        "{:?}",
+        nights[0]
+    );
+    // A night at a clock already run is not run again.
+    let again = watch_night(
+        &mut store,
+        &mut labs,
+        &line,
+        end_of_day(40),
+        &cfg,
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(again.runs, 0);
+    assert!(again.changes.is_empty());
+}
+
+#[test]
+fn a_flat_history_confirms_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = SqliteStore::open(&dir.path().join("w.sqlite")).unwrap();
+    let line = line(150);
+    let mut labs = labs(history(None), 11);
+    let cfg = config();
+    for day in 14..=40 {
+        watch_night(
+            &mut store,
+            &mut labs,
+            &line,
+            end_of_day(day),
+            &cfg,
+            &mut |_| {},
+        )
+        .unwrap();
+    }
+    let changes = store.changes("master").unwrap();
+    assert!(
+        changes.iter().all(|c| c.status != ChangeStatus::Confirmed),
+        "{changes:?}"
+    );
+}
+
+/// A lab that is killed (fails) after `left` runs.
+struct Killed {
+    inner: SimLab,
+    left: usize,
+}
+
+impl Lab for Killed {
+    fn prepare(&mut self, commit: &Commit) -> anyhow::Result<Prepared> {
+        self.inner.prepare(commit)
+    }
+
+    fn run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
+        if self.left == 0 {
+            anyhow::bail!("killed");
+        }
+        self.left -= 1;
+        self.inner.run(commit, spec)
+    }
+
+    fn totals(&self) -> LabTotals {
+        self.inner.totals()
+    }
+
+    fn describe(&self) -> String {
+        "killed".into()
+    }
+}
+
+#[test]
+fn a_night_killed_half_way_goes_on_and_stores_no_run_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = SqliteStore::open(&dir.path().join("w.sqlite")).unwrap();
+    let line = line(150);
+    let cfg = WatchConfig {
+        backfill: 0,
+        ..config()
+    };
+    let noise = NoiseModel::Gaussian { cv: 0.01 };
+    let mut killed = vec![ProfileLab {
+        name: "sim".into(),
+        clients: vec![8, 16],
+        lab: Box::new(Killed {
+            inner: SimLab::new(history(None), noise.clone(), 1),
+            left: 5,
+        }),
+    }];
+    let clock = end_of_day(20);
+    let err = watch_night(&mut store, &mut killed, &line, clock, &cfg, &mut |_| {});
+    assert!(err.is_err());
+    assert_eq!(store.runs("master").unwrap().len(), 5);
+    assert_eq!(
+        store.nights("master").unwrap()[0].status,
+        NightStatus::Running
+    );
+    // Started again, later: the open night first, nothing run twice.
+    let mut labs = vec![ProfileLab {
+        name: "sim".into(),
+        clients: vec![8, 16],
+        lab: Box::new(SimLab::new(history(None), noise, 2)),
+    }];
+    let w = watch_night(&mut store, &mut labs, &line, clock, &cfg, &mut |_| {}).unwrap();
+    // One commit (the tip), two series, three rounds of two runs.
+    assert_eq!(w.runs, 12 - 5);
+    assert_eq!(labs[0].lab.totals().runs, 7);
+    assert_eq!(store.runs("master").unwrap().len(), 12);
+    assert_eq!(store.nights("master").unwrap()[0].status, NightStatus::Done);
+}
+
+#[test]
+fn a_deadline_stops_the_night_and_the_next_start_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = SqliteStore::open(&dir.path().join("w.sqlite")).unwrap();
+    let line = line(150);
+    let past = crate::engine::hunt::budget::Budget {
+        deadline: std::time::UNIX_EPOCH,
+        clock: std::time::SystemTime::now,
+    };
+    let cfg = WatchConfig {
+        backfill: 0,
+        budget: Some(past),
+        ..config()
+    };
+    let mut labs = labs(history(None), 3);
+    let clock = end_of_day(20);
+    let w = watch_night(&mut store, &mut labs, &line, clock, &cfg, &mut |_| {}).unwrap();
+    assert!(w.stopped.is_some());
+    assert_eq!(w.runs, 0);
+    assert_eq!(
+        store.nights("master").unwrap()[0].status,
+        NightStatus::Stopped
+    );
+    let w = watch_night(&mut store, &mut labs, &line, clock, &config(), &mut |_| {}).unwrap();
+    assert_eq!(w.runs, 6);
+    assert!(render(&w).contains("measured:"), "{}", render(&w));
+}
+
+#[test]
+fn replay_clocks_are_the_ends_of_every_nth_day() {
+    let clocks = replay_clocks(10 * DAY + 5, 20 * DAY, 3);
+    assert_eq!(
+        clocks,
+        [11 * DAY - 1, 14 * DAY - 1, 17 * DAY - 1, 20 * DAY - 1]
+    );
+    assert_eq!(replay_clocks(10 * DAY, 10 * DAY, 1), [11 * DAY - 1]);
+}
