@@ -134,8 +134,17 @@ fn short(commit: &crate::model::Commit) -> String {
 
 /// The hunt's time budget from `--time-budget` or `--deadline`.
 fn budget(args: &RunArgs) -> anyhow::Result<Option<Budget>> {
+    budget_of(&args.time_budget, &args.deadline)
+}
+
+/// A time budget from `--time-budget` or `--deadline`, as a hunt reads
+/// them (the watcher too).
+pub(super) fn budget_of(
+    time_budget: &Option<String>,
+    deadline: &Option<String>,
+) -> anyhow::Result<Option<Budget>> {
     let now = SystemTime::now();
-    let end = match (&args.time_budget, &args.deadline) {
+    let end = match (time_budget, deadline) {
         (Some(text), _) => {
             let d = budget::parse_duration(text)
                 .map_err(|e| UsageError(format!("--time-budget: {e}")))?;

@@ -8,6 +8,7 @@ pub mod compare;
 pub mod hunt;
 pub mod judge;
 mod outline;
+pub mod watch;
 pub mod why;
 
 use crate::engine::hunt::HuntConfig;

@@ -8,7 +8,10 @@
 //! and the last commit before it and the first after it are measured
 //! again, side by side, the runs alternating, with the decision `compare`
 //! makes ([`crate::engine::compare::measure`]). Confirmed or dismissed,
-//! it is stored, and never raised again.
+//! it is stored, and never raised again; a confirmed one also covers a
+//! split found a point either way of it, a dismissed one only its own
+//! commits (a split read from too few points after a step can land a
+//! point early, and the step itself must still be raised later).
 
 use super::{ProfileLab, WatchConfig};
 use crate::core::change_points::{ChangeOptions, change_points_by_group};
@@ -30,9 +33,9 @@ pub fn changes(
     let recent: Vec<Night> = nights[nights.len().saturating_sub(cfg.window)..].to_vec();
     let runs = store.runs(&cfg.branch)?;
     let mut found = Vec::new();
-    for profile in 0..labs.len() {
-        for clients in labs[profile].clients.clone() {
-            let series = series_key(&labs[profile].name, clients);
+    for (profile, lab) in labs.iter().enumerate() {
+        for &clients in &lab.clients {
+            let series = series_key(&lab.name, clients);
             let pts = points(&recent, &runs, Some(&series));
             let known = store.changes(&cfg.branch)?;
             for mut change in candidates(&pts, &series, &known, &cfg.detect) {
@@ -43,10 +46,12 @@ pub fn changes(
     }
     // Candidates an earlier night could not settle are measured too.
     for change in store.changes(&cfg.branch)? {
-        if change.status == ChangeStatus::Candidate && !found.iter().any(|f| f.2.id == change.id) {
-            if let Some((profile, clients)) = lab_of(labs, &change.series) {
-                found.push((profile, clients, change));
-            }
+        let open = change.status == ChangeStatus::Candidate;
+        if let Some((profile, clients)) = lab_of(labs, &change.series)
+            && open
+            && !found.iter().any(|f| f.2.id == change.id)
+        {
+            found.push((profile, clients, change));
         }
     }
     let mut out = Vec::new();
@@ -82,10 +87,14 @@ pub fn candidates(
         .filter_map(|cp| {
             let (before, after) = (&pts[cp.index - 1], &pts[cp.index]);
             let covered = known.iter().filter(|k| k.series == series).any(|k| {
-                match (at(&k.before), at(&k.after)) {
+                let same = k.before == before.commit && k.after == after.commit;
+                match (k.status, at(&k.before), at(&k.after)) {
+                    // A dismissed change covers its own commits only: the
+                    // split read too early, a point off, is not the step.
+                    (ChangeStatus::Dismissed, _, _) => same,
                     // A change found again a point either way is the same one.
-                    (Some(kb), Some(ka)) => cp.index - 1 <= ka && kb <= cp.index,
-                    _ => k.before == before.commit && k.after == after.commit,
+                    (_, Some(kb), Some(ka)) => cp.index - 1 <= ka && kb <= cp.index,
+                    _ => same,
                 }
             });
             (before.commit != after.commit && !covered).then(|| ChangeRow {
@@ -134,7 +143,7 @@ fn confirm(
         &cfg.decision,
         &mut |line| note(&format!("  {line}")),
     )?;
-    let Some(c) = rows.first().and_then(|r| r.comparison.clone()) else {
+    let Some(c) = rows.first().and_then(|r| r.comparison) else {
         note("  a side gave no result: the change stays a candidate");
         return Ok(());
     };

@@ -175,7 +175,7 @@ pub fn replay_clocks(since: i64, until: i64, every: u32) -> Vec<i64> {
     let first = since.div_euclid(DAY) * DAY + DAY - 1;
     (0..)
         .map(|k| first + k * step)
-        .take_while(|&c| c <= until.div_euclid(DAY) * DAY + DAY - 1)
+        .take_while(|&c| c < until.div_euclid(DAY) * DAY + DAY)
         .collect()
 }
 

@@ -144,3 +144,56 @@ mod tests {
         assert_eq!(got[0].0, 3 * DAY);
     }
 }
+
+/// `SINCE..UNTIL`, two dates `YYYY-MM-DD` (UTC), as seconds since the
+/// epoch at the start of each day.
+pub fn parse_range(text: &str) -> Result<(i64, i64), String> {
+    let usage = || format!("`{text}`: give two dates as SINCE..UNTIL, e.g. 2024-01-01..2024-03-31");
+    let (since, until) = text.split_once("..").ok_or_else(usage)?;
+    let (since, until) = (
+        parse_date(since).ok_or_else(usage)?,
+        parse_date(until).ok_or_else(usage)?,
+    );
+    if until < since {
+        return Err(format!("`{text}`: UNTIL comes before SINCE"));
+    }
+    Ok((since, until))
+}
+
+/// `YYYY-MM-DD` as seconds since the epoch at 00:00 UTC.
+fn parse_date(text: &str) -> Option<i64> {
+    let mut parts = text.trim().splitn(3, '-').map(|p| p.parse::<i64>().ok());
+    let (y, m, d) = (parts.next()??, parts.next()??, parts.next()??);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return None;
+    }
+    // Days from civil (Howard Hinnant's algorithm).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    Some((era * 146_097 + doe - 719_468) * DAY)
+}
+
+#[cfg(test)]
+mod range_tests {
+    use super::*;
+
+    #[test]
+    fn a_replay_range_reads_two_dates() {
+        let (since, until) = parse_range("2024-01-01..2024-03-01").unwrap();
+        assert_eq!(
+            crate::time::rfc3339_from_unix(since),
+            "2024-01-01T00:00:00Z"
+        );
+        assert_eq!(
+            crate::time::rfc3339_from_unix(until),
+            "2024-03-01T00:00:00Z"
+        );
+        assert!(parse_range("2024-01-01").is_err());
+        assert!(parse_range("2024-13-01..2024-14-01").is_err());
+        assert!(parse_range("2024-03-01..2024-01-01").is_err());
+    }
+}
