@@ -150,7 +150,27 @@ fn open_labs(
                 name: p.name.clone(),
                 clients: p.clients.clone(),
                 lab,
+                placements: placements(&p.profile, &spec.setups),
             })
+        })
+        .collect()
+}
+
+/// Where the server and pgbench run at each client count, for a
+/// PostgreSQL profile (a custom benchmark command places nothing).
+fn placements(profile: &Profile, setups: &crate::lab::pg::setup::Setups) -> Vec<(u32, String)> {
+    if profile.benchmark.command.is_some() {
+        return Vec::new();
+    }
+    setups
+        .runs
+        .iter()
+        .map(|s| {
+            let said = match &s.placement {
+                Ok(p) => p.describe(),
+                Err(why) => why.clone(),
+            };
+            (s.clients, said)
         })
         .collect()
 }

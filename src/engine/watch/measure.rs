@@ -73,7 +73,7 @@ pub fn night(
             return Ok(made);
         }
         crate::proc::check_interrupt()?;
-        let started = Instant::now();
+        let began = Instant::now();
         let lab = labs[slot.profile].lab.as_mut();
         let commit = Commit::bare(slot.commit);
         if let Prepared::Unbuildable { reason, .. } = lab.prepare(&commit)? {
@@ -91,24 +91,24 @@ pub fn night(
             run: run_number(night.id, &slot),
             seconds: None,
         };
+        // The run's own duration is stored; the budget counts the build too.
+        let started = Instant::now();
         let outcome = lab.run(&commit, spec)?;
         crate::proc::check_interrupt()?;
         let seconds = started.elapsed().as_secs_f64();
-        let row = run_row(
-            night,
-            &labs[slot.profile].name,
-            &slot,
-            outcome,
-            seconds,
-            cfg,
-        );
+        let row = run_row(night, &labs[slot.profile], &slot, outcome, seconds, cfg);
         note(&run_line(&row));
         if store.add_run(&row)? {
             made.runs += 1;
         }
-        spent = (spent.0 + 1, spent.1 + seconds);
+        spent = (spent.0 + 1, spent.1 + began.elapsed().as_secs_f64());
     }
-    store.finish_night(night.id, NightStatus::Done, None)?;
+    // A build broken on the branch is news, kept with the night.
+    let mut broken: Vec<&str> = unbuildable.iter().map(|(_, c)| short(c)).collect();
+    broken.sort();
+    broken.dedup();
+    let reason = (!broken.is_empty()).then(|| format!("does not build: {}", broken.join(", ")));
+    store.finish_night(night.id, NightStatus::Done, reason.as_deref())?;
     Ok(made)
 }
 
@@ -181,7 +181,7 @@ fn past_deadline(cfg: &WatchConfig, (runs, seconds): (usize, f64)) -> Option<Str
 
 fn run_row(
     night: &Night,
-    profile: &str,
+    lab: &ProfileLab,
     slot: &Slot,
     outcome: RunOutcome,
     seconds: f64,
@@ -196,11 +196,16 @@ fn run_row(
         RunOutcome::Measured(m) => (None, None, Some(format!("unusable tps {}", m.tps))),
         RunOutcome::Failed { reason } => (None, None, Some(reason)),
     };
+    let placement = lab
+        .placements
+        .iter()
+        .find(|(c, _)| *c == slot.clients)
+        .map(|(_, p)| p.clone());
     RunRow {
         night: night.id,
         commit: slot.commit.to_string(),
-        series: series_key(profile, slot.clients),
-        profile: profile.to_string(),
+        series: series_key(&lab.name, slot.clients),
+        profile: lab.name.clone(),
         clients: slot.clients,
         host: None,
         role: slot.role,
@@ -213,7 +218,7 @@ fn run_row(
         failed,
         started,
         seconds,
-        placement: None,
+        placement,
         machine: cfg.machine.clone(),
     }
 }

@@ -38,6 +38,9 @@ pub struct ProfileLab {
     pub name: String,
     pub clients: Vec<u32>,
     pub lab: Box<dyn Lab>,
+    /// Where the server and pgbench run at each client count, as stored
+    /// with the runs; empty when the lab does not place them.
+    pub placements: Vec<(u32, String)>,
 }
 
 /// How the watcher measures and decides.

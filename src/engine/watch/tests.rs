@@ -37,6 +37,7 @@ fn labs(history: History, seed: u64) -> Vec<ProfileLab> {
             NoiseModel::Gaussian { cv: 0.01 },
             seed,
         )),
+        placements: vec![(8, "server on CPUs 0-1".into())],
     }]
 }
 
@@ -189,6 +190,7 @@ fn a_night_killed_half_way_goes_on_and_stores_no_run_twice() {
             inner: SimLab::new(history(None), noise.clone(), 1),
             left: 5,
         }),
+        placements: vec![],
     }];
     let clock = end_of_day(20);
     let err = watch_night(&mut store, &mut killed, &line, clock, &cfg, &mut |_| {});
@@ -203,6 +205,7 @@ fn a_night_killed_half_way_goes_on_and_stores_no_run_twice() {
         name: "sim".into(),
         clients: vec![8, 16],
         lab: Box::new(SimLab::new(history(None), noise, 2)),
+        placements: vec![],
     }];
     let w = watch_night(&mut store, &mut labs, &line, clock, &cfg, &mut |_| {}).unwrap();
     // One commit (the tip), two series, three rounds of two runs.
@@ -238,6 +241,40 @@ fn a_deadline_stops_the_night_and_the_next_start_goes_on() {
     let w = watch_night(&mut store, &mut labs, &line, clock, &config(), &mut |_| {}).unwrap();
     assert_eq!(w.runs, 6);
     assert!(render(&w).contains("measured:"), "{}", render(&w));
+}
+
+#[test]
+fn a_commit_that_does_not_build_is_kept_as_the_nights_news() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = SqliteStore::open(&dir.path().join("w.sqlite")).unwrap();
+    let line = line(150);
+    let mut broken = history(None);
+    // The night of day 20 measures positions 60 to 62, landed since day 19.
+    broken.unbuildable.insert(61);
+    let mut labs = labs(broken, 5);
+    let cfg = WatchConfig {
+        backfill: 1,
+        ..config()
+    };
+    watch_night(
+        &mut store,
+        &mut labs,
+        &line,
+        end_of_day(20),
+        &cfg,
+        &mut |_| {},
+    )
+    .unwrap();
+    let nights = store.nights("master").unwrap();
+    let tonight = nights.last().unwrap();
+    assert_eq!(tonight.status, NightStatus::Done);
+    assert_eq!(tonight.reason.as_deref(), Some("does not build: 0000003d"));
+    let runs = store.runs("master").unwrap();
+    assert!(runs.iter().all(|r| r.commit != sim_id(61)));
+    assert!(
+        runs.iter()
+            .all(|r| r.placement.as_deref() == Some("server on CPUs 0-1"))
+    );
 }
 
 #[test]
