@@ -118,3 +118,68 @@ fn a_results_file_that_is_not_a_database_is_refused_untouched() {
     assert!(stderr.contains("watch.sqlite"), "{stderr}");
     assert_eq!(std::fs::read_to_string(&db).unwrap(), "not a database");
 }
+
+#[test]
+fn killed_in_the_middle_of_a_night_and_started_again_no_run_is_lost_or_stored_twice() {
+    let (repo, _) = dated_history(&[1000; 3]);
+    let tmp = tempfile::tempdir().unwrap();
+    let calls = tmp.path().join("calls");
+    let profile = slow_counting_profile(tmp.path(), &calls, "0.2");
+    let work = tmp.path().join("w");
+    let args = [
+        "--profile",
+        profile.to_str().unwrap(),
+        "--clients",
+        "8",
+        "--replay",
+        "2024-01-01..2024-01-03",
+        "--backfill",
+        "0",
+    ];
+    let mut child = bin()
+        .arg("watch")
+        .args(args)
+        .arg("--repo")
+        .arg(repo.path())
+        .arg("--work-dir")
+        .arg(&work)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let count = || {
+        std::fs::read_to_string(&calls)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    let start = std::time::Instant::now();
+    while count() < 8 && start.elapsed() < std::time::Duration::from_secs(60) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let before = count();
+    assert!((8..18).contains(&before), "{before} runs before the kill");
+    let out = watch(repo.path(), &work, &args);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Three nights of one commit: 3 pairs of runs each. Three points are
+    // too few for a change, so nothing is measured again side by side.
+    use pgbisect::store::Store;
+    let mut store = pgbisect::store::sqlite::SqliteStore::open(&work.join("watch.sqlite")).unwrap();
+    let runs = store.runs("main").unwrap();
+    assert_eq!(runs.len(), 18);
+    let mut keys: Vec<_> = runs
+        .iter()
+        .map(|r| (r.night, r.commit.clone(), r.round, r.role))
+        .collect();
+    keys.sort_by_key(|k| format!("{k:?}"));
+    keys.dedup();
+    assert_eq!(keys.len(), 18);
+    // At most the run the kill interrupted was made twice.
+    assert!((18..=19).contains(&count()), "{} benchmark calls", count());
+}
