@@ -47,6 +47,21 @@ fn dated_history(levels: &[u32]) -> (tempfile::TempDir, Vec<String>) {
     (dir, shas)
 }
 
+/// A replay of `range` with `profile` at 8 clients, without backfill.
+fn replay<'a>(profile: &'a Path, range: &'a str) -> Vec<&'a str> {
+    let profile = profile.to_str().unwrap();
+    vec![
+        "--profile",
+        profile,
+        "--clients",
+        "8",
+        "--replay",
+        range,
+        "--backfill",
+        "0",
+    ]
+}
+
 fn watch(repo: &Path, work: &Path, extra: &[&str]) -> std::process::Output {
     pgbisect_sub("watch", repo, work, extra)
 }
@@ -57,18 +72,8 @@ fn a_replay_finds_the_drop_confirms_it_once_and_exports_the_series() {
     let tmp = tempfile::tempdir().unwrap();
     let profile = profile(tmp.path());
     let work = tmp.path().join("w");
-    let args = [
-        "--profile",
-        profile.to_str().unwrap(),
-        "--clients",
-        "8",
-        "--replay",
-        "2024-01-01..2024-01-20",
-        "--backfill",
-        "0",
-        "--per-night",
-        "1",
-    ];
+    let mut args = replay(&profile, "2024-01-01..2024-01-20");
+    args.extend(["--per-night", "1"]);
     let out = watch(repo.path(), &work, &args);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -126,19 +131,10 @@ fn killed_in_the_middle_of_a_night_and_started_again_no_run_is_lost_or_stored_tw
     let calls = tmp.path().join("calls");
     let profile = slow_counting_profile(tmp.path(), &calls, "0.2");
     let work = tmp.path().join("w");
-    let args = [
-        "--profile",
-        profile.to_str().unwrap(),
-        "--clients",
-        "8",
-        "--replay",
-        "2024-01-01..2024-01-03",
-        "--backfill",
-        "0",
-    ];
+    let args = replay(&profile, "2024-01-01..2024-01-03");
     let mut child = bin()
         .arg("watch")
-        .args(args)
+        .args(&args)
         .arg("--repo")
         .arg(repo.path())
         .arg("--work-dir")
