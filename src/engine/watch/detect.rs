@@ -19,7 +19,7 @@ use crate::core::decide::Verdict;
 use crate::engine::compare;
 use crate::model::Commit;
 use crate::store::points::{Point, points};
-use crate::store::{ChangeRow, ChangeStatus, Night, Store, series_key};
+use crate::store::{ChangeRow, ChangeStatus, Night, RunRow, Store, series_key};
 
 /// Finds new changes in every series, confirms or dismisses each (and
 /// any left a candidate by an earlier night); returns them.
@@ -64,11 +64,32 @@ pub fn changes(
             short(&change.after),
             change.p_value
         ));
-        confirm(&mut labs[profile], clients, &mut change, cfg, note)?;
-        store.update_change(&change)?;
+        let per_run = mean_seconds(&runs, &change.series);
+        let needed = per_run * 2.0 * cfg.confirm_runs as f64;
+        match super::measure::short_of_time(cfg, needed, "measuring it again") {
+            Some(reason) => note(&format!("  left a candidate: {reason}")),
+            None => {
+                confirm(&mut labs[profile], clients, &mut change, cfg, note)?;
+                store.update_change(&change)?;
+            }
+        }
         out.push(change);
     }
     Ok(out)
+}
+
+/// The mean duration of the stored runs of `series` (0 without any).
+fn mean_seconds(runs: &[RunRow], series: &str) -> f64 {
+    let of: Vec<f64> = runs
+        .iter()
+        .filter(|r| r.series == series)
+        .map(|r| r.seconds)
+        .collect();
+    if of.is_empty() {
+        0.0
+    } else {
+        of.iter().sum::<f64>() / of.len() as f64
+    }
 }
 
 /// The new changes in `pts` of `series`: each change point whose commits

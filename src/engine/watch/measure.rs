@@ -160,20 +160,25 @@ fn run_number(night: i64, slot: &Slot) -> u64 {
 /// Why no run fits before the deadline any more, if so: the next one is
 /// expected to cost what the night's runs cost on average.
 fn past_deadline(cfg: &WatchConfig, (runs, seconds): (usize, f64)) -> Option<String> {
-    let budget = cfg.budget?;
-    let now = (budget.clock)();
     let per_run = if runs == 0 {
         0.0
     } else {
         seconds / runs as f64
     };
+    short_of_time(cfg, per_run, "a run")
+}
+
+/// Why `what`, expected to take `seconds`, no longer fits before the
+/// deadline, if so.
+pub(super) fn short_of_time(cfg: &WatchConfig, seconds: f64, what: &str) -> Option<String> {
+    let budget = cfg.budget?;
     let left = budget
         .deadline
-        .duration_since(now)
+        .duration_since((budget.clock)())
         .map_or(0.0, |d| d.as_secs_f64());
-    (left <= per_run).then(|| {
+    (left <= seconds).then(|| {
         format!(
-            "the deadline leaves {left:.0}s, a run takes about {per_run:.0}s; \
+            "the deadline leaves {left:.0}s, {what} takes about {seconds:.0}s; \
              the next start goes on from here"
         )
     })

@@ -278,6 +278,60 @@ fn a_commit_that_does_not_build_is_kept_as_the_nights_news() {
 }
 
 #[test]
+fn a_candidate_whose_runs_do_not_fit_before_the_deadline_waits_for_the_next_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = SqliteStore::open(&dir.path().join("w.sqlite")).unwrap();
+    let line = line(150);
+    let mut labs = labs(history(None), 9);
+    let cfg = WatchConfig {
+        backfill: 0,
+        ..config()
+    };
+    watch_night(
+        &mut store,
+        &mut labs,
+        &line,
+        end_of_day(20),
+        &cfg,
+        &mut |_| {},
+    )
+    .unwrap();
+    let night = store.nights("master").unwrap()[0].id;
+    let change = ChangeRow {
+        id: 0,
+        series: "sim/c8".into(),
+        before: sim_id(10),
+        after: sim_id(11),
+        pct: -6.0,
+        low_pct: None,
+        high_pct: None,
+        status: ChangeStatus::Candidate,
+        first_night: night,
+        p_value: 0.01,
+    };
+    store.add_change(&change).unwrap();
+    let past = WatchConfig {
+        budget: Some(crate::engine::hunt::budget::Budget {
+            deadline: std::time::UNIX_EPOCH,
+            clock: std::time::SystemTime::now,
+        }),
+        ..cfg.clone()
+    };
+    let runs = labs[0].lab.totals().runs;
+    let found = detect::changes(&mut store, &mut labs, &past, &mut |_| {}).unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(labs[0].lab.totals().runs, runs);
+    assert_eq!(
+        store.changes("master").unwrap()[0].status,
+        ChangeStatus::Candidate
+    );
+    // With time, the next start measures it: 10 and 11 are alike, dismissed.
+    let found = detect::changes(&mut store, &mut labs, &cfg, &mut |_| {}).unwrap();
+    assert_eq!(found[0].status, ChangeStatus::Dismissed);
+    assert_eq!(labs[0].lab.totals().runs, runs + 10);
+}
+
+#[test]
 fn replay_clocks_are_the_ends_of_every_nth_day() {
     let clocks = replay_clocks(10 * DAY + 5, 20 * DAY, 3);
     assert_eq!(
