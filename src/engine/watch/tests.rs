@@ -52,24 +52,39 @@ fn end_of_day(day: i64) -> i64 {
     (day + 1) * DAY - 1
 }
 
+/// An empty store in a temp dir (kept while the dir lives).
+fn fresh_store() -> (tempfile::TempDir, SqliteStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("w.sqlite")).unwrap();
+    (dir, store)
+}
+
+/// The night at the end of `day` over the test line, quietly.
+fn night_of(
+    store: &mut SqliteStore,
+    labs: &mut [ProfileLab],
+    day: i64,
+    cfg: &WatchConfig,
+) -> anyhow::Result<Watched> {
+    watch_night(store, labs, &line(150), end_of_day(day), cfg, &mut |_| {})
+}
+
+/// A budget whose deadline has passed.
+fn past() -> Option<crate::engine::hunt::budget::Budget> {
+    Some(crate::engine::hunt::budget::Budget {
+        deadline: std::time::UNIX_EPOCH,
+        clock: std::time::SystemTime::now,
+    })
+}
+
 #[test]
 fn a_step_is_found_confirmed_and_not_raised_again() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = SqliteStore::open(&dir.path().join("w.sqlite")).unwrap();
-    let line = line(150);
+    let (_dir, mut store) = fresh_store();
     let mut labs = labs(history(Some((60, 0.9))), 7);
     let cfg = config();
     let mut confirmed_on = None;
     for day in 14..=40 {
-        let w = watch_night(
-            &mut store,
-            &mut labs,
-            &line,
-            end_of_day(day),
-            &cfg,
-            &mut |_| {},
-        )
-        .unwrap();
+        let w = night_of(&mut store, &mut labs, day, &cfg).unwrap();
         if w.changes
             .iter()
             .any(|c| c.status == ChangeStatus::Confirmed)
@@ -107,36 +122,18 @@ fn a_step_is_found_confirmed_and_not_raised_again() {
         nights[0]
     );
     // A night at a clock already run is not run again.
-    let again = watch_night(
-        &mut store,
-        &mut labs,
-        &line,
-        end_of_day(40),
-        &cfg,
-        &mut |_| {},
-    )
-    .unwrap();
+    let again = night_of(&mut store, &mut labs, 40, &cfg).unwrap();
     assert_eq!(again.runs, 0);
     assert!(again.changes.is_empty());
 }
 
 #[test]
 fn a_flat_history_confirms_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = SqliteStore::open(&dir.path().join("w.sqlite")).unwrap();
-    let line = line(150);
+    let (_dir, mut store) = fresh_store();
     let mut labs = labs(history(None), 11);
     let cfg = config();
     for day in 14..=40 {
-        watch_night(
-            &mut store,
-            &mut labs,
-            &line,
-            end_of_day(day),
-            &cfg,
-            &mut |_| {},
-        )
-        .unwrap();
+        night_of(&mut store, &mut labs, day, &cfg).unwrap();
     }
     let changes = store.changes("master").unwrap();
     assert!(
@@ -175,9 +172,7 @@ impl Lab for Killed {
 
 #[test]
 fn a_night_killed_half_way_goes_on_and_stores_no_run_twice() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = SqliteStore::open(&dir.path().join("w.sqlite")).unwrap();
-    let line = line(150);
+    let (_dir, mut store) = fresh_store();
     let cfg = WatchConfig {
         backfill: 0,
         ..config()
@@ -192,8 +187,7 @@ fn a_night_killed_half_way_goes_on_and_stores_no_run_twice() {
         }),
         placements: vec![],
     }];
-    let clock = end_of_day(20);
-    let err = watch_night(&mut store, &mut killed, &line, clock, &cfg, &mut |_| {});
+    let err = night_of(&mut store, &mut killed, 20, &cfg);
     assert!(err.is_err());
     assert_eq!(store.runs("master").unwrap().len(), 5);
     assert_eq!(
@@ -207,7 +201,7 @@ fn a_night_killed_half_way_goes_on_and_stores_no_run_twice() {
         lab: Box::new(SimLab::new(history(None), noise, 2)),
         placements: vec![],
     }];
-    let w = watch_night(&mut store, &mut labs, &line, clock, &cfg, &mut |_| {}).unwrap();
+    let w = night_of(&mut store, &mut labs, 20, &cfg).unwrap();
     // One commit (the tip), two series, three rounds of two runs.
     assert_eq!(w.runs, 12 - 5);
     assert_eq!(labs[0].lab.totals().runs, 7);
@@ -217,37 +211,28 @@ fn a_night_killed_half_way_goes_on_and_stores_no_run_twice() {
 
 #[test]
 fn a_deadline_stops_the_night_and_the_next_start_goes_on() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = SqliteStore::open(&dir.path().join("w.sqlite")).unwrap();
-    let line = line(150);
-    let past = crate::engine::hunt::budget::Budget {
-        deadline: std::time::UNIX_EPOCH,
-        clock: std::time::SystemTime::now,
-    };
+    let (_dir, mut store) = fresh_store();
     let cfg = WatchConfig {
         backfill: 0,
-        budget: Some(past),
+        budget: past(),
         ..config()
     };
     let mut labs = labs(history(None), 3);
-    let clock = end_of_day(20);
-    let w = watch_night(&mut store, &mut labs, &line, clock, &cfg, &mut |_| {}).unwrap();
+    let w = night_of(&mut store, &mut labs, 20, &cfg).unwrap();
     assert!(w.stopped.is_some());
     assert_eq!(w.runs, 0);
     assert_eq!(
         store.nights("master").unwrap()[0].status,
         NightStatus::Stopped
     );
-    let w = watch_night(&mut store, &mut labs, &line, clock, &config(), &mut |_| {}).unwrap();
+    let w = night_of(&mut store, &mut labs, 20, &config()).unwrap();
     assert_eq!(w.runs, 6);
     assert!(render(&w).contains("measured:"), "{}", render(&w));
 }
 
 #[test]
 fn a_commit_that_does_not_build_is_kept_as_the_nights_news() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = SqliteStore::open(&dir.path().join("w.sqlite")).unwrap();
-    let line = line(150);
+    let (_dir, mut store) = fresh_store();
     let mut broken = history(None);
     // The night of day 20 measures positions 60 to 62, landed since day 19.
     broken.unbuildable.insert(61);
@@ -256,15 +241,7 @@ fn a_commit_that_does_not_build_is_kept_as_the_nights_news() {
         backfill: 1,
         ..config()
     };
-    watch_night(
-        &mut store,
-        &mut labs,
-        &line,
-        end_of_day(20),
-        &cfg,
-        &mut |_| {},
-    )
-    .unwrap();
+    night_of(&mut store, &mut labs, 20, &cfg).unwrap();
     let nights = store.nights("master").unwrap();
     let tonight = nights.last().unwrap();
     assert_eq!(tonight.status, NightStatus::Done);
@@ -279,23 +256,13 @@ fn a_commit_that_does_not_build_is_kept_as_the_nights_news() {
 
 #[test]
 fn a_candidate_whose_runs_do_not_fit_before_the_deadline_waits_for_the_next_start() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = SqliteStore::open(&dir.path().join("w.sqlite")).unwrap();
-    let line = line(150);
+    let (_dir, mut store) = fresh_store();
     let mut labs = labs(history(None), 9);
     let cfg = WatchConfig {
         backfill: 0,
         ..config()
     };
-    watch_night(
-        &mut store,
-        &mut labs,
-        &line,
-        end_of_day(20),
-        &cfg,
-        &mut |_| {},
-    )
-    .unwrap();
+    night_of(&mut store, &mut labs, 20, &cfg).unwrap();
     let night = store.nights("master").unwrap()[0].id;
     let change = ChangeRow {
         id: 0,
@@ -311,10 +278,7 @@ fn a_candidate_whose_runs_do_not_fit_before_the_deadline_waits_for_the_next_star
     };
     store.add_change(&change).unwrap();
     let past = WatchConfig {
-        budget: Some(crate::engine::hunt::budget::Budget {
-            deadline: std::time::UNIX_EPOCH,
-            clock: std::time::SystemTime::now,
-        }),
+        budget: past(),
         ..cfg.clone()
     };
     let runs = labs[0].lab.totals().runs;
