@@ -15,8 +15,8 @@
 
 use super::{ProfileLab, WatchConfig};
 use crate::core::change_points::{ChangeOptions, change_points_by_group};
-use crate::core::decide::Verdict;
-use crate::engine::compare;
+use crate::core::decide::{Comparison, Verdict};
+use crate::engine::compare::{self, Row};
 use crate::model::Commit;
 use crate::store::points::{Point, points};
 use crate::store::{ChangeRow, ChangeStatus, Night, RunRow, Store, series_key};
@@ -147,7 +147,10 @@ fn lab_of(labs: &[ProfileLab], series: &str) -> Option<(usize, u32)> {
 /// Measures the commits on both sides of `change` again, side by side:
 /// confirmed when the later one is slower by the decision's threshold
 /// with confidence, or faster with its whole interval above it;
-/// dismissed otherwise. Left a candidate when a side gave no result.
+/// dismissed when the interval rules out such a drop (unchanged). An
+/// unclear reading gets `confirm_runs` more runs a side, up to the
+/// decision's most runs, and is dismissed there. Left a candidate when a
+/// side gave no result, or when more runs no longer fit the deadline.
 fn confirm(
     lab: &mut ProfileLab,
     clients: u32,
@@ -156,25 +159,43 @@ fn confirm(
     note: &mut dyn FnMut(&str),
 ) -> anyhow::Result<()> {
     let (before, after) = (Commit::bare(&change.before), Commit::bare(&change.after));
-    let rows = compare::measure(
-        lab.lab.as_mut(),
-        [(&before, "before"), (&after, "after")],
-        &[clients],
-        cfg.confirm_runs,
-        &cfg.decision,
-        &mut |line| note(&format!("  {line}")),
-    )?;
-    let Some(c) = rows.first().and_then(|r| r.comparison) else {
+    let mut row: Option<Row> = None;
+    loop {
+        let rows = compare::measure(
+            lab.lab.as_mut(),
+            [(&before, "before"), (&after, "after")],
+            &[clients],
+            cfg.confirm_runs,
+            &cfg.decision,
+            &mut |line| note(&format!("  {line}")),
+        )?;
+        let Some(more) = rows.into_iter().next() else {
+            break;
+        };
+        let merged = merge(row.take(), more, cfg);
+        let runs = merged.a_tps.len().min(merged.b_tps.len());
+        let unclear = merged
+            .comparison
+            .is_some_and(|c| decided(&c, cfg).is_none());
+        row = Some(merged);
+        if !unclear || runs >= cfg.decision.max_runs {
+            break;
+        }
+        let per_run = lab_seconds(lab);
+        let needed = per_run * 2.0 * cfg.confirm_runs as f64;
+        if let Some(reason) = super::measure::short_of_time(cfg, needed, "more runs") {
+            note(&format!(
+                "  unclear after {runs} runs a side; left a candidate: {reason}"
+            ));
+            return Ok(());
+        }
+        note(&format!("  unclear after {runs} runs a side: more runs"));
+    }
+    let Some(c) = row.and_then(|r| r.comparison) else {
         note("  a side gave no result: the change stays a candidate");
         return Ok(());
     };
-    let threshold = cfg.decision.threshold * 100.0;
-    let faster = c.change.low_pct > 0.0 && c.change.pct >= threshold;
-    change.status = if c.verdict == Verdict::Regressed || faster {
-        ChangeStatus::Confirmed
-    } else {
-        ChangeStatus::Dismissed
-    };
+    change.status = decided(&c, cfg).unwrap_or(ChangeStatus::Dismissed);
     change.pct = c.change.pct;
     change.low_pct = Some(c.change.low_pct);
     change.high_pct = Some(c.change.high_pct);
@@ -184,6 +205,44 @@ fn confirm(
         c.change
     ));
     Ok(())
+}
+
+/// What a side-by-side comparison decides: confirmed (slower, or faster
+/// with its whole interval above 0 and the estimate past the threshold),
+/// dismissed (unchanged), or `None` (unclear).
+fn decided(c: &Comparison, cfg: &WatchConfig) -> Option<ChangeStatus> {
+    let faster = c.change.low_pct > 0.0 && c.change.pct >= cfg.decision.threshold * 100.0;
+    match c.verdict {
+        _ if faster => Some(ChangeStatus::Confirmed),
+        Verdict::Regressed => Some(ChangeStatus::Confirmed),
+        Verdict::Unchanged => Some(ChangeStatus::Dismissed),
+        Verdict::Unclear => None,
+    }
+}
+
+/// `more` runs added to those of `so_far`, read again.
+fn merge(so_far: Option<Row>, more: Row, cfg: &WatchConfig) -> Row {
+    let Some(mut row) = so_far else {
+        return more;
+    };
+    row.a_tps.extend(more.a_tps);
+    row.b_tps.extend(more.b_tps);
+    row.a_hosts.extend(more.a_hosts);
+    row.b_hosts.extend(more.b_hosts);
+    row.a_failed += more.a_failed;
+    row.b_failed += more.b_failed;
+    row.analyse(&cfg.decision);
+    row
+}
+
+/// What a run of the lab has cost so far, on average (0 before any).
+fn lab_seconds(lab: &ProfileLab) -> f64 {
+    let t = lab.lab.totals();
+    if t.runs == 0 {
+        0.0
+    } else {
+        t.bench_seconds / t.runs as f64
+    }
 }
 
 fn short(id: &str) -> &str {

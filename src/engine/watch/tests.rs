@@ -292,7 +292,9 @@ fn a_candidate_whose_runs_do_not_fit_before_the_deadline_waits_for_the_next_star
     // With time, the next start measures it: 10 and 11 are alike, dismissed.
     let found = detect::changes(&mut store, &mut labs, &cfg, &mut |_| {}).unwrap();
     assert_eq!(found[0].status, ChangeStatus::Dismissed);
-    assert_eq!(labs[0].lab.totals().runs, runs + 10);
+    // 5 runs a side, and 5 more at a time while the reading is unclear.
+    let made = labs[0].lab.totals().runs - runs;
+    assert!(made >= 10 && made.is_multiple_of(10) && made <= 40, "{made} runs");
 }
 
 #[test]
