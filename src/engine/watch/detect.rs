@@ -40,7 +40,8 @@ pub fn changes(
             let known = store.changes(&cfg.branch)?;
             for mut change in candidates(&pts, &series, &known, &cfg.detect) {
                 change.id = store.add_change(&change)?;
-                found.push((profile, clients, change));
+                let next = neighbours(&pts, &change);
+                found.push((profile, clients, change, next));
             }
         }
     }
@@ -51,31 +52,84 @@ pub fn changes(
             && open
             && !found.iter().any(|f| f.2.id == change.id)
         {
-            found.push((profile, clients, change));
+            found.push((profile, clients, change, vec![]));
         }
     }
     let mut out = Vec::new();
-    for (profile, clients, mut change) in found {
-        note(&format!(
-            "{}: a change of {:+.1}% between {} and {} (p = {:.3}); measuring both again side by side",
-            change.series,
-            change.pct,
-            short(&change.before),
-            short(&change.after),
-            change.p_value
-        ));
-        let per_run = mean_seconds(&runs, &change.series);
-        let needed = per_run * 2.0 * cfg.confirm_runs as f64;
-        match super::measure::short_of_time(cfg, needed, "measuring it again") {
-            Some(reason) => note(&format!("  left a candidate: {reason}")),
-            None => {
-                confirm(&mut labs[profile], clients, &mut change, cfg, note)?;
-                store.update_change(&change)?;
+    for (profile, clients, change, next) in found {
+        let lab = &mut labs[profile];
+        let settled = settle(store, (lab, clients), change, &runs, cfg, note)?;
+        let dismissed = settled.status == ChangeStatus::Dismissed;
+        out.push(settled);
+        if !dismissed {
+            continue;
+        }
+        // A split read a point off the step: the step may lie beside it.
+        for mut other in next {
+            let known = store.changes(&cfg.branch)?;
+            if known.iter().any(|k| {
+                k.series == other.series && k.before == other.before && k.after == other.after
+            }) {
+                continue;
+            }
+            other.id = store.add_change(&other)?;
+            let settled = settle(store, (lab, clients), other, &runs, cfg, note)?;
+            let confirmed = settled.status == ChangeStatus::Confirmed;
+            out.push(settled);
+            if confirmed {
+                break;
             }
         }
-        out.push(change);
     }
     Ok(out)
+}
+
+/// The pairs of measured commits beside `change`'s: the one before it and
+/// the one after it, as candidates of their own.
+fn neighbours(pts: &[Point], change: &ChangeRow) -> Vec<ChangeRow> {
+    let Some(i) = pts.iter().position(|p| p.commit == change.after) else {
+        return vec![];
+    };
+    [(i.checked_sub(2), i.checked_sub(1)), (Some(i), Some(i + 1))]
+        .into_iter()
+        .filter_map(|(b, a)| Some((pts.get(b?)?, pts.get(a?)?)))
+        .filter(|(b, a)| b.commit != a.commit)
+        .map(|(b, a)| ChangeRow {
+            before: b.commit.clone(),
+            after: a.commit.clone(),
+            ..change.clone()
+        })
+        .collect()
+}
+
+/// Measures `change` again side by side, when that fits before the
+/// deadline, and stores what it came to.
+fn settle(
+    store: &mut dyn Store,
+    (lab, clients): (&mut ProfileLab, u32),
+    mut change: ChangeRow,
+    runs: &[RunRow],
+    cfg: &WatchConfig,
+    note: &mut dyn FnMut(&str),
+) -> anyhow::Result<ChangeRow> {
+    note(&format!(
+        "{}: a change of {:+.1}% between {} and {} (p = {:.3}); measuring both again side by side",
+        change.series,
+        change.pct,
+        short(&change.before),
+        short(&change.after),
+        change.p_value
+    ));
+    let per_run = mean_seconds(runs, &change.series);
+    let needed = per_run * 2.0 * cfg.confirm_runs as f64;
+    match super::measure::short_of_time(cfg, needed, "measuring it again") {
+        Some(reason) => note(&format!("  left a candidate: {reason}")),
+        None => {
+            confirm(lab, clients, &mut change, cfg, note)?;
+            store.update_change(&change)?;
+        }
+    }
+    Ok(change)
 }
 
 /// The mean duration of the stored runs of `series` (0 without any).

@@ -294,7 +294,10 @@ fn a_candidate_whose_runs_do_not_fit_before_the_deadline_waits_for_the_next_star
     assert_eq!(found[0].status, ChangeStatus::Dismissed);
     // 5 runs a side, and 5 more at a time while the reading is unclear.
     let made = labs[0].lab.totals().runs - runs;
-    assert!(made >= 10 && made.is_multiple_of(10) && made <= 40, "{made} runs");
+    assert!(
+        made >= 10 && made.is_multiple_of(10) && made <= 40,
+        "{made} runs"
+    );
 }
 
 #[test]
