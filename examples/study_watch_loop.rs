@@ -12,6 +12,9 @@
 //! night `--step-night` of the watch. The store is SQLite in memory.
 //!
 //!     cargo run --release --example study_watch_loop -- --trials 50
+//!
+//! With `STUDY_SHOW_MISSED` set, the changes of each step trial whose
+//! step was not confirmed are printed.
 
 use clap::Parser;
 use pgbisect::engine::watch::{ProfileLab, WatchConfig, watch_night};
