@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 
 /// The subcommands; `pgbisect SUB --help` is snapshotted for each.
-const SUBCOMMANDS: [&str; 8] = [
+const SUBCOMMANDS: [&str; 9] = [
     "run",
     "simulate",
     "profiles",
@@ -17,6 +17,7 @@ const SUBCOMMANDS: [&str; 8] = [
     "completions",
     "compare",
     "judge",
+    "watch",
 ];
 
 /// Runs `pgbisect ARGS` in `cwd` with a fixed environment (no terminal

@@ -27,6 +27,7 @@ const FLOORS: &[(&str, &[&str])] = &[
             "repo",
             "profile",
             "journal",
+            "store",
             "report",
             "notify",
             "progress",

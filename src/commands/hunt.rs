@@ -142,8 +142,8 @@ fn run_hunt(
 }
 
 /// The hunt's time budget from `--time-budget` or `--deadline`, counted
-/// from now.
-fn budget(time: &TimeLimit) -> anyhow::Result<Option<Budget>> {
+/// from now (the watcher reads them so too).
+pub(super) fn budget(time: &TimeLimit) -> anyhow::Result<Option<Budget>> {
     let now = SystemTime::now();
     let end = match (&time.budget, &time.deadline) {
         (Some(text), _) => {

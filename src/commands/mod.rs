@@ -21,6 +21,7 @@ mod report;
 mod resume;
 mod run_args;
 mod simulate;
+mod watch;
 mod why;
 
 pub use args::{HuntLocation, LabArgs, TargetArgs};
@@ -31,6 +32,7 @@ pub use report::ReportArgs;
 pub use resume::ResumeArgs;
 pub use run_args::RunArgs;
 pub use simulate::SimulateArgs;
+pub use watch::WatchArgs;
 
 use crate::error::{EXIT_RUNTIME_ERROR, EXIT_USAGE, UsageError};
 use clap::{Parser, Subcommand};
@@ -114,6 +116,10 @@ pub enum Command {
     /// Judge one commit against a hunt's good and bad runs (for `git bisect run`).
     #[command(after_help = judge::AFTER_HELP, mut_args(judge::hide_hunt_only))]
     Judge(JudgeArgs),
+    /// Measure what landed on master tonight beside a fixed reference, find
+    /// where a series moved and confirm it side by side (from cron).
+    #[command(after_help = watch::AFTER_HELP)]
+    Watch(WatchArgs),
     /// One run on a host of a hunt coordinated elsewhere (started by the
     /// hunt, through ssh or Slurm).
     #[command(hide = true)]
@@ -151,6 +157,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Some(Command::Completions { shell }) => completions::command(shell),
         Some(Command::Compare(args)) => compare::command(&args),
         Some(Command::Judge(args)) => Ok(judge::command(&args)),
+        Some(Command::Watch(args)) => watch::command(&args),
         Some(Command::HostRun) => host_run::command(),
     }
 }

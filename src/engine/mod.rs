@@ -15,4 +15,5 @@ pub mod judge;
 pub mod release_check;
 pub mod session;
 pub mod simulate;
+pub mod watch;
 pub mod why;

@@ -9,6 +9,7 @@
 mod endpoints;
 mod error;
 mod ident;
+mod line;
 mod patch;
 pub mod release;
 mod worktree;
@@ -16,6 +17,7 @@ mod worktree;
 pub use endpoints::{Endpoints, ReleaseRef, Resolved};
 pub use error::RepoError;
 pub use ident::sender;
+pub use line::Landed;
 pub use patch::as_git_diff;
 pub use worktree::WorkTree;
 

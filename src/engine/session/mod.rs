@@ -9,6 +9,7 @@ pub mod hunt;
 pub mod judge;
 mod outline;
 pub mod resolved;
+pub mod watch;
 pub mod why;
 
 use crate::engine::hunt::HuntConfig;

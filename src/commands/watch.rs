@@ -1,0 +1,214 @@
+//! `pgbisect watch`: measure what landed on a branch tonight beside a
+//! fixed reference, find where a series moved and confirm it side by side;
+//! `watch --replay` runs past nights on their own clock; `watch export`
+//! writes the series as CSV. The work is the engine's
+//! ([`crate::engine::session::watch`]).
+
+use super::args::LabArgs;
+use super::plan::{choices, load_profile};
+use crate::engine::session::resolved::TimeLimit;
+use crate::engine::session::watch::{self as session, WatchAsk, WatchedProfile};
+use crate::engine::watch::{WatchConfig, Watched, pick, render};
+use crate::error::{EXIT_CULPRIT_FOUND, EXIT_INCONCLUSIVE, EXIT_NO_REGRESSION, UsageError};
+use crate::store::ChangeStatus;
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// `pgbisect watch`.
+#[derive(Debug, Args, Clone)]
+pub struct WatchArgs {
+    #[command(subcommand)]
+    pub action: Option<WatchAction>,
+    #[command(flatten)]
+    pub place: Place,
+    /// Workload profile, a bundled name or a .toml file; repeat for several.
+    #[arg(long, value_name = "NAME|FILE")]
+    pub profile: Vec<String>,
+    /// pgbench client counts, a series each (default: the profile's, else 1).
+    #[arg(long, value_name = "N,N,...", value_delimiter = ',')]
+    pub clients: Vec<u32>,
+    /// Most commits measured a night, the tip among them.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub per_night: usize,
+    /// Days a first night backfills, one commit a day.
+    #[arg(long, value_name = "DAYS", default_value_t = 30)]
+    pub backfill: usize,
+    /// Pairs of runs (commit and reference) per commit and series.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub rounds: u32,
+    /// End within this much wall time (e.g. 6h); the next start goes on.
+    #[arg(long, value_name = "DURATION", conflicts_with = "deadline")]
+    pub time_budget: Option<String>,
+    /// End by this local time of day (HH:MM); the next start goes on.
+    #[arg(long, value_name = "HH:MM")]
+    pub deadline: Option<String>,
+    /// Run past nights SINCE..UNTIL (YYYY-MM-DD..YYYY-MM-DD, UTC) on their
+    /// own clock: the commits landed by each night's date.
+    #[arg(long, value_name = "SINCE..UNTIL")]
+    pub replay: Option<String>,
+    /// With --replay: a night every N days.
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "replay")]
+    pub every: u32,
+}
+
+/// Which branch, which repository, which work dir.
+#[derive(Debug, Args, Clone)]
+pub struct Place {
+    /// The branch to watch (default: master, or main without one).
+    #[arg(long, value_name = "NAME")]
+    pub branch: Option<String>,
+    /// The git repository (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
+    /// Where builds and the results database (watch.sqlite) go.
+    #[arg(long, value_name = "DIR")]
+    pub work_dir: Option<PathBuf>,
+}
+
+/// What else `watch` does.
+#[derive(Debug, Subcommand, Clone)]
+pub enum WatchAction {
+    /// Write the series as CSV in the layout Apache Otava reads.
+    Export(ExportArgs),
+}
+
+/// `pgbisect watch export`.
+#[derive(Debug, Args, Clone)]
+pub struct ExportArgs {
+    /// The CSV file to write.
+    #[arg(long, value_name = "FILE")]
+    pub csv: PathBuf,
+    #[command(flatten)]
+    pub place: Place,
+}
+
+/// Examples and exit codes for `pgbisect watch --help`.
+pub const AFTER_HELP: &str = "\
+Examples:
+  Every night from cron, done by 07:00, in a PostgreSQL clone kept fetched:
+    pgbisect watch --repo ~/src/postgres --clients 1,64 --deadline 07:00
+
+  Replay last spring, a night every 2 days, no backfill:
+    pgbisect watch --replay 2024-03-01..2024-05-31 --every 2 --backfill 0
+
+  The series for Apache Otava:
+    pgbisect watch export --csv watch.csv
+
+Exit codes:
+  0  a change was confirmed tonight (measured again side by side)
+  1  no change confirmed
+  2  usage error
+  3  the night stopped at its deadline, or a change is not yet confirmed
+     (the next start goes on)
+  4  runtime error";
+
+/// `pgbisect watch`: flags in, the night's summary out.
+pub(super) fn command(args: &WatchArgs) -> anyhow::Result<ExitCode> {
+    if let Some(WatchAction::Export(e)) = &args.action {
+        let work = lab_args(&e.place).work_dir()?;
+        let n = session::export(&work, e.place.branch.as_deref(), &e.csv)?;
+        eprintln!("{n} points written to {}", e.csv.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let ask = ask(args)?;
+    let done = session::run(ask, &mut |line| eprintln!("{line}"))?;
+    print!("{}", render(&done));
+    Ok(ExitCode::from(exit_code(&done)))
+}
+
+/// 0: a change confirmed tonight; 1: none; 3: a night stopped at its
+/// deadline or a change left unconfirmed (the next start goes on).
+fn exit_code(done: &Watched) -> u8 {
+    let status = |s| done.changes.iter().any(|c| c.status == s);
+    if status(ChangeStatus::Confirmed) {
+        EXIT_CULPRIT_FOUND
+    } else if done.stopped.is_some() || status(ChangeStatus::Candidate) {
+        EXIT_INCONCLUSIVE
+    } else {
+        EXIT_NO_REGRESSION
+    }
+}
+
+/// The lab flags: the repository and the work dir; the user PostgreSQL
+/// runs as comes from the profile (default: postgres).
+fn lab_args(place: &Place) -> LabArgs {
+    LabArgs {
+        repo: place.repo.clone(),
+        work_dir: place.work_dir.clone(),
+        profile: None,
+        run_as: None,
+        pgbench: None,
+        cache_size: 200,
+    }
+}
+
+/// The watcher's plan from the flags, checked first.
+fn ask(args: &WatchArgs) -> anyhow::Result<WatchAsk> {
+    if args.clients.contains(&0) || args.per_night == 0 || args.rounds == 0 {
+        return Err(
+            UsageError("--clients, --per-night and --rounds need at least 1".into()).into(),
+        );
+    }
+    let lab = lab_args(&args.place);
+    let mut config = WatchConfig::new(args.place.branch.as_deref().unwrap_or("master"));
+    (config.per_night, config.backfill, config.rounds) =
+        (args.per_night, args.backfill, args.rounds);
+    config.budget = super::hunt::budget(&TimeLimit {
+        budget: args.time_budget.clone(),
+        deadline: args.deadline.clone(),
+    })?;
+    let replay = match &args.replay {
+        Some(text) => {
+            Some(pick::parse_range(text).map_err(|e| UsageError(format!("--replay: {e}")))?)
+        }
+        None => None,
+    };
+    Ok(WatchAsk {
+        repo_dir: lab.repo_dir(),
+        work: lab.work_dir()?,
+        branch: args.place.branch.clone(),
+        profiles: profiles(args, &lab)?,
+        choices: choices(&lab),
+        config,
+        replay: replay.map(|(since, until)| (since, until, args.every)),
+    })
+}
+
+/// Each `--profile` (or the default one), loaded, named and with its
+/// client counts.
+fn profiles(args: &WatchArgs, lab: &LabArgs) -> anyhow::Result<Vec<WatchedProfile>> {
+    let names: Vec<Option<String>> = match args.profile.as_slice() {
+        [] => vec![None],
+        given => given.iter().cloned().map(Some).collect(),
+    };
+    names
+        .into_iter()
+        .map(|name| {
+            let profile = load_profile(&LabArgs {
+                profile: name.clone(),
+                ..lab.clone()
+            })?;
+            let listed = profile.benchmark.clients.as_ref().map(|c| c.to_vec());
+            let clients = match &args.clients {
+                c if !c.is_empty() => c.clone(),
+                _ => listed.filter(|l| !l.is_empty()).unwrap_or_else(|| vec![1]),
+            };
+            Ok(WatchedProfile {
+                name: series_name(name.as_deref()),
+                profile,
+                clients,
+            })
+        })
+        .collect()
+}
+
+/// A profile's name in its series: a bundled name, or a file's stem.
+fn series_name(given: Option<&str>) -> String {
+    let Some(given) = given else {
+        return "default".into();
+    };
+    std::path::Path::new(given)
+        .file_stem()
+        .map_or_else(|| given.to_string(), |s| s.to_string_lossy().into_owned())
+}

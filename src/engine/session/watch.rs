@@ -1,0 +1,197 @@
+//! The watcher's session: the work dir's lock and its results database,
+//! the branch's line, a lab per profile; then tonight's night, or the
+//! nights of a replay on their own clock.
+
+use crate::engine::watch::{self, ProfileLab, WatchConfig, Watched};
+use crate::error::UsageError;
+use crate::lab::open::{LabChoices, LabSpec};
+use crate::machine::steady::Watch;
+use crate::profile::Profile;
+use crate::repo::{Landed, Repo};
+use crate::store::Store;
+use crate::store::sqlite::{FILE, SqliteStore};
+use crate::workspace::WorkDir;
+use anyhow::Context;
+use std::path::{Path, PathBuf};
+
+/// Most commits of the branch's line read back from its tip.
+const LINE_LIMIT: usize = 1_000_000;
+
+/// A profile to watch, named as its series are.
+pub struct WatchedProfile {
+    pub name: String,
+    pub profile: Profile,
+    pub clients: Vec<u32>,
+}
+
+/// What the watcher is asked.
+pub struct WatchAsk {
+    pub repo_dir: PathBuf,
+    pub work: WorkDir,
+    /// `None`: master, or main when there is no master.
+    pub branch: Option<String>,
+    pub profiles: Vec<WatchedProfile>,
+    pub choices: LabChoices,
+    pub config: WatchConfig,
+    /// `(since, until, every N days)`: nights on their own clock.
+    pub replay: Option<(i64, i64, u32)>,
+}
+
+/// Runs tonight's night (or the replay's nights), telling `note` as it goes.
+pub fn run(mut ask: WatchAsk, note: &mut dyn FnMut(&str)) -> anyhow::Result<Watched> {
+    let repo = Repo::open(&ask.repo_dir)?;
+    let branch = branch(&repo, ask.branch.as_deref())?;
+    ask.config.branch = branch.clone();
+    ask.config.machine = Some(machine_facts());
+    let line = repo.first_parents(&branch, LINE_LIMIT)?;
+    let _lock = ask.work.create_and_lock()?;
+    let mut store = open_store(&ask.work)?;
+    let clocks = match ask.replay {
+        Some((since, until, every)) => watch::replay_clocks(since, until, every),
+        None => vec![now()],
+    };
+    let Some(&first) = clocks.first() else {
+        return Err(UsageError("--replay: the range holds no day".into()).into());
+    };
+    let reference = watch::reference_for(&mut store, &line, first, &ask.config)?;
+    let mut labs = open_labs(&ask, &line, reference)?;
+    crate::proc::install_signal_handlers().context("cannot install the signal handlers")?;
+    let mut all = Watched::default();
+    for clock in clocks {
+        let w = watch::watch_night(&mut store, &mut labs, &line, clock, &ask.config, note)?;
+        all.nights.extend(w.nights);
+        all.measured.extend(w.measured);
+        all.changes.extend(w.changes);
+        all.runs += w.runs;
+        all.last_points = w.last_points;
+        if w.stopped.is_some() {
+            all.stopped = w.stopped;
+            break;
+        }
+    }
+    Ok(all)
+}
+
+/// Writes the series of `branch` in the work dir as Otava's CSV to
+/// `path`; the number of points.
+pub fn export(work: &WorkDir, branch: Option<&str>, path: &Path) -> anyhow::Result<usize> {
+    let db = work.root().join(FILE);
+    if !db.exists() {
+        return Err(UsageError(format!(
+            "no watch results in {}: run `pgbisect watch` first",
+            work.root().display()
+        ))
+        .into());
+    }
+    let mut store = SqliteStore::open(&db)?;
+    let branch = match branch {
+        Some(b) => b.to_string(),
+        None => ["master", "main"]
+            .into_iter()
+            .find(|b| store.nights(b).is_ok_and(|n| !n.is_empty()))
+            .unwrap_or("master")
+            .to_string(),
+    };
+    let nights = store.nights(&branch)?;
+    let runs = store.runs(&branch)?;
+    let points = crate::store::points::points(&nights, &runs, None);
+    crate::files::write_file(path, &crate::store::otava::csv(&points, &branch))?;
+    Ok(points.len())
+}
+
+fn open_store(work: &WorkDir) -> anyhow::Result<SqliteStore> {
+    Ok(SqliteStore::open(&work.root().join(FILE))?)
+}
+
+/// The branch given, or master, or main when there is no master.
+fn branch(repo: &Repo, given: Option<&str>) -> anyhow::Result<String> {
+    if let Some(b) = given {
+        repo.resolve(b)?;
+        return Ok(b.to_string());
+    }
+    ["master", "main"]
+        .into_iter()
+        .find(|b| repo.resolve(b).is_ok())
+        .map(str::to_string)
+        .ok_or_else(|| {
+            UsageError("the repository has neither master nor main: give --branch NAME".into())
+                .into()
+        })
+}
+
+/// A lab per profile, whose builds share the work dir's cache.
+fn open_labs(
+    ask: &WatchAsk,
+    line: &[Landed],
+    reference: Option<String>,
+) -> anyhow::Result<Vec<ProfileLab>> {
+    let tip = line.last().map(|l| l.commit.id.clone()).unwrap_or_default();
+    let checker = Watch::default();
+    let runs_dir = ask.work.root().join("watch").join("runs");
+    crate::folders::create_dir(&runs_dir)
+        .with_context(|| format!("cannot create {}", runs_dir.display()))?;
+    ask.profiles
+        .iter()
+        .map(|p| {
+            let spec = LabSpec {
+                profile: p.profile.clone(),
+                clients: p.clients[0],
+                repo_dir: ask.repo_dir.clone(),
+                dirs: ask.work.lab_dirs(),
+                checkout: ask.work.checkout(),
+                private_objects: ask.work.private_objects(),
+                good: reference.clone().unwrap_or_else(|| tip.clone()),
+                bad: tip.clone(),
+                choices: ask.choices.clone(),
+                setups: super::decide_setups(&p.profile, &p.clients),
+            };
+            let lab = crate::lab::open::open(&spec, &checker, &runs_dir, None)?;
+            Ok(ProfileLab {
+                name: p.name.clone(),
+                clients: p.clients.clone(),
+                lab,
+                placements: placements(&p.profile, &spec.setups),
+            })
+        })
+        .collect()
+}
+
+/// Where the server and pgbench run at each client count, for a
+/// PostgreSQL profile (a custom benchmark command places nothing).
+fn placements(profile: &Profile, setups: &crate::lab::pg::setup::Setups) -> Vec<(u32, String)> {
+    if profile.benchmark.command.is_some() {
+        return Vec::new();
+    }
+    setups
+        .runs
+        .iter()
+        .map(|s| {
+            let said = match &s.placement {
+                Ok(p) => p.describe(),
+                Err(why) => why.clone(),
+            };
+            (s.clients, said)
+        })
+        .collect()
+}
+
+/// This machine's facts, stored with every run: its name, CPUs and kernel.
+fn machine_facts() -> String {
+    let read = |path: &str| {
+        std::fs::read_to_string(path)
+            .map(|s| s.trim().to_string())
+            .ok()
+    };
+    serde_json::json!({
+        "host": read("/proc/sys/kernel/hostname"),
+        "cpus": std::thread::available_parallelism().map_or(0, |n| n.get()),
+        "kernel": read("/proc/sys/kernel/osrelease"),
+    })
+    .to_string()
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}

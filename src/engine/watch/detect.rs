@@ -1,0 +1,304 @@
+//! After a night: where each series moved, and whether it really did.
+//!
+//! The change-point test ([`crate::core::change_points`]) reads each
+//! series' points of the last nights with the looser setting
+//! ([`super::looser_detector`]): quick to see a step, and so now and then
+//! fooled by noise. Every change it finds that is new (no change of the
+//! series, of any status, already covers those commits) is a candidate,
+//! and the last commit before it and the first after it are measured
+//! again, side by side, the runs alternating, with the decision `compare`
+//! makes ([`crate::engine::compare::measure`]). Confirmed or dismissed,
+//! it is stored, and never raised again; a confirmed one also covers a
+//! split found a point either way of it, a dismissed one only its own
+//! commits (a split read from too few points after a step can land a
+//! point early, and the step itself must still be raised later).
+
+use super::{ProfileLab, WatchConfig};
+use crate::core::change_points::{ChangeOptions, change_points_by_group};
+use crate::core::decide::{Comparison, Verdict};
+use crate::engine::compare::{self, Row};
+use crate::model::Commit;
+use crate::store::points::{Point, points};
+use crate::store::{ChangeRow, ChangeStatus, Night, RunRow, Store, series_key};
+
+/// Finds new changes in every series, confirms or dismisses each (and
+/// any left a candidate by an earlier night); returns them.
+pub fn changes(
+    store: &mut dyn Store,
+    labs: &mut [ProfileLab],
+    cfg: &WatchConfig,
+    note: &mut dyn FnMut(&str),
+) -> anyhow::Result<Vec<ChangeRow>> {
+    let nights = store.nights(&cfg.branch)?;
+    let recent: Vec<Night> = nights[nights.len().saturating_sub(cfg.window)..].to_vec();
+    let runs = store.runs(&cfg.branch)?;
+    let mut found = Vec::new();
+    for (profile, lab) in labs.iter().enumerate() {
+        for &clients in &lab.clients {
+            let series = series_key(&lab.name, clients);
+            let pts = points(&recent, &runs, Some(&series));
+            let known = store.changes(&cfg.branch)?;
+            for mut change in candidates(&pts, &series, &known, &cfg.detect) {
+                change.id = store.add_change(&change)?;
+                let next = neighbours(&pts, &change);
+                found.push((profile, clients, change, next));
+            }
+        }
+    }
+    // Candidates an earlier night could not settle are measured too.
+    for change in store.changes(&cfg.branch)? {
+        let open = change.status == ChangeStatus::Candidate;
+        if let Some((profile, clients)) = lab_of(labs, &change.series)
+            && open
+            && !found.iter().any(|f| f.2.id == change.id)
+        {
+            found.push((profile, clients, change, vec![]));
+        }
+    }
+    let mut out = Vec::new();
+    for (profile, clients, change, next) in found {
+        let lab = &mut labs[profile];
+        let settled = settle(store, (lab, clients), change, &runs, cfg, note)?;
+        let dismissed = settled.status == ChangeStatus::Dismissed;
+        out.push(settled);
+        if !dismissed {
+            continue;
+        }
+        // A split read a point off the step: the step may lie beside it.
+        for mut other in next {
+            let known = store.changes(&cfg.branch)?;
+            if known.iter().any(|k| {
+                k.series == other.series && k.before == other.before && k.after == other.after
+            }) {
+                continue;
+            }
+            other.id = store.add_change(&other)?;
+            let settled = settle(store, (lab, clients), other, &runs, cfg, note)?;
+            let confirmed = settled.status == ChangeStatus::Confirmed;
+            out.push(settled);
+            if confirmed {
+                break;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The pairs of measured commits beside `change`'s: the one before it and
+/// the one after it, as candidates of their own.
+fn neighbours(pts: &[Point], change: &ChangeRow) -> Vec<ChangeRow> {
+    let Some(i) = pts.iter().position(|p| p.commit == change.after) else {
+        return vec![];
+    };
+    [(i.checked_sub(2), i.checked_sub(1)), (Some(i), Some(i + 1))]
+        .into_iter()
+        .filter_map(|(b, a)| Some((pts.get(b?)?, pts.get(a?)?)))
+        .filter(|(b, a)| b.commit != a.commit)
+        .map(|(b, a)| ChangeRow {
+            before: b.commit.clone(),
+            after: a.commit.clone(),
+            ..change.clone()
+        })
+        .collect()
+}
+
+/// Measures `change` again side by side, when that fits before the
+/// deadline, and stores what it came to.
+fn settle(
+    store: &mut dyn Store,
+    (lab, clients): (&mut ProfileLab, u32),
+    mut change: ChangeRow,
+    runs: &[RunRow],
+    cfg: &WatchConfig,
+    note: &mut dyn FnMut(&str),
+) -> anyhow::Result<ChangeRow> {
+    note(&format!(
+        "{}: a change of {:+.1}% between {} and {} (p = {:.3}); measuring both again side by side",
+        change.series,
+        change.pct,
+        short(&change.before),
+        short(&change.after),
+        change.p_value
+    ));
+    let per_run = mean_seconds(runs, &change.series);
+    let needed = per_run * 2.0 * cfg.confirm_runs as f64;
+    match super::measure::short_of_time(cfg, needed, "measuring it again") {
+        Some(reason) => note(&format!("  left a candidate: {reason}")),
+        None => {
+            confirm(lab, clients, &mut change, cfg, note)?;
+            store.update_change(&change)?;
+        }
+    }
+    Ok(change)
+}
+
+/// The mean duration of the stored runs of `series` (0 without any).
+fn mean_seconds(runs: &[RunRow], series: &str) -> f64 {
+    let of: Vec<f64> = runs
+        .iter()
+        .filter(|r| r.series == series)
+        .map(|r| r.seconds)
+        .collect();
+    if of.is_empty() {
+        0.0
+    } else {
+        of.iter().sum::<f64>() / of.len() as f64
+    }
+}
+
+/// The new changes in `pts` of `series`: each change point whose commits
+/// no stored change of the series already covers.
+pub fn candidates(
+    pts: &[Point],
+    series: &str,
+    known: &[ChangeRow],
+    options: &ChangeOptions,
+) -> Vec<ChangeRow> {
+    let values: Vec<f64> = pts.iter().map(|p| p.ratio).collect();
+    let groups: Vec<&[f64]> = values.chunks(1).collect();
+    let at = |commit: &str| pts.iter().position(|p| p.commit == commit);
+    change_points_by_group(&groups, options)
+        .into_iter()
+        .filter_map(|cp| {
+            let (before, after) = (&pts[cp.index - 1], &pts[cp.index]);
+            let covered = known.iter().filter(|k| k.series == series).any(|k| {
+                let same = k.before == before.commit && k.after == after.commit;
+                match (k.status, at(&k.before), at(&k.after)) {
+                    // A dismissed change covers its own commits only: the
+                    // split read too early, a point off, is not the step.
+                    (ChangeStatus::Dismissed, _, _) => same,
+                    // A change found again a point either way is the same one.
+                    (_, Some(kb), Some(ka)) => cp.index - 1 <= ka && kb <= cp.index,
+                    _ => same,
+                }
+            });
+            (before.commit != after.commit && !covered).then(|| ChangeRow {
+                id: 0,
+                series: series.to_string(),
+                before: before.commit.clone(),
+                after: after.commit.clone(),
+                pct: cp.relative() * 100.0,
+                low_pct: None,
+                high_pct: None,
+                status: ChangeStatus::Candidate,
+                first_night: after.night,
+                p_value: cp.p_value,
+            })
+        })
+        .collect()
+}
+
+/// The lab and client count of a series, when still measured.
+fn lab_of(labs: &[ProfileLab], series: &str) -> Option<(usize, u32)> {
+    labs.iter().enumerate().find_map(|(k, lab)| {
+        lab.clients
+            .iter()
+            .find(|&&c| series_key(&lab.name, c) == series)
+            .map(|&c| (k, c))
+    })
+}
+
+/// Measures the commits on both sides of `change` again, side by side:
+/// confirmed when the later one is slower by the decision's threshold
+/// with confidence, or faster with its whole interval above it;
+/// dismissed when the interval rules out such a drop (unchanged). An
+/// unclear reading gets `confirm_runs` more runs a side, up to the
+/// decision's most runs, and is dismissed there. Left a candidate when a
+/// side gave no result, or when more runs no longer fit the deadline.
+fn confirm(
+    lab: &mut ProfileLab,
+    clients: u32,
+    change: &mut ChangeRow,
+    cfg: &WatchConfig,
+    note: &mut dyn FnMut(&str),
+) -> anyhow::Result<()> {
+    let (before, after) = (Commit::bare(&change.before), Commit::bare(&change.after));
+    let mut row: Option<Row> = None;
+    loop {
+        let rows = compare::measure(
+            lab.lab.as_mut(),
+            [(&before, "before"), (&after, "after")],
+            &[clients],
+            cfg.confirm_runs,
+            &cfg.decision,
+            &mut |line| note(&format!("  {line}")),
+        )?;
+        let Some(more) = rows.into_iter().next() else {
+            break;
+        };
+        let merged = merge(row.take(), more, cfg);
+        let runs = merged.a_tps.len().min(merged.b_tps.len());
+        let unclear = merged
+            .comparison
+            .is_some_and(|c| decided(&c, cfg).is_none());
+        row = Some(merged);
+        if !unclear || runs >= cfg.decision.max_runs {
+            break;
+        }
+        let per_run = lab_seconds(lab);
+        let needed = per_run * 2.0 * cfg.confirm_runs as f64;
+        if let Some(reason) = super::measure::short_of_time(cfg, needed, "more runs") {
+            note(&format!(
+                "  unclear after {runs} runs a side; left a candidate: {reason}"
+            ));
+            return Ok(());
+        }
+        note(&format!("  unclear after {runs} runs a side: more runs"));
+    }
+    let Some(c) = row.and_then(|r| r.comparison) else {
+        note("  a side gave no result: the change stays a candidate");
+        return Ok(());
+    };
+    change.status = decided(&c, cfg).unwrap_or(ChangeStatus::Dismissed);
+    change.pct = c.change.pct;
+    change.low_pct = Some(c.change.low_pct);
+    change.high_pct = Some(c.change.high_pct);
+    note(&format!(
+        "  {}: {} side by side",
+        change.status.as_str(),
+        c.change
+    ));
+    Ok(())
+}
+
+/// What a side-by-side comparison decides: confirmed (slower, or faster
+/// with its whole interval above 0 and the estimate past the threshold),
+/// dismissed (unchanged), or `None` (unclear).
+fn decided(c: &Comparison, cfg: &WatchConfig) -> Option<ChangeStatus> {
+    let faster = c.change.low_pct > 0.0 && c.change.pct >= cfg.decision.threshold * 100.0;
+    match c.verdict {
+        _ if faster => Some(ChangeStatus::Confirmed),
+        Verdict::Regressed => Some(ChangeStatus::Confirmed),
+        Verdict::Unchanged => Some(ChangeStatus::Dismissed),
+        Verdict::Unclear => None,
+    }
+}
+
+/// `more` runs added to those of `so_far`, read again.
+fn merge(so_far: Option<Row>, more: Row, cfg: &WatchConfig) -> Row {
+    let Some(mut row) = so_far else {
+        return more;
+    };
+    row.a_tps.extend(more.a_tps);
+    row.b_tps.extend(more.b_tps);
+    row.a_hosts.extend(more.a_hosts);
+    row.b_hosts.extend(more.b_hosts);
+    row.a_failed += more.a_failed;
+    row.b_failed += more.b_failed;
+    row.analyse(&cfg.decision);
+    row
+}
+
+/// What a run of the lab has cost so far, on average (0 before any).
+fn lab_seconds(lab: &ProfileLab) -> f64 {
+    let t = lab.lab.totals();
+    if t.runs == 0 {
+        0.0
+    } else {
+        t.bench_seconds / t.runs as f64
+    }
+}
+
+fn short(id: &str) -> &str {
+    crate::model::short_sha(id)
+}

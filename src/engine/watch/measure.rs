@@ -1,0 +1,248 @@
+//! A night's runs: every commit of the night with every profile and
+//! client count, each run paired with a run of the reference commit, the
+//! two in turn (reference, commit; then commit, reference) so that a
+//! machine slowing down during the night slows both alike.
+//!
+//! Every run is stored as soon as it is made, under its key (night,
+//! commit, series, round, role); what is stored is not run again, so a
+//! night killed half way goes on where it stopped.
+
+use super::{ProfileLab, WatchConfig};
+use crate::lab::RunSpec;
+use crate::model::{Commit, Prepared, RunOutcome};
+use crate::store::{Night, NightStatus, Role, RunRow, Store, series_key};
+use std::collections::HashSet;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// What measuring a night did.
+#[derive(Debug, Default)]
+pub struct Made {
+    pub runs: usize,
+    /// Why it stopped before its end (the deadline).
+    pub stopped: Option<String>,
+}
+
+/// One run to make: whose, in which series, which round and role.
+struct Slot<'a> {
+    commit: &'a str,
+    profile: usize,
+    clients: u32,
+    round: u32,
+    role: Role,
+}
+
+/// Makes the runs of `night` not yet stored, and marks it done, or
+/// stopped when the deadline comes first.
+pub fn night(
+    store: &mut dyn Store,
+    labs: &mut [ProfileLab],
+    night: &Night,
+    cfg: &WatchConfig,
+    note: &mut dyn FnMut(&str),
+) -> anyhow::Result<Made> {
+    let stored: HashSet<(String, String, u32, Role)> = store
+        .runs(&night.branch)?
+        .into_iter()
+        .filter(|r| r.night == night.id)
+        .map(|r| (r.commit, r.series, r.round, r.role))
+        .collect();
+    note(&format!(
+        "night of {} on {}: {} commit(s), reference {}",
+        crate::time::rfc3339_from_unix(night.clock),
+        night.branch,
+        night.commits.len(),
+        short(&night.reference)
+    ));
+    let mut made = Made::default();
+    let mut unbuildable: HashSet<(usize, String)> = HashSet::new();
+    let mut spent = (0usize, 0.0f64);
+    for slot in slots(night, labs, cfg.rounds) {
+        let key = (
+            slot.commit.to_string(),
+            series_key(&labs[slot.profile].name, slot.clients),
+            slot.round,
+            slot.role,
+        );
+        if stored.contains(&key) || unbuildable.contains(&(slot.profile, slot.commit.into())) {
+            continue;
+        }
+        if let Some(reason) = past_deadline(cfg, spent) {
+            store.finish_night(night.id, NightStatus::Stopped, Some(&reason))?;
+            note(&format!("stopped: {reason}"));
+            made.stopped = Some(reason);
+            return Ok(made);
+        }
+        crate::proc::check_interrupt()?;
+        let began = Instant::now();
+        let lab = labs[slot.profile].lab.as_mut();
+        let commit = Commit::bare(slot.commit);
+        if let Prepared::Unbuildable { reason, .. } = lab.prepare(&commit)? {
+            note(&format!("{} does not build: {reason}", short(slot.commit)));
+            if slot.commit == night.reference {
+                let why = format!("the reference {} does not build: {reason}", night.reference);
+                store.finish_night(night.id, NightStatus::Failed, Some(&why))?;
+                anyhow::bail!(why);
+            }
+            unbuildable.insert((slot.profile, slot.commit.to_string()));
+            continue;
+        }
+        let spec = RunSpec {
+            clients: slot.clients,
+            run: run_number(night.id, &slot),
+            seconds: None,
+        };
+        // The run's own duration is stored; the budget counts the build too.
+        let started = Instant::now();
+        let outcome = lab.run(&commit, spec)?;
+        crate::proc::check_interrupt()?;
+        let seconds = started.elapsed().as_secs_f64();
+        let row = run_row(night, &labs[slot.profile], &slot, outcome, seconds, cfg);
+        note(&run_line(&row));
+        if store.add_run(&row)? {
+            made.runs += 1;
+        }
+        spent = (spent.0 + 1, spent.1 + began.elapsed().as_secs_f64());
+    }
+    // A build broken on the branch is news, kept with the night.
+    let mut broken: Vec<&str> = unbuildable.iter().map(|(_, c)| short(c)).collect();
+    broken.sort();
+    broken.dedup();
+    let reason = (!broken.is_empty()).then(|| format!("does not build: {}", broken.join(", ")));
+    store.finish_night(night.id, NightStatus::Done, reason.as_deref())?;
+    Ok(made)
+}
+
+/// The runs of a night, in the order they are made: per profile and
+/// client count, per commit, `rounds` pairs, the reference first in
+/// even rounds and second in odd ones. Rounds are counted over the whole
+/// night, so a reference run's key names its pair.
+fn slots<'a>(night: &'a Night, labs: &[ProfileLab], rounds: u32) -> Vec<Slot<'a>> {
+    let mut out = Vec::new();
+    for (profile, lab) in labs.iter().enumerate() {
+        for &clients in &lab.clients {
+            let mut round = 0;
+            for commit in &night.commits {
+                for r in 0..rounds {
+                    let pair = [
+                        (night.reference.as_str(), Role::Reference),
+                        (commit.id.as_str(), Role::Candidate),
+                    ];
+                    let order = if r % 2 == 0 { [0, 1] } else { [1, 0] };
+                    for k in order {
+                        let (commit, role) = pair[k];
+                        out.push(Slot {
+                            commit,
+                            profile,
+                            clients,
+                            round,
+                            role,
+                        });
+                    }
+                    round += 1;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A run number unique within the watcher's nights (labs name output
+/// files and seed fakes with it).
+fn run_number(night: i64, slot: &Slot) -> u64 {
+    let role = u64::from(slot.role == Role::Candidate);
+    (night.max(0) as u64) * 1_000_000
+        + (slot.profile as u64) * 100_000
+        + u64::from(slot.clients % 100) * 1_000
+        + u64::from(slot.round) * 2
+        + role
+}
+
+/// Why no run fits before the deadline any more, if so: the next one is
+/// expected to cost what the night's runs cost on average.
+fn past_deadline(cfg: &WatchConfig, (runs, seconds): (usize, f64)) -> Option<String> {
+    let per_run = if runs == 0 {
+        0.0
+    } else {
+        seconds / runs as f64
+    };
+    short_of_time(cfg, per_run, "a run")
+}
+
+/// Why `what`, expected to take `seconds`, no longer fits before the
+/// deadline, if so.
+pub(super) fn short_of_time(cfg: &WatchConfig, seconds: f64, what: &str) -> Option<String> {
+    let budget = cfg.budget?;
+    let left = budget
+        .deadline
+        .duration_since((budget.clock)())
+        .map_or(0.0, |d| d.as_secs_f64());
+    (left <= seconds).then(|| {
+        format!(
+            "the deadline leaves {left:.0}s, {what} takes about {seconds:.0}s; \
+             the next start goes on from here"
+        )
+    })
+}
+
+fn run_row(
+    night: &Night,
+    lab: &ProfileLab,
+    slot: &Slot,
+    outcome: RunOutcome,
+    seconds: f64,
+    cfg: &WatchConfig,
+) -> RunRow {
+    let started = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+        - seconds as i64;
+    let (tps, latency, failed) = match outcome {
+        RunOutcome::Measured(m) if m.is_usable() => (Some(m.tps), m.latency_ms, None),
+        RunOutcome::Measured(m) => (None, None, Some(format!("unusable tps {}", m.tps))),
+        RunOutcome::Failed { reason } => (None, None, Some(reason)),
+    };
+    let placement = lab
+        .placements
+        .iter()
+        .find(|(c, _)| *c == slot.clients)
+        .map(|(_, p)| p.clone());
+    RunRow {
+        night: night.id,
+        commit: slot.commit.to_string(),
+        series: series_key(&lab.name, slot.clients),
+        profile: lab.name.clone(),
+        clients: slot.clients,
+        host: None,
+        role: slot.role,
+        round: slot.round,
+        tps,
+        latency_avg_ms: latency,
+        latency_p50_ms: None,
+        latency_p95_ms: None,
+        latency_p99_ms: None,
+        failed,
+        started,
+        seconds,
+        placement,
+        machine: cfg.machine.clone(),
+    }
+}
+
+fn run_line(row: &RunRow) -> String {
+    let what = match (row.tps, &row.failed) {
+        (Some(tps), _) => format!("{tps:.1} tps"),
+        (None, Some(reason)) => format!("failed: {reason}"),
+        (None, None) => "no result".into(),
+    };
+    format!(
+        "  {} {} {} round {}: {what}",
+        row.series,
+        row.role.as_str(),
+        short(&row.commit),
+        row.round
+    )
+}
+
+fn short(id: &str) -> &str {
+    crate::model::short_sha(id)
+}

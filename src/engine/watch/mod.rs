@@ -1,0 +1,284 @@
+//! Watching a branch night by night: measure what landed, beside a fixed
+//! reference; find where a series moved; confirm each change by measuring
+//! the commits on both sides of it again, side by side.
+//!
+//! A night at a clock (now, or the replay's) picks its commits
+//! ([`pick`]), measures each with every profile and client count, each
+//! run of a commit paired with a run of the reference commit chosen on
+//! the first night ([`measure`]), and keeps every run in the [`Store`] as
+//! it is made: a night killed half way is taken up again by the next
+//! start, and no run is made or stored twice. Then each series is read
+//! for change points and every new candidate is confirmed or dismissed
+//! ([`detect`]).
+//!
+//! Like the other engines this knows nothing of flags or work dirs: the
+//! labs (one per profile), the store and the branch's line are given.
+
+pub mod detect;
+pub mod measure;
+pub mod pick;
+mod render;
+#[cfg(test)]
+mod tests;
+
+pub use render::render;
+
+use crate::core::change_points::ChangeOptions;
+use crate::core::decide::DecisionConfig;
+use crate::engine::hunt::budget::Budget;
+use crate::lab::Lab;
+use crate::repo::Landed;
+use crate::store::points::Point;
+use crate::store::{ChangeRow, NewNight, Night, NightCommit, NightStatus, Store};
+use pick::DAY;
+
+/// One profile's lab and the client counts it is measured at.
+pub struct ProfileLab {
+    /// The profile's name, as series are keyed.
+    pub name: String,
+    pub clients: Vec<u32>,
+    pub lab: Box<dyn Lab>,
+    /// Where the server and pgbench run at each client count, as stored
+    /// with the runs; empty when the lab does not place them.
+    pub placements: Vec<(u32, String)>,
+}
+
+/// How the watcher measures and decides.
+#[derive(Debug, Clone)]
+pub struct WatchConfig {
+    pub branch: String,
+    /// Most commits measured a night (the tip among them).
+    pub per_night: usize,
+    /// Days a first night backfills, one commit a day.
+    pub backfill: usize,
+    /// Pairs of runs (the commit's and the reference's) per commit, series
+    /// and night.
+    pub rounds: u32,
+    /// Runs a side when a change is measured again side by side.
+    pub confirm_runs: usize,
+    /// Nights the change-point test reads, back from tonight.
+    pub window: usize,
+    pub detect: ChangeOptions,
+    /// The side-by-side decision (the one `compare` makes).
+    pub decision: DecisionConfig,
+    /// When the night must end.
+    pub budget: Option<Budget>,
+    /// The machine's facts, as JSON, stored with every run.
+    pub machine: Option<String>,
+}
+
+/// The detector's setting: the looser one of the study behind it
+/// (`examples/study_watch.rs`, BENCHMARKS.md "Change points over nightly
+/// series"): the points read one by one, a level at least three points
+/// long, significance 0.01. Alone it finds a 5% step within 2 nights
+/// (median; 3 at the 90th percentile) at about 5.5 false alarms in 100
+/// nights per series; the side-by-side confirmation of every candidate
+/// ([`detect`]) is what keeps those from reaching anyone.
+pub fn looser_detector() -> ChangeOptions {
+    ChangeOptions {
+        min_segment: 3,
+        significance: 0.01,
+        permutations: 199,
+        ..ChangeOptions::default()
+    }
+}
+
+impl WatchConfig {
+    /// The defaults for `branch`.
+    pub fn new(branch: &str) -> WatchConfig {
+        WatchConfig {
+            branch: branch.to_string(),
+            per_night: 3,
+            backfill: 30,
+            rounds: 3,
+            confirm_runs: 5,
+            window: 60,
+            detect: looser_detector(),
+            decision: DecisionConfig {
+                // A 5% step measured again must read as at least 3% lower
+                // to be confirmed: the decision's threshold is on the
+                // estimate, which scatters around the step.
+                threshold: 0.03,
+                ..DecisionConfig::default()
+            },
+            budget: None,
+            machine: None,
+        }
+    }
+}
+
+/// What one start of the watcher did.
+#[derive(Debug, Clone, Default)]
+pub struct Watched {
+    /// The nights run (taken up again, backfilled, tonight's), in order.
+    pub nights: Vec<Night>,
+    /// The points those nights made.
+    pub measured: Vec<Point>,
+    /// Each series' last points, after tonight.
+    pub last_points: Vec<Point>,
+    /// Changes found or measured again tonight.
+    pub changes: Vec<ChangeRow>,
+    /// Why the night stopped before its end (its deadline).
+    pub stopped: Option<String>,
+    /// Runs made tonight (none stored twice).
+    pub runs: usize,
+}
+
+/// One night at `clock` over `line` (the branch's first parents, oldest
+/// first): open nights first taken up again, a first night's backfill,
+/// tonight's commits, then the change points and their confirmation. A
+/// night already done at this clock is not run again.
+pub fn watch_night(
+    store: &mut dyn Store,
+    labs: &mut [ProfileLab],
+    line: &[Landed],
+    clock: i64,
+    cfg: &WatchConfig,
+    note: &mut dyn FnMut(&str),
+) -> anyhow::Result<Watched> {
+    let mut out = Watched::default();
+    let nights = store.nights(&cfg.branch)?;
+    let mut todo: Vec<Night> = nights
+        .iter()
+        .filter(|n| n.status.is_open())
+        .cloned()
+        .collect();
+    if nights.iter().all(|n| n.clock != clock) {
+        todo.extend(plan_nights(store, &nights, line, clock, cfg)?);
+    }
+    for night in todo {
+        let made = measure::night(store, labs, &night, cfg, note)?;
+        out.runs += made.runs;
+        out.nights.push(night.clone());
+        if let Some(reason) = made.stopped {
+            out.stopped = Some(reason);
+            break;
+        }
+    }
+    if out.stopped.is_none() {
+        out.changes = detect::changes(store, labs, cfg, note)?;
+    }
+    let all_nights = store.nights(&cfg.branch)?;
+    let runs = store.runs(&cfg.branch)?;
+    let points = crate::store::points::points(&all_nights, &runs, None);
+    let ran: Vec<i64> = out.nights.iter().map(|n| n.id).collect();
+    out.measured = points
+        .iter()
+        .filter(|p| ran.contains(&p.night))
+        .cloned()
+        .collect();
+    out.last_points = last_points(&points, 5);
+    Ok(out)
+}
+
+/// The nights `replay` runs: from `since` to `until` (seconds), every
+/// `every` days, each at the end of its day.
+pub fn replay_clocks(since: i64, until: i64, every: u32) -> Vec<i64> {
+    let step = i64::from(every.max(1)) * DAY;
+    let first = since.div_euclid(DAY) * DAY + DAY - 1;
+    (0..)
+        .map(|k| first + k * step)
+        .take_while(|&c| c < until.div_euclid(DAY) * DAY + DAY)
+        .collect()
+}
+
+/// Each series' last `n` points.
+fn last_points(points: &[Point], n: usize) -> Vec<Point> {
+    let mut series: Vec<&str> = points.iter().map(|p| p.series.as_str()).collect();
+    series.sort();
+    series.dedup();
+    series
+        .into_iter()
+        .flat_map(|s| {
+            let of: Vec<&Point> = points.iter().filter(|p| p.series == s).collect();
+            of[of.len().saturating_sub(n)..]
+                .iter()
+                .map(|p| (*p).clone())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The nights to begin at `clock`: a first night's backfill, then
+/// tonight's (idle, and finished at once, when nothing landed since).
+fn plan_nights(
+    store: &mut dyn Store,
+    nights: &[Night],
+    line: &[Landed],
+    clock: i64,
+    cfg: &WatchConfig,
+) -> anyhow::Result<Vec<Night>> {
+    let mut planned: Vec<(i64, Vec<&Landed>)> = Vec::new();
+    let last_tip = nights.iter().rev().find(|n| !n.commits.is_empty());
+    if last_tip.is_none() {
+        for (at, tip) in pick::backfill(line, clock, cfg.backfill) {
+            planned.push((at, vec![tip]));
+        }
+    }
+    let previous = planned
+        .last()
+        .map(|(_, c)| c[0].commit.id.as_str())
+        .or(last_tip.map(|n| n.tip.as_str()));
+    planned.push((clock, pick::tonight(line, clock, previous, cfg.per_night)));
+    let reference = match nights.first() {
+        Some(n) => n.reference.clone(),
+        None => match planned.iter().flat_map(|(_, c)| c.first()).next() {
+            Some(first) => first.commit.id.clone(),
+            None => anyhow::bail!(
+                "nothing has landed on {} by {}: no commit to measure",
+                cfg.branch,
+                crate::time::rfc3339_from_unix(clock)
+            ),
+        },
+    };
+    let mut begun = Vec::new();
+    for (at, commits) in planned {
+        let night = store.begin_night(&NewNight {
+            clock: at,
+            branch: cfg.branch.clone(),
+            tip: commits.last().map_or_else(
+                || previous.unwrap_or_default().to_string(),
+                |l| l.commit.id.clone(),
+            ),
+            reference: reference.clone(),
+            commits: commits.iter().map(|l| night_commit(l)).collect(),
+        })?;
+        if night.commits.is_empty() {
+            store.finish_night(night.id, NightStatus::Idle, Some("nothing landed since"))?;
+            continue;
+        }
+        begun.push(night);
+    }
+    Ok(begun)
+}
+
+fn night_commit(landed: &Landed) -> NightCommit {
+    NightCommit {
+        id: landed.commit.id.clone(),
+        subject: landed.commit.subject.clone(),
+        committed: landed.committed,
+    }
+}
+
+/// The reference commit of the watch of `cfg.branch`: the stored one, or
+/// the one a first night at `clock` would choose (what the labs need to
+/// know before they open, e.g. whose pgbench drives the runs).
+pub fn reference_for(
+    store: &mut dyn Store,
+    line: &[Landed],
+    clock: i64,
+    cfg: &WatchConfig,
+) -> anyhow::Result<Option<String>> {
+    if let Some(n) = store.nights(&cfg.branch)?.first() {
+        return Ok(Some(n.reference.clone()));
+    }
+    let first = pick::backfill(line, clock, cfg.backfill)
+        .first()
+        .map(|(_, l)| l.commit.id.clone())
+        .or_else(|| {
+            pick::landed_by(line, clock)
+                .last()
+                .map(|l| l.commit.id.clone())
+        });
+    Ok(first)
+}

@@ -1,0 +1,199 @@
+//! Which commits a night measures: pure.
+//!
+//! The tip always; when more landed since the last night than a night
+//! measures, a sample spaced evenly over them, the tip last. A first night
+//! backfills: the commit the branch stood at on each of the days before.
+
+use crate::repo::Landed;
+
+/// Seconds in a day.
+pub const DAY: i64 = 86_400;
+
+/// What landed on the line by `clock` (the line is oldest first).
+pub fn landed_by(line: &[Landed], clock: i64) -> &[Landed] {
+    let end = line
+        .iter()
+        .rposition(|l| l.committed <= clock)
+        .map_or(0, |k| k + 1);
+    &line[..end]
+}
+
+/// The commits of a night at `clock` after a night that measured up to
+/// `last_tip` (`None`: none before): every commit landed after it, or a
+/// spaced sample of `per_night` of them, the tip last. Empty when nothing
+/// landed since.
+pub fn tonight<'a>(
+    line: &'a [Landed],
+    clock: i64,
+    last_tip: Option<&str>,
+    per_night: usize,
+) -> Vec<&'a Landed> {
+    let landed = landed_by(line, clock);
+    let start = match last_tip {
+        Some(tip) => match landed.iter().position(|l| l.commit.id == tip) {
+            Some(k) => k + 1,
+            // The branch was rewritten past the last tip: the tip alone.
+            None => landed.len().saturating_sub(1),
+        },
+        None => landed.len().saturating_sub(1),
+    };
+    spaced(&landed[start..], per_night.max(1))
+}
+
+/// Up to `n` of `new`, evenly spaced, the last one always among them.
+pub fn spaced<T>(new: &[T], n: usize) -> Vec<&T> {
+    let len = new.len();
+    if len <= n {
+        return new.iter().collect();
+    }
+    // The k-th of n picks sits at the end of the k-th of n equal stretches.
+    (1..=n).map(|k| &new[k * len / n - 1]).collect()
+}
+
+/// The nights a first night backfills before `clock`: `(clock, commit)`
+/// for each of the `days` days before, the commit the branch stood at
+/// then, oldest first; a day on which nothing landed is left out.
+pub fn backfill(line: &[Landed], clock: i64, days: usize) -> Vec<(i64, &Landed)> {
+    let mut nights: Vec<(i64, &Landed)> = Vec::new();
+    for k in (1..=days as i64).rev() {
+        let at = clock - k * DAY;
+        let Some(tip) = landed_by(line, at).last() else {
+            continue;
+        };
+        if nights
+            .last()
+            .is_some_and(|(_, l)| l.commit.id == tip.commit.id)
+        {
+            continue;
+        }
+        nights.push((at, tip));
+    }
+    nights
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Commit;
+
+    /// Commit `k` lands at `k` hours.
+    fn line(n: usize) -> Vec<Landed> {
+        (0..n)
+            .map(|k| Landed {
+                commit: Commit::bare(format!("c{k}")),
+                committed: k as i64 * 3600,
+            })
+            .collect()
+    }
+
+    fn ids(picked: &[&Landed]) -> Vec<String> {
+        picked.iter().map(|l| l.commit.id.clone()).collect()
+    }
+
+    #[test]
+    fn the_tip_always_and_a_spaced_sample_when_many_landed() {
+        let line = line(100);
+        // By hour 20, commits 0..=20 have landed; 11..=20 are new.
+        assert_eq!(
+            ids(&tonight(&line, 20 * 3600, Some("c10"), 3)),
+            ["c13", "c16", "c20"]
+        );
+        assert_eq!(
+            ids(&tonight(&line, 20 * 3600, Some("c18"), 3)),
+            ["c19", "c20"]
+        );
+        assert!(tonight(&line, 20 * 3600, Some("c20"), 3).is_empty());
+        // No night before: the tip.
+        assert_eq!(ids(&tonight(&line, 20 * 3600, None, 3)), ["c20"]);
+        // A tip no longer on the line: the tip alone.
+        assert_eq!(ids(&tonight(&line, 20 * 3600, Some("gone"), 3)), ["c20"]);
+        assert!(tonight(&line, -1, None, 3).is_empty());
+    }
+
+    #[test]
+    fn spaced_keeps_the_last_and_spreads_the_rest() {
+        let xs: Vec<usize> = (0..10).collect();
+        assert_eq!(spaced(&xs, 1), [&9]);
+        assert_eq!(spaced(&xs, 2), [&4, &9]);
+        assert_eq!(spaced(&xs, 5), [&1, &3, &5, &7, &9]);
+        assert_eq!(spaced(&xs, 20).len(), 10);
+    }
+
+    #[test]
+    fn backfill_takes_a_commit_a_day_and_skips_days_without_one() {
+        // A commit every 12 hours: by each day's clock, a new tip.
+        let line: Vec<Landed> = (0..20)
+            .map(|k| Landed {
+                commit: Commit::bare(format!("c{k}")),
+                committed: k as i64 * DAY / 2,
+            })
+            .collect();
+        let nights = backfill(&line, 5 * DAY, 3);
+        let got: Vec<(i64, &str)> = nights
+            .iter()
+            .map(|(at, l)| (*at / DAY, l.commit.id.as_str()))
+            .collect();
+        assert_eq!(got, [(2, "c4"), (3, "c6"), (4, "c8")]);
+        // Before the first commit nothing is backfilled; one commit twice is kept once.
+        let sparse = [Landed {
+            commit: Commit::bare("only"),
+            committed: 3 * DAY,
+        }];
+        let got = backfill(&sparse, 6 * DAY, 5);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].0, 3 * DAY);
+    }
+}
+
+/// `SINCE..UNTIL`, two dates `YYYY-MM-DD` (UTC), as seconds since the
+/// epoch at the start of each day.
+pub fn parse_range(text: &str) -> Result<(i64, i64), String> {
+    let usage = || format!("`{text}`: give two dates as SINCE..UNTIL, e.g. 2024-01-01..2024-03-31");
+    let (since, until) = text.split_once("..").ok_or_else(usage)?;
+    let (since, until) = (
+        parse_date(since).ok_or_else(usage)?,
+        parse_date(until).ok_or_else(usage)?,
+    );
+    if until < since {
+        return Err(format!("`{text}`: UNTIL comes before SINCE"));
+    }
+    Ok((since, until))
+}
+
+/// `YYYY-MM-DD` as seconds since the epoch at 00:00 UTC.
+fn parse_date(text: &str) -> Option<i64> {
+    let mut parts = text.trim().splitn(3, '-').map(|p| p.parse::<i64>().ok());
+    let (y, m, d) = (parts.next()??, parts.next()??, parts.next()??);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return None;
+    }
+    // Days from civil (Howard Hinnant's algorithm).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    Some((era * 146_097 + doe - 719_468) * DAY)
+}
+
+#[cfg(test)]
+mod range_tests {
+    use super::*;
+
+    #[test]
+    fn a_replay_range_reads_two_dates() {
+        let (since, until) = parse_range("2024-01-01..2024-03-01").unwrap();
+        assert_eq!(
+            crate::time::rfc3339_from_unix(since),
+            "2024-01-01T00:00:00Z"
+        );
+        assert_eq!(
+            crate::time::rfc3339_from_unix(until),
+            "2024-03-01T00:00:00Z"
+        );
+        assert!(parse_range("2024-01-01").is_err());
+        assert!(parse_range("2024-13-01..2024-14-01").is_err());
+        assert!(parse_range("2024-03-01..2024-01-01").is_err());
+    }
+}

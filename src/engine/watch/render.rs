@@ -1,0 +1,93 @@
+//! What a night of the watcher prints: what it measured, each series'
+//! last points, and the changes found with their confirmation.
+
+use super::Watched;
+use crate::store::ChangeStatus;
+use std::fmt::Write;
+
+/// The text `pgbisect watch` prints after a night.
+pub fn render(w: &Watched) -> String {
+    let mut out = String::new();
+    for night in &w.nights {
+        let _ = writeln!(
+            out,
+            "night of {}: {} commit(s) of {}, reference {}",
+            crate::time::rfc3339_from_unix(night.clock),
+            night.commits.len(),
+            night.branch,
+            short(&night.reference)
+        );
+    }
+    if w.nights.is_empty() {
+        out.push_str("nothing new to measure\n");
+    }
+    if !w.measured.is_empty() {
+        out.push_str("\nmeasured:\n");
+        for p in &w.measured {
+            let _ = writeln!(
+                out,
+                "  {:<24} {} {:>11.1} tps  {:.4} of the reference  {}",
+                p.series,
+                short(&p.commit),
+                p.tps,
+                p.ratio,
+                p.subject
+            );
+        }
+    }
+    if !w.last_points.is_empty() {
+        out.push_str("\nlast points (commit: ratio to the reference):\n");
+        let mut series: Vec<&str> = w.last_points.iter().map(|p| p.series.as_str()).collect();
+        series.dedup();
+        for s in series {
+            let line: Vec<String> = w
+                .last_points
+                .iter()
+                .filter(|p| p.series == s)
+                .map(|p| format!("{} {:.4}", short(&p.commit), p.ratio))
+                .collect();
+            let _ = writeln!(out, "  {s:<24} {}", line.join(", "));
+        }
+    }
+    out.push_str(&changes(w));
+    if let Some(reason) = &w.stopped {
+        let _ = writeln!(out, "\nstopped before the night's end: {reason}");
+    }
+    out
+}
+
+fn changes(w: &Watched) -> String {
+    let mut out = String::new();
+    if w.changes.is_empty() {
+        out.push_str("\nno new change\n");
+        return out;
+    }
+    out.push_str("\nchanges:\n");
+    for c in &w.changes {
+        let interval = match (c.low_pct, c.high_pct) {
+            (Some(l), Some(h)) => format!(" [{l:+.1}%, {h:+.1}%]"),
+            _ => String::new(),
+        };
+        let word = match c.status {
+            ChangeStatus::Confirmed if c.pct < 0.0 => "CONFIRMED SLOWER",
+            ChangeStatus::Confirmed => "confirmed faster",
+            ChangeStatus::Dismissed => "dismissed",
+            ChangeStatus::Candidate => "not yet confirmed",
+            ChangeStatus::Reported => "reported",
+        };
+        let _ = writeln!(
+            out,
+            "  {}: {}..{} {:+.1}%{interval}: {word} (change-point p = {:.3})",
+            c.series,
+            short(&c.before),
+            short(&c.after),
+            c.pct,
+            c.p_value
+        );
+    }
+    out
+}
+
+fn short(id: &str) -> &str {
+    crate::model::short_sha(id)
+}

@@ -1,0 +1,265 @@
+//! The watcher's results: every night, every run, every change found.
+//!
+//! `pgbisect watch` runs from cron for months; what it measured must
+//! outlive any one night and be readable by other tools. The results go
+//! into a database with a versioned schema ([`sqlite`], the embedded
+//! default, one file in the work dir), behind the [`Store`] trait so that
+//! a shared PostgreSQL database can stand in for it later, and can be
+//! exported in the CSV layout Apache Otava reads ([`otava`]).
+//!
+//! A run has a unique key (night, commit, series, round, role): a night
+//! killed half way and run again inserts no run twice.
+
+pub mod otava;
+pub mod points;
+pub mod sqlite;
+
+use serde::{Deserialize, Serialize};
+
+/// Why the store could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("the results database {path}: {source}")]
+    Sql {
+        path: String,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error(
+        "the results database {path} has schema version {found}, newer than the {known} this \
+         pgbisect knows: run a newer pgbisect, or give another --work-dir"
+    )]
+    Newer {
+        path: String,
+        found: i64,
+        known: i64,
+    },
+    #[error("the results database {path} holds an unknown {what} `{value}`")]
+    Unknown {
+        path: String,
+        what: &'static str,
+        value: String,
+    },
+}
+
+/// What a night came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NightStatus {
+    /// Started and not finished: killed, or still running.
+    Running,
+    /// Every run it planned was made.
+    Done,
+    /// Stopped at its deadline; the next run of the watcher goes on.
+    Stopped,
+    /// Nothing new had landed since the last night.
+    Idle,
+    /// The night could not measure (a build broken on the branch).
+    Failed,
+}
+
+impl NightStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NightStatus::Running => "running",
+            NightStatus::Done => "done",
+            NightStatus::Stopped => "stopped",
+            NightStatus::Idle => "idle",
+            NightStatus::Failed => "failed",
+        }
+    }
+
+    fn parse(text: &str) -> Option<NightStatus> {
+        [
+            NightStatus::Running,
+            NightStatus::Done,
+            NightStatus::Stopped,
+            NightStatus::Idle,
+            NightStatus::Failed,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == text)
+    }
+
+    /// Whether the night still has runs to make.
+    pub fn is_open(self) -> bool {
+        matches!(self, NightStatus::Running | NightStatus::Stopped)
+    }
+}
+
+/// A commit a night measures, with when it landed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NightCommit {
+    pub id: String,
+    pub subject: String,
+    /// Committer time, seconds since the epoch.
+    pub committed: i64,
+}
+
+/// One night of the watcher.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Night {
+    pub id: i64,
+    /// The night's clock, seconds since the epoch (the replay's, when
+    /// replaying).
+    pub clock: i64,
+    pub branch: String,
+    pub tip: String,
+    pub status: NightStatus,
+    pub reason: Option<String>,
+    /// The commit every candidate is measured beside.
+    pub reference: String,
+    /// What it measures, oldest first (the tip last).
+    pub commits: Vec<NightCommit>,
+}
+
+/// A night about to start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewNight {
+    pub clock: i64,
+    pub branch: String,
+    pub tip: String,
+    pub reference: String,
+    pub commits: Vec<NightCommit>,
+}
+
+/// Whether a run is of the commit measured or of the reference beside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    Candidate,
+    Reference,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Candidate => "candidate",
+            Role::Reference => "reference",
+        }
+    }
+
+    fn parse(text: &str) -> Option<Role> {
+        [Role::Candidate, Role::Reference]
+            .into_iter()
+            .find(|r| r.as_str() == text)
+    }
+}
+
+/// One benchmark run of a night.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRow {
+    pub night: i64,
+    pub commit: String,
+    /// `profile/c<clients>`: see [`series_key`].
+    pub series: String,
+    pub profile: String,
+    pub clients: u32,
+    /// The host that measured; `None` for this machine.
+    pub host: Option<String>,
+    pub role: Role,
+    /// The pair of runs (candidate and reference) within the night.
+    pub round: u32,
+    /// `None` when the run gave no result (`failed` says why).
+    pub tps: Option<f64>,
+    pub latency_avg_ms: Option<f64>,
+    /// Latency percentiles, when the benchmark printed them.
+    pub latency_p50_ms: Option<f64>,
+    pub latency_p95_ms: Option<f64>,
+    pub latency_p99_ms: Option<f64>,
+    pub failed: Option<String>,
+    /// Seconds since the epoch.
+    pub started: i64,
+    pub seconds: f64,
+    pub placement: Option<String>,
+    /// The machine's facts, as JSON.
+    pub machine: Option<String>,
+}
+
+/// The name of a series: one profile at one client count.
+pub fn series_key(profile: &str, clients: u32) -> String {
+    format!("{profile}/c{clients}")
+}
+
+/// Where a change stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ChangeStatus {
+    /// Found in the series, not yet measured side by side.
+    Candidate,
+    /// The side-by-side runs agree: the commits around it differ.
+    Confirmed,
+    /// The side-by-side runs do not support it.
+    Dismissed,
+    /// Told to people.
+    Reported,
+}
+
+impl ChangeStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeStatus::Candidate => "candidate",
+            ChangeStatus::Confirmed => "confirmed",
+            ChangeStatus::Dismissed => "dismissed",
+            ChangeStatus::Reported => "reported",
+        }
+    }
+
+    fn parse(text: &str) -> Option<ChangeStatus> {
+        [
+            ChangeStatus::Candidate,
+            ChangeStatus::Confirmed,
+            ChangeStatus::Dismissed,
+            ChangeStatus::Reported,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == text)
+    }
+}
+
+/// A change of level in a series, between two measured commits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChangeRow {
+    pub id: i64,
+    pub series: String,
+    /// The last measured commit before the change, the first after it.
+    pub before: String,
+    pub after: String,
+    /// The size in percent, with its interval, from the side-by-side
+    /// runs (the series' levels while only a candidate).
+    pub pct: f64,
+    pub low_pct: Option<f64>,
+    pub high_pct: Option<f64>,
+    pub status: ChangeStatus,
+    /// The night it was first found.
+    pub first_night: i64,
+    /// The change-point test's p-value.
+    pub p_value: f64,
+}
+
+/// The watcher's results, wherever they are kept.
+pub trait Store {
+    /// The night of `branch` at exactly `clock`, if any.
+    fn night_at(&mut self, branch: &str, clock: i64) -> Result<Option<Night>, StoreError>;
+    /// Every night of `branch`, oldest clock first.
+    fn nights(&mut self, branch: &str) -> Result<Vec<Night>, StoreError>;
+    /// Records a night and the commits it will measure, in one transaction.
+    fn begin_night(&mut self, night: &NewNight) -> Result<Night, StoreError>;
+    fn finish_night(
+        &mut self,
+        id: i64,
+        status: NightStatus,
+        reason: Option<&str>,
+    ) -> Result<(), StoreError>;
+    /// Adds a run unless one with its key is stored; whether it was added.
+    fn add_run(&mut self, run: &RunRow) -> Result<bool, StoreError>;
+    /// The runs of the nights of `branch`, in the order they were stored.
+    fn runs(&mut self, branch: &str) -> Result<Vec<RunRow>, StoreError>;
+    /// The changes of `branch`'s series.
+    fn changes(&mut self, branch: &str) -> Result<Vec<ChangeRow>, StoreError>;
+    /// Adds a change (its `id` is ignored) unless one with its series and
+    /// commits is stored; its id either way.
+    fn add_change(&mut self, change: &ChangeRow) -> Result<i64, StoreError>;
+    /// A change's status and size, as the side-by-side runs found them.
+    fn update_change(&mut self, change: &ChangeRow) -> Result<(), StoreError>;
+}

@@ -1,0 +1,132 @@
+//! The series as CSV in the layout Apache Otava (formerly Hunter) reads:
+//! a time column, the attributes, then one column per metric, a row per
+//! measured commit. An Otava test reads it with
+//!
+//! ```yaml
+//! tests:
+//!   pgbisect:
+//!     type: csv
+//!     file: watch.csv
+//!     time_column: time
+//!     attributes: [commit, branch, night]
+//!     metrics: ["select-only/c8.ratio", "select-only/c8.tps"]
+//! ```
+//!
+//! Each series gives three metrics: `<series>.ratio` (over the reference,
+//! what the watcher reads), `<series>.tps` and `<series>.reference_tps`.
+
+use super::points::Point;
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+/// The attributes, after the time column.
+pub const ATTRIBUTES: [&str; 3] = ["commit", "branch", "night"];
+
+/// The CSV text of `points` (of the nights of `branch`). The time is the
+/// night's clock, a second apart for each commit of a night so that the
+/// rows keep their order, in UTC.
+pub fn csv(points: &[Point], branch: &str) -> String {
+    let series: BTreeSet<&str> = points.iter().map(|p| p.series.as_str()).collect();
+    let mut out = String::from("time");
+    for a in ATTRIBUTES {
+        let _ = write!(out, ",{a}");
+    }
+    for s in &series {
+        let _ = write!(out, ",{s}.ratio,{s}.tps,{s}.reference_tps");
+    }
+    out.push('\n');
+    // One row per night and commit, in the points' order.
+    let mut rows: Vec<(i64, &str)> = Vec::new();
+    for p in points {
+        if !rows.contains(&(p.night, p.commit.as_str())) {
+            rows.push((p.night, p.commit.as_str()));
+        }
+    }
+    let mut within = 0;
+    for (k, &(night, commit)) in rows.iter().enumerate() {
+        within = if k > 0 && rows[k - 1].0 == night {
+            within + 1
+        } else {
+            0
+        };
+        let clock = points
+            .iter()
+            .find(|p| p.night == night)
+            .map_or(0, |p| p.clock);
+        let time = crate::time::rfc3339_from_unix(clock + within);
+        let _ = write!(out, "{time},{commit},{},{night}", quoted(branch));
+        for s in &series {
+            match points
+                .iter()
+                .find(|p| p.night == night && p.commit == commit && p.series == *s)
+            {
+                Some(p) => {
+                    let _ = write!(out, ",{:.6},{:.3},{:.3}", p.ratio, p.tps, p.reference_tps);
+                }
+                None => out.push_str(",,,"),
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// A field quoted when it holds a comma or a quote.
+fn quoted(field: &str) -> String {
+    if field.contains([',', '"', '\n']) {
+        format!("\"{}\"", field.replace('"', "\"\""))
+    } else {
+        field.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(night: i64, commit: &str, series: &str, ratio: f64) -> Point {
+        Point {
+            night,
+            clock: 86_400 * night,
+            commit: commit.into(),
+            subject: String::new(),
+            committed: 0,
+            series: series.into(),
+            tps: ratio * 100.0,
+            reference_tps: 100.0,
+            ratio,
+            latency_ms: None,
+        }
+    }
+
+    #[test]
+    fn a_row_per_commit_and_three_columns_per_series() {
+        let points = [
+            point(1, "aaa", "p/c1", 1.0),
+            point(1, "aaa", "p/c8", 0.5),
+            point(1, "bbb", "p/c1", 0.9),
+            point(2, "ccc", "p/c8", 0.25),
+        ];
+        let text = csv(&points, "master");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "time,commit,branch,night,p/c1.ratio,p/c1.tps,p/c1.reference_tps,\
+             p/c8.ratio,p/c8.tps,p/c8.reference_tps"
+        );
+        assert_eq!(
+            lines[1],
+            "1970-01-02T00:00:00Z,aaa,master,1,1.000000,100.000,100.000,0.500000,50.000,100.000"
+        );
+        assert_eq!(
+            lines[2],
+            "1970-01-02T00:00:01Z,bbb,master,1,0.900000,90.000,100.000,,,"
+        );
+        assert_eq!(
+            lines[3],
+            "1970-01-03T00:00:00Z,ccc,master,2,,,,0.250000,25.000,100.000"
+        );
+        assert_eq!(lines.len(), 4);
+        assert_eq!(quoted("a,b"), "\"a,b\"");
+    }
+}

@@ -1,0 +1,583 @@
+//! The store in one SQLite file: the embedded default, in the work dir.
+//!
+//! The schema is versioned: `schema_version` holds the version, and the
+//! migrations below are applied in order, each in its own transaction, so
+//! an older file is brought up to date and a newer one (written by a later
+//! pgbisect) is refused with a message instead of being misread.
+
+use super::{
+    ChangeRow, ChangeStatus, NewNight, Night, NightCommit, NightStatus, Role, RunRow, Store,
+    StoreError,
+};
+use rusqlite::{Connection, OptionalExtension, Row, params};
+use std::path::Path;
+
+/// The file's name in the work dir.
+pub const FILE: &str = "watch.sqlite";
+
+/// The migrations, in order: `MIGRATIONS[k]` brings version `k` to `k + 1`.
+const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE nights (
+    id INTEGER PRIMARY KEY,
+    clock INTEGER NOT NULL,
+    branch TEXT NOT NULL,
+    tip TEXT NOT NULL,
+    status TEXT NOT NULL,
+    reason TEXT,
+    reference TEXT NOT NULL,
+    UNIQUE (branch, clock)
+);
+CREATE TABLE night_commits (
+    night INTEGER NOT NULL REFERENCES nights (id),
+    position INTEGER NOT NULL,
+    commit_id TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    committed INTEGER NOT NULL,
+    PRIMARY KEY (night, position)
+);
+CREATE TABLE runs (
+    id INTEGER PRIMARY KEY,
+    night INTEGER NOT NULL REFERENCES nights (id),
+    commit_id TEXT NOT NULL,
+    series TEXT NOT NULL,
+    profile TEXT NOT NULL,
+    clients INTEGER NOT NULL,
+    host TEXT,
+    role TEXT NOT NULL CHECK (role IN ('candidate', 'reference')),
+    round INTEGER NOT NULL,
+    tps REAL,
+    latency_avg_ms REAL,
+    latency_p50_ms REAL,
+    latency_p95_ms REAL,
+    latency_p99_ms REAL,
+    failed TEXT,
+    started INTEGER NOT NULL,
+    seconds REAL NOT NULL,
+    placement TEXT,
+    machine TEXT,
+    UNIQUE (night, commit_id, series, round, role)
+);
+CREATE TABLE changes (
+    id INTEGER PRIMARY KEY,
+    series TEXT NOT NULL,
+    before_commit TEXT NOT NULL,
+    after_commit TEXT NOT NULL,
+    pct REAL NOT NULL,
+    low_pct REAL,
+    high_pct REAL,
+    status TEXT NOT NULL
+        CHECK (status IN ('candidate', 'confirmed', 'dismissed', 'reported')),
+    first_night INTEGER NOT NULL REFERENCES nights (id),
+    p_value REAL NOT NULL,
+    UNIQUE (series, before_commit, after_commit)
+);
+"#];
+
+/// The schema version this pgbisect writes.
+pub const VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// The store in one SQLite file.
+pub struct SqliteStore {
+    conn: Connection,
+    path: String,
+}
+
+impl SqliteStore {
+    /// Opens (or creates) the database at `path` and brings its schema up
+    /// to [`VERSION`]; refuses a newer one.
+    pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        let shown = path.display().to_string();
+        let conn = Connection::open(path).map_err(sql(&shown))?;
+        let mut store = SqliteStore { conn, path: shown };
+        store.migrate()?;
+        Ok(store)
+    }
+
+    fn migrate(&mut self) -> Result<(), StoreError> {
+        let err = sql(&self.path);
+        self.conn
+            .execute_batch(
+                "PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;
+                 CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);",
+            )
+            .map_err(&err)?;
+        let found: Option<i64> = self
+            .conn
+            .query_row("SELECT max(version) FROM schema_version", [], |r| r.get(0))
+            .map_err(&err)?;
+        let found = found.unwrap_or(0);
+        if found > VERSION {
+            return Err(StoreError::Newer {
+                path: self.path.clone(),
+                found,
+                known: VERSION,
+            });
+        }
+        for (k, migration) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+            let tx = self.conn.transaction().map_err(&err)?;
+            tx.execute_batch(migration).map_err(&err)?;
+            tx.execute("DELETE FROM schema_version", []).map_err(&err)?;
+            tx.execute(
+                "INSERT INTO schema_version (version) VALUES (?1)",
+                [k as i64 + 1],
+            )
+            .map_err(&err)?;
+            tx.commit().map_err(&err)?;
+        }
+        Ok(())
+    }
+
+    fn unknown(&self, what: &'static str, value: &str) -> StoreError {
+        StoreError::Unknown {
+            path: self.path.clone(),
+            what,
+            value: value.to_string(),
+        }
+    }
+
+    fn commits_of(&self, night: i64) -> Result<Vec<NightCommit>, StoreError> {
+        let err = sql(&self.path);
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT commit_id, subject, committed FROM night_commits
+                 WHERE night = ?1 ORDER BY position",
+            )
+            .map_err(&err)?;
+        let rows = stmt
+            .query_map([night], |r| {
+                Ok(NightCommit {
+                    id: r.get(0)?,
+                    subject: r.get(1)?,
+                    committed: r.get(2)?,
+                })
+            })
+            .map_err(&err)?;
+        rows.collect::<Result<_, _>>().map_err(err)
+    }
+
+    fn nights_where(&self, filter: &str, args: &[&dyn rusqlite::ToSql]) -> NightsResult {
+        let err = sql(&self.path);
+        let query = format!(
+            "SELECT id, clock, branch, tip, status, reason, reference FROM nights
+             WHERE {filter} ORDER BY clock, id"
+        );
+        let mut stmt = self.conn.prepare(&query).map_err(&err)?;
+        let rows = stmt
+            .query_map(args, |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, String>(4)?,
+                    r.get::<_, Option<String>>(5)?,
+                    r.get::<_, String>(6)?,
+                ))
+            })
+            .map_err(&err)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(&err)?;
+        rows.into_iter()
+            .map(|(id, clock, branch, tip, status, reason, reference)| {
+                let status =
+                    NightStatus::parse(&status).ok_or_else(|| self.unknown("status", &status))?;
+                Ok(Night {
+                    id,
+                    clock,
+                    branch,
+                    tip,
+                    status,
+                    reason,
+                    reference,
+                    commits: self.commits_of(id)?,
+                })
+            })
+            .collect()
+    }
+}
+
+type NightsResult = Result<Vec<Night>, StoreError>;
+
+/// Wraps a SQLite error with the file's name.
+fn sql(path: &str) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+    move |source| StoreError::Sql {
+        path: path.to_string(),
+        source,
+    }
+}
+
+fn run_of(r: &Row) -> rusqlite::Result<(RunRow, String)> {
+    let role: String = r.get(6)?;
+    Ok((
+        RunRow {
+            night: r.get(0)?,
+            commit: r.get(1)?,
+            series: r.get(2)?,
+            profile: r.get(3)?,
+            clients: r.get(4)?,
+            host: r.get(5)?,
+            role: Role::Candidate,
+            round: r.get(7)?,
+            tps: r.get(8)?,
+            latency_avg_ms: r.get(9)?,
+            latency_p50_ms: r.get(10)?,
+            latency_p95_ms: r.get(11)?,
+            latency_p99_ms: r.get(12)?,
+            failed: r.get(13)?,
+            started: r.get(14)?,
+            seconds: r.get(15)?,
+            placement: r.get(16)?,
+            machine: r.get(17)?,
+        },
+        role,
+    ))
+}
+
+fn change_of(r: &Row) -> rusqlite::Result<(ChangeRow, String)> {
+    let status: String = r.get(7)?;
+    Ok((
+        ChangeRow {
+            id: r.get(0)?,
+            series: r.get(1)?,
+            before: r.get(2)?,
+            after: r.get(3)?,
+            pct: r.get(4)?,
+            low_pct: r.get(5)?,
+            high_pct: r.get(6)?,
+            status: ChangeStatus::Candidate,
+            first_night: r.get(8)?,
+            p_value: r.get(9)?,
+        },
+        status,
+    ))
+}
+
+impl Store for SqliteStore {
+    fn night_at(&mut self, branch: &str, clock: i64) -> Result<Option<Night>, StoreError> {
+        let found = self.nights_where("branch = ?1 AND clock = ?2", &[&branch, &clock])?;
+        Ok(found.into_iter().next())
+    }
+
+    fn nights(&mut self, branch: &str) -> Result<Vec<Night>, StoreError> {
+        self.nights_where("branch = ?1", &[&branch])
+    }
+
+    fn begin_night(&mut self, night: &NewNight) -> Result<Night, StoreError> {
+        let err = sql(&self.path);
+        let tx = self.conn.transaction().map_err(&err)?;
+        tx.execute(
+            "INSERT INTO nights (clock, branch, tip, status, reference)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![
+                night.clock,
+                night.branch,
+                night.tip,
+                NightStatus::Running.as_str(),
+                night.reference
+            ],
+        )
+        .map_err(&err)?;
+        let id = tx.last_insert_rowid();
+        for (position, c) in night.commits.iter().enumerate() {
+            tx.execute(
+                "INSERT INTO night_commits (night, position, commit_id, subject, committed)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![id, position as i64, c.id, c.subject, c.committed],
+            )
+            .map_err(&err)?;
+        }
+        tx.commit().map_err(&err)?;
+        Ok(Night {
+            id,
+            clock: night.clock,
+            branch: night.branch.clone(),
+            tip: night.tip.clone(),
+            status: NightStatus::Running,
+            reason: None,
+            reference: night.reference.clone(),
+            commits: night.commits.clone(),
+        })
+    }
+
+    fn finish_night(
+        &mut self,
+        id: i64,
+        status: NightStatus,
+        reason: Option<&str>,
+    ) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "UPDATE nights SET status = ?1, reason = ?2 WHERE id = ?3",
+                params![status.as_str(), reason, id],
+            )
+            .map_err(sql(&self.path))?;
+        Ok(())
+    }
+
+    fn add_run(&mut self, run: &RunRow) -> Result<bool, StoreError> {
+        let err = sql(&self.path);
+        let tx = self.conn.transaction().map_err(&err)?;
+        let added = tx
+            .execute(
+                "INSERT INTO runs (night, commit_id, series, profile, clients, host, role, round,
+                     tps, latency_avg_ms, latency_p50_ms, latency_p95_ms, latency_p99_ms, failed,
+                     started, seconds, placement, machine)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
+                     ?17, ?18)
+                 ON CONFLICT DO NOTHING",
+                params![
+                    run.night,
+                    run.commit,
+                    run.series,
+                    run.profile,
+                    run.clients,
+                    run.host,
+                    run.role.as_str(),
+                    run.round,
+                    run.tps,
+                    run.latency_avg_ms,
+                    run.latency_p50_ms,
+                    run.latency_p95_ms,
+                    run.latency_p99_ms,
+                    run.failed,
+                    run.started,
+                    run.seconds,
+                    run.placement,
+                    run.machine
+                ],
+            )
+            .map_err(&err)?;
+        tx.commit().map_err(&err)?;
+        Ok(added == 1)
+    }
+
+    fn runs(&mut self, branch: &str) -> Result<Vec<RunRow>, StoreError> {
+        let err = sql(&self.path);
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT r.night, r.commit_id, r.series, r.profile, r.clients, r.host, r.role,
+                     r.round, r.tps, r.latency_avg_ms, r.latency_p50_ms, r.latency_p95_ms,
+                     r.latency_p99_ms, r.failed, r.started, r.seconds, r.placement, r.machine
+                 FROM runs r JOIN nights n ON n.id = r.night
+                 WHERE n.branch = ?1 ORDER BY r.id",
+            )
+            .map_err(&err)?;
+        let rows = stmt
+            .query_map([branch], run_of)
+            .map_err(&err)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(&err)?;
+        rows.into_iter()
+            .map(|(mut run, role)| {
+                run.role = Role::parse(&role).ok_or_else(|| self.unknown("role", &role))?;
+                Ok(run)
+            })
+            .collect()
+    }
+
+    fn changes(&mut self, branch: &str) -> Result<Vec<ChangeRow>, StoreError> {
+        let err = sql(&self.path);
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT c.id, c.series, c.before_commit, c.after_commit, c.pct, c.low_pct,
+                     c.high_pct, c.status, c.first_night, c.p_value
+                 FROM changes c JOIN nights n ON n.id = c.first_night
+                 WHERE n.branch = ?1 ORDER BY c.id",
+            )
+            .map_err(&err)?;
+        let rows = stmt
+            .query_map([branch], change_of)
+            .map_err(&err)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(&err)?;
+        rows.into_iter()
+            .map(|(mut change, status)| {
+                change.status = ChangeStatus::parse(&status)
+                    .ok_or_else(|| self.unknown("change status", &status))?;
+                Ok(change)
+            })
+            .collect()
+    }
+
+    fn add_change(&mut self, c: &ChangeRow) -> Result<i64, StoreError> {
+        let err = sql(&self.path);
+        self.conn
+            .execute(
+                "INSERT INTO changes (series, before_commit, after_commit, pct, low_pct,
+                     high_pct, status, first_night, p_value)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT DO NOTHING",
+                params![
+                    c.series,
+                    c.before,
+                    c.after,
+                    c.pct,
+                    c.low_pct,
+                    c.high_pct,
+                    c.status.as_str(),
+                    c.first_night,
+                    c.p_value
+                ],
+            )
+            .map_err(&err)?;
+        self.conn
+            .query_row(
+                "SELECT id FROM changes
+                 WHERE series = ?1 AND before_commit = ?2 AND after_commit = ?3",
+                params![c.series, c.before, c.after],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(&err)?
+            .ok_or_else(|| self.unknown("change", &c.series))
+    }
+
+    fn update_change(&mut self, c: &ChangeRow) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "UPDATE changes SET status = ?1, pct = ?2, low_pct = ?3, high_pct = ?4
+                 WHERE id = ?5",
+                params![c.status.as_str(), c.pct, c.low_pct, c.high_pct, c.id],
+            )
+            .map_err(sql(&self.path))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn night(clock: i64, commits: &[&str]) -> NewNight {
+        NewNight {
+            clock,
+            branch: "master".into(),
+            tip: commits.last().map_or_else(String::new, |c| c.to_string()),
+            reference: "ref".into(),
+            commits: commits
+                .iter()
+                .enumerate()
+                .map(|(k, c)| NightCommit {
+                    id: c.to_string(),
+                    subject: format!("commit {c}"),
+                    committed: clock - 100 + k as i64,
+                })
+                .collect(),
+        }
+    }
+
+    pub(crate) fn run(night: i64, commit: &str, round: u32, role: Role, tps: f64) -> RunRow {
+        RunRow {
+            night,
+            commit: commit.into(),
+            series: super::super::series_key("default", 8),
+            profile: "default".into(),
+            clients: 8,
+            host: None,
+            role,
+            round,
+            tps: Some(tps),
+            latency_avg_ms: Some(1.5),
+            latency_p50_ms: None,
+            latency_p95_ms: None,
+            latency_p99_ms: None,
+            failed: None,
+            started: 1_000,
+            seconds: 10.0,
+            placement: None,
+            machine: Some("{\"cpus\":2}".into()),
+        }
+    }
+
+    #[test]
+    fn nights_and_runs_come_back_as_stored_and_no_run_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE);
+        let mut store = SqliteStore::open(&path).unwrap();
+        let first = store.begin_night(&night(86_400, &["a", "b"])).unwrap();
+        assert!(
+            store
+                .add_run(&run(first.id, "b", 0, Role::Candidate, 100.0))
+                .unwrap()
+        );
+        assert!(
+            store
+                .add_run(&run(first.id, "ref", 0, Role::Reference, 99.0))
+                .unwrap()
+        );
+        // The same key again, as a night run again after a kill makes it.
+        assert!(
+            !store
+                .add_run(&run(first.id, "b", 0, Role::Candidate, 7.0))
+                .unwrap()
+        );
+        store
+            .finish_night(first.id, NightStatus::Done, None)
+            .unwrap();
+        drop(store);
+        let mut store = SqliteStore::open(&path).unwrap();
+        let nights = store.nights("master").unwrap();
+        assert_eq!(nights.len(), 1);
+        assert_eq!(nights[0].status, NightStatus::Done);
+        assert_eq!(nights[0].commits.len(), 2);
+        assert_eq!(
+            store.night_at("master", 86_400).unwrap(),
+            Some(nights[0].clone())
+        );
+        assert_eq!(store.night_at("main", 86_400).unwrap(), None);
+        let runs = store.runs("master").unwrap();
+        assert_eq!(runs.len(), 2);
+        assert_eq!(runs[0].tps, Some(100.0));
+        assert_eq!(runs[1].role, Role::Reference);
+    }
+
+    #[test]
+    fn a_change_is_kept_once_and_its_status_moves() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = SqliteStore::open(&dir.path().join(FILE)).unwrap();
+        let n = store.begin_night(&night(86_400, &["a"])).unwrap();
+        let mut change = ChangeRow {
+            id: 0,
+            series: "default/c8".into(),
+            before: "a".into(),
+            after: "b".into(),
+            pct: -6.0,
+            low_pct: None,
+            high_pct: None,
+            status: ChangeStatus::Candidate,
+            first_night: n.id,
+            p_value: 0.005,
+        };
+        let id = store.add_change(&change).unwrap();
+        assert_eq!(store.add_change(&change).unwrap(), id);
+        change.id = id;
+        change.status = ChangeStatus::Confirmed;
+        change.low_pct = Some(-7.0);
+        store.update_change(&change).unwrap();
+        assert_eq!(store.changes("master").unwrap(), vec![change]);
+    }
+
+    #[test]
+    fn a_newer_schema_is_refused_and_an_older_one_migrated() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE);
+        drop(SqliteStore::open(&path).unwrap());
+        let conn = Connection::open(&path).unwrap();
+        let version: i64 = conn
+            .query_row("SELECT version FROM schema_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, VERSION);
+        conn.execute("UPDATE schema_version SET version = ?1", [VERSION + 1])
+            .unwrap();
+        drop(conn);
+        let err = SqliteStore::open(&path).err().unwrap().to_string();
+        assert!(err.contains("newer than"), "{err}");
+        // A file from before any table (version 0) gets every migration.
+        let empty = dir.path().join("empty.sqlite");
+        Connection::open(&empty).unwrap();
+        let mut store = SqliteStore::open(&empty).unwrap();
+        assert_eq!(store.nights("master").unwrap(), vec![]);
+    }
+}

@@ -1,0 +1,181 @@
+//! `pgbisect watch` end to end: a real git repository whose commits landed
+//! a day apart, measured through the shell-command test profile (its
+//! benchmark prints the checked-out commit's level), replayed night by
+//! night; then the series exported as CSV.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+use std::process::Command;
+
+/// A repository on `main` whose commit `i` landed on day `i` of January
+/// 2024 at noon UTC with the throughput level `levels[i]`.
+fn dated_history(levels: &[u32]) -> (tempfile::TempDir, Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let git = |args: &[&str], date: &str| {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(root)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_NAME", AUTHOR.0)
+            .env("GIT_AUTHOR_EMAIL", AUTHOR.1)
+            .env("GIT_COMMITTER_NAME", AUTHOR.0)
+            .env("GIT_COMMITTER_EMAIL", AUTHOR.1)
+            .env("GIT_AUTHOR_DATE", date)
+            .env("GIT_COMMITTER_DATE", date)
+            .output()
+            .expect("git runs");
+        assert!(out.status.success(), "git {args:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    git(&["init", "-q", "-b", "main"], DATE);
+    let mut shas = Vec::new();
+    for (i, level) in levels.iter().enumerate() {
+        let date = format!("2024-01-{:02}T12:00:00Z", i + 1);
+        std::fs::write(root.join("level"), format!("{level}\n")).unwrap();
+        std::fs::write(root.join("source.c"), format!("/* change {i} */\n")).unwrap();
+        git(&["add", "-A"], &date);
+        git(
+            &["commit", "-q", "-m", &format!("commit number {i}")],
+            &date,
+        );
+        shas.push(git(&["rev-parse", "HEAD"], &date));
+    }
+    (dir, shas)
+}
+
+/// A replay of `range` with `profile` at 8 clients, without backfill.
+fn replay<'a>(profile: &'a Path, range: &'a str) -> Vec<&'a str> {
+    let profile = profile.to_str().unwrap();
+    vec![
+        "--profile",
+        profile,
+        "--clients",
+        "8",
+        "--replay",
+        range,
+        "--backfill",
+        "0",
+    ]
+}
+
+fn watch(repo: &Path, work: &Path, extra: &[&str]) -> std::process::Output {
+    pgbisect_sub("watch", repo, work, extra)
+}
+
+#[test]
+fn a_replay_finds_the_drop_confirms_it_once_and_exports_the_series() {
+    let (repo, shas) = dated_history(&levels_with_drop_at(20, 12));
+    let tmp = tempfile::tempdir().unwrap();
+    let profile = profile(tmp.path());
+    let work = tmp.path().join("w");
+    let mut args = replay(&profile, "2024-01-01..2024-01-20");
+    args.extend(["--per-night", "1"]);
+    let out = watch(repo.path(), &work, &args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("CONFIRMED SLOWER"), "{stdout}");
+    // The change lies between commit 11 and commit 12 (a commit a night).
+    let range = format!("{}..{}", &shas[11][..8], &shas[12][..8]);
+    assert!(stdout.contains(&range), "{stdout}");
+    assert_eq!(stdout.matches("CONFIRMED").count(), 1, "{stdout}");
+    // The same replay again: every night is done, nothing is run or raised.
+    let again = watch(repo.path(), &work, &args);
+    let again_out = String::from_utf8_lossy(&again.stdout);
+    assert_eq!(again.status.code(), Some(1), "{again_out}");
+    assert!(again_out.contains("nothing new to measure"), "{again_out}");
+    // The series as Otava reads it: a row a night.
+    let csv = tmp.path().join("watch.csv");
+    let export = bin()
+        .args(["watch", "export", "--csv"])
+        .arg(&csv)
+        .arg("--work-dir")
+        .arg(&work)
+        .output()
+        .unwrap();
+    assert_eq!(export.status.code(), Some(0));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "time,commit,branch,night,profile/c8.ratio,profile/c8.tps,profile/c8.reference_tps"
+    );
+    assert_eq!(lines.len(), 21, "{text}");
+    assert!(lines[1].starts_with(&format!("2024-01-01T23:59:59Z,{},main,", shas[0])));
+}
+
+#[test]
+fn a_results_file_that_is_not_a_database_is_refused_untouched() {
+    let (repo, _) = dated_history(&[1000, 1000]);
+    let tmp = tempfile::tempdir().unwrap();
+    let work = tmp.path().join("w");
+    std::fs::create_dir_all(&work).unwrap();
+    let db = work.join("watch.sqlite");
+    // A file that is not SQLite at all is refused, not overwritten.
+    std::fs::write(&db, "not a database").unwrap();
+    let out = watch(repo.path(), &work, &["--replay", "2024-01-01..2024-01-02"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(stderr.contains("watch.sqlite"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&db).unwrap(), "not a database");
+}
+
+#[test]
+fn killed_in_the_middle_of_a_night_and_started_again_no_run_is_lost_or_stored_twice() {
+    let (repo, _) = dated_history(&[1000; 3]);
+    let tmp = tempfile::tempdir().unwrap();
+    let calls = tmp.path().join("calls");
+    let profile = slow_counting_profile(tmp.path(), &calls, "0.2");
+    let work = tmp.path().join("w");
+    let args = replay(&profile, "2024-01-01..2024-01-03");
+    let mut child = bin()
+        .arg("watch")
+        .args(&args)
+        .arg("--repo")
+        .arg(repo.path())
+        .arg("--work-dir")
+        .arg(&work)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let count = || {
+        std::fs::read_to_string(&calls)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    let start = std::time::Instant::now();
+    while count() < 8 && start.elapsed() < std::time::Duration::from_secs(60) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let before = count();
+    assert!((8..18).contains(&before), "{before} runs before the kill");
+    let out = watch(repo.path(), &work, &args);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Three nights of one commit: 3 pairs of runs each. Three points are
+    // too few for a change, so nothing is measured again side by side.
+    use pgbisect::store::Store;
+    let mut store = pgbisect::store::sqlite::SqliteStore::open(&work.join("watch.sqlite")).unwrap();
+    let runs = store.runs("main").unwrap();
+    assert_eq!(runs.len(), 18);
+    let mut keys: Vec<_> = runs
+        .iter()
+        .map(|r| (r.night, r.commit.clone(), r.round, r.role))
+        .collect();
+    keys.sort_by_key(|k| format!("{k:?}"));
+    keys.dedup();
+    assert_eq!(keys.len(), 18);
+    // At most the run the kill interrupted was made twice.
+    assert!((18..=19).contains(&count()), "{} benchmark calls", count());
+}
