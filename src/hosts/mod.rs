@@ -198,7 +198,10 @@ pub const JOB_VAR: &str = "PGBISECT_JOB";
 ///   sticky bit: the checks pgbisect makes of its folders here
 ///   (`folders`), on the host;
 /// - `pgbisect_sweep NAME` kills every process whose environment holds
-///   `PGBISECT_JOB=NAME`, until none is left.
+///   `PGBISECT_JOB=NAME`, until two looks 0.1 s apart find none: a
+///   process in the middle of an exec shows an empty environment for a
+///   moment, and one look alone let such a daemon, started as its job
+///   ended, outlive the job.
 pub(crate) const HOST_FUNCTIONS: &str = r#"pgbisect_dir() {
   case $1 in /*) d=$1;; *) d=$(pwd)/$1;; esac
   me=$(id -u); level=""; ifs=$IFS; IFS=/; set -f
@@ -217,10 +220,16 @@ pub(crate) const HOST_FUNCTIONS: &str = r#"pgbisect_dir() {
   IFS=$ifs; set +f
 }
 pgbisect_sweep() {
+  quiet=0
   for round in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
     found=$(grep -lsxzF "PGBISECT_JOB=$1" /proc/[0-9]*/environ | cut -d/ -f3)
-    [ -n "$found" ] || return 0
-    kill -KILL $found 2>/dev/null
+    if [ -n "$found" ]; then
+      quiet=0
+      kill -KILL $found 2>/dev/null
+    else
+      quiet=$((quiet + 1))
+      [ "$quiet" -lt 2 ] || return 0
+    fi
     sleep 0.1
   done
 }

@@ -408,7 +408,12 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let base = tmp.path().join("h");
         let daemon = tmp.path().join("daemon");
-        let script = format!("setsid sleep 600 & echo $! > {}", daemon.display());
+        // Its output away from the job's: a daemon the sweep missed fails
+        // the check below instead of holding the test's pipe open.
+        let script = format!(
+            "setsid sleep 600 > /dev/null 2>&1 & echo $! > {}",
+            daemon.display()
+        );
         let job = Job {
             name: format!("pgbisect-sweep-{}", std::process::id()),
             script: &script,
