@@ -164,8 +164,9 @@ pub fn confidence_pct(confidence: f64) -> String {
 
 /// The section a report opens with.
 pub fn section(report: &HuntReport) -> Section {
-    let mut blocks = vec![Block::Facts(whole_facts(report))];
-    blocks.extend(steps(report));
+    let best = estimate::best(report);
+    let mut blocks = vec![Block::Facts(whole_facts(report, &best))];
+    blocks.extend(steps(report, &best.change));
     blocks.extend(levels(report));
     blocks.extend(provenance(report.made.as_ref()));
     Section {
@@ -175,13 +176,14 @@ pub fn section(report: &HuntReport) -> Section {
 }
 
 /// The good and bad ends' TPS, and the best estimate of the change.
-fn whole_facts(report: &HuntReport) -> Vec<(String, String)> {
+fn whole_facts(report: &HuntReport, best: &estimate::Estimate) -> Vec<(String, String)> {
     let end = |j: Judgement| report.tested.iter().find(|t| t.judgement == j);
     let (mut facts, mut medians) = (Vec::new(), None);
     if let (Some(good), Some(bad)) = (end(Judgement::GoodEndpoint), end(Judgement::BadEndpoint))
         && let (Some(g), Some(b)) = (&good.summary, &bad.summary)
     {
-        medians = Some(100.0 * (b.median / g.median - 1.0));
+        let ratio = 100.0 * (b.median / g.median - 1.0);
+        medians = Some(ratio);
         facts.push((
             "good..bad".to_string(),
             format!(
@@ -189,13 +191,12 @@ fn whole_facts(report: &HuntReport) -> Vec<(String, String)> {
                 g.median,
                 b.median,
                 at_clients(report.clients),
-                100.0 * (b.median / g.median - 1.0),
+                ratio,
                 good.samples.len(),
                 bad.samples.len()
             ),
         ));
     }
-    let best = estimate::best(report);
     facts.push((
         "change".to_string(),
         format!("{}, from {}", change(&best.change), best.basis),
@@ -217,8 +218,7 @@ fn whole_facts(report: &HuntReport) -> Vec<(String, String)> {
 
 /// Each culprit and each range left unresolved, in history order, with
 /// its drop and its share of the whole.
-fn steps(report: &HuntReport) -> Vec<Block> {
-    let whole = estimate::best(report).change;
+fn steps(report: &HuntReport, whole: &Change) -> Vec<Block> {
     let position = |id: &str| {
         report
             .tested
@@ -229,12 +229,12 @@ fn steps(report: &HuntReport) -> Vec<Block> {
     let mut steps: Vec<(usize, Block)> = report
         .culprits
         .iter()
-        .map(|c| (position(&c.commit), culprit_step(c, &whole)))
+        .map(|c| (position(&c.commit), culprit_step(c, whole)))
         .chain(
             report
                 .unresolved
                 .iter()
-                .map(|r| (position(&r.first_bad.id), range_step(r, &whole))),
+                .map(|r| (position(&r.first_bad.id), range_step(r, whole))),
         )
         .collect();
     steps.sort_by_key(|(pos, _)| *pos);
