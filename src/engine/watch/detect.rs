@@ -32,12 +32,13 @@ pub fn changes(
     let nights = store.nights(&cfg.branch)?;
     let recent: Vec<Night> = nights[nights.len().saturating_sub(cfg.window)..].to_vec();
     let runs = store.runs(&cfg.branch)?;
+    // Read once: what one series adds below never covers another's.
+    let known = store.changes(&cfg.branch)?;
     let mut found = Vec::new();
     for (profile, lab) in labs.iter().enumerate() {
         for &clients in &lab.clients {
             let series = series_key(&lab.name, clients);
             let pts = points(&recent, &runs, Some(&series));
-            let known = store.changes(&cfg.branch)?;
             for mut change in candidates(&pts, &series, &known, &cfg.detect) {
                 change.id = store.add_change(&change)?;
                 let next = neighbours(&pts, &change);
