@@ -10,7 +10,10 @@
 # first-parent line that holds the case's culprit, the culprit's place in it
 # drawn from the seed, and runs
 #   pgbisect --repo PG --good <first> --bad <last> --profile <case> --json ...
-# Then it prints PASS when the hunt named the culprit, FAIL otherwise.
+# with the why-runs (add `-- --no-why` to skip them). Then it prints PASS
+# when the hunt named the culprit, FAIL otherwise, and the functions whose
+# share of the server's CPU samples rose most between the culprit's parent
+# and the culprit.
 # With --control the window ends before the culprit (by a distance drawn
 # from the seed), where no regression of that workload is known: PASS is a
 # hunt that ends no-regression.
@@ -142,7 +145,7 @@ fi
 
 pgbisect=${PGBISECT:-$here/target/release/pgbisect}
 cmd=("$pgbisect" --repo "$pg_repo" --good "$good" --bad "$bad" --profile "$profile"
-  --work-dir "$work/work-$name" --json "$work/$run.json" --no-why "${extra[@]}")
+  --work-dir "$work/work-$name" --json "$work/$run.json" "${extra[@]}")
 echo "  \$ ${cmd[*]}"
 [ "$dry_run" = 1 ] && exit 0
 if [ -z "${PGBISECT:-}" ]; then
@@ -167,6 +170,15 @@ for c in r.get("culprits", []):
     ch = c.get("change", {})
     print(f"  named {c['commit'][:12]} {c.get('subject', '')}: {ch.get('pct', 0):+.1f}%")
 t = r.get("totals", {})
+for why in r.get("why", []):
+    cpu = why.get("cpu") or {}
+    compared = cpu.get("compared") if isinstance(cpu, dict) else None
+    if not compared:
+        print(f"  why {why['commit'][:12]}: no CPU profile ({cpu.get('unavailable', 'none') if isinstance(cpu, dict) else cpu})")
+        continue
+    risers = ", ".join(f"{f['name']} {100 * (f['self_after'] - f['self_before']):+.1f}pp"
+                       for f in compared.get("risers", [])[:3])
+    print(f"  why {why['commit'][:12]}: CPU self share rose most: {risers or 'none'}")
 print(f"  outcome {outcome}; wall {t.get('wall_seconds', 0):.0f} s; builds {t.get('builds', '?')}; "
       f"runs {t.get('runs', '?')}")
 if want == "no-regression":
