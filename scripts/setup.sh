@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what pgbisect and its tests need on a Debian machine:
 # the tools to build PostgreSQL from git (bison, flex, ccache) and, for the
-# tests, Debian's PostgreSQL 15 source package and server binaries, and
-# Linux perf for CPU profiles.
+# tests, Debian's PostgreSQL 15 source package and server binaries,
+# Linux perf for CPU profiles, and Chromium for the site's browser test.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 need_root() { [ "$(id -u)" = 0 ] || { echo "setup.sh: run as root (it uses apt-get)" >&2; exit 1; }; }
@@ -13,6 +13,8 @@ packages=(build-essential bison flex ccache perl pkg-config git dpkg-dev
 packages+=(msmtp)
 # linux-perf: CPU profiles of the server (and the test that records one).
 packages+=(linux-perf)
+# chromium: the headless browser that loads the watcher's site in its test.
+packages+=(chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

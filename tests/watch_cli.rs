@@ -83,11 +83,20 @@ fn a_replay_finds_the_drop_confirms_it_once_and_exports_the_series() {
     let range = format!("{}..{}", &shas[11][..8], &shas[12][..8]);
     assert!(stdout.contains(&range), "{stdout}");
     assert_eq!(stdout.matches("CONFIRMED").count(), 1, "{stdout}");
-    // The same replay again: every night is done, nothing is run or raised.
-    let again = watch(repo.path(), &work, &args);
+    // The same replay again: every night is done, nothing is run or raised;
+    // --html writes the site after it.
+    let site = tmp.path().join("site");
+    let mut with_site = args.clone();
+    with_site.extend(["--html", site.to_str().unwrap()]);
+    let again = watch(repo.path(), &work, &with_site);
     let again_out = String::from_utf8_lossy(&again.stdout);
     assert_eq!(again.status.code(), Some(1), "{again_out}");
     assert!(again_out.contains("nothing new to measure"), "{again_out}");
+    let index = std::fs::read_to_string(site.join("index.html")).unwrap();
+    assert!(index.contains("1 confirmed"), "{index}");
+    assert!(index.contains("not hunted yet"), "{index}");
+    let page = std::fs::read_to_string(site.join("series-profile-c8.html")).unwrap();
+    assert_eq!(page.matches("class=\"point\"").count(), 20, "{page}");
     // The series as Otava reads it: a row a night.
     let csv = tmp.path().join("watch.csv");
     let export = bin()

@@ -8,6 +8,7 @@ use super::args::LabArgs;
 use super::plan::{choices, load_profile};
 use crate::engine::session::resolved::TimeLimit;
 use crate::engine::session::watch::{self as session, WatchAsk, WatchedProfile};
+use crate::engine::session::watch_site;
 use crate::engine::watch::{WatchConfig, Watched, pick, render};
 use crate::error::{EXIT_CULPRIT_FOUND, EXIT_INCONCLUSIVE, EXIT_NO_REGRESSION, UsageError};
 use crate::store::ChangeStatus;
@@ -50,6 +51,12 @@ pub struct WatchArgs {
     /// With --replay: a night every N days.
     #[arg(long, value_name = "N", default_value_t = 1, requires = "replay")]
     pub every: u32,
+    /// After the night, write the results as a static site into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub html: Option<PathBuf>,
+    /// With --html: a commit's web page, {sha} standing for its id.
+    #[arg(long, value_name = "URL", requires = "html")]
+    pub commit_url: Option<String>,
 }
 
 /// Which branch, which repository, which work dir.
@@ -71,6 +78,22 @@ pub struct Place {
 pub enum WatchAction {
     /// Write the series as CSV in the layout Apache Otava reads.
     Export(ExportArgs),
+    /// Write the results as a static site (HTML, inline SVG charts).
+    Publish(PublishArgs),
+}
+
+/// `pgbisect watch publish`.
+#[derive(Debug, Args, Clone)]
+pub struct PublishArgs {
+    /// The folder to write the site into (index.html first).
+    #[arg(long, value_name = "DIR")]
+    pub html: PathBuf,
+    /// A commit's web page, {sha} standing for its id, e.g.
+    /// https://git.postgresql.org/gitweb/?p=postgresql.git;a=commit;h={sha}
+    #[arg(long, value_name = "URL")]
+    pub commit_url: Option<String>,
+    #[command(flatten)]
+    pub place: Place,
 }
 
 /// `pgbisect watch export`.
@@ -95,6 +118,10 @@ Examples:
   The series for Apache Otava:
     pgbisect watch export --csv watch.csv
 
+  The results as a static site, points linked to gitweb:
+    pgbisect watch publish --html site \\
+      --commit-url 'https://git.postgresql.org/gitweb/?p=postgresql.git;a=commit;h={sha}'
+
 Exit codes:
   0  a change was confirmed tonight (measured again side by side)
   1  no change confirmed
@@ -105,16 +132,54 @@ Exit codes:
 
 /// `pgbisect watch`: flags in, the night's summary out.
 pub(super) fn command(args: &WatchArgs) -> anyhow::Result<ExitCode> {
-    if let Some(WatchAction::Export(e)) = &args.action {
-        let work = lab_args(&e.place).work_dir()?;
-        let n = session::export(&work, e.place.branch.as_deref(), &e.csv)?;
-        eprintln!("{n} points written to {}", e.csv.display());
-        return Ok(ExitCode::SUCCESS);
+    match &args.action {
+        Some(WatchAction::Export(e)) => {
+            let work = lab_args(&e.place).work_dir()?;
+            let n = session::export(&work, e.place.branch.as_deref(), &e.csv)?;
+            eprintln!("{n} points written to {}", e.csv.display());
+            return Ok(ExitCode::SUCCESS);
+        }
+        Some(WatchAction::Publish(p)) => {
+            publish(&p.place, &p.html, p.commit_url.as_deref())?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        None => {}
+    }
+    if let Some(url) = &args.commit_url {
+        commit_url(url)?;
     }
     let ask = ask(args)?;
     let done = session::run(ask, &mut |line| eprintln!("{line}"))?;
     print!("{}", render(&done));
+    if let Some(dir) = &args.html {
+        publish(&args.place, dir, args.commit_url.as_deref())?;
+    }
     Ok(ExitCode::from(exit_code(&done)))
+}
+
+/// Writes the site of the work dir's results to `dir`.
+fn publish(place: &Place, dir: &std::path::Path, url: Option<&str>) -> anyhow::Result<()> {
+    url.map(commit_url).transpose()?;
+    let work = lab_args(place).work_dir()?;
+    let done = watch_site::publish(&work, place.branch.as_deref(), dir, url)?;
+    eprintln!(
+        "{} page(s) and {} hunt report(s) written: {}",
+        done.pages,
+        done.hunts,
+        done.index.display()
+    );
+    Ok(())
+}
+
+/// A `--commit-url` needs `{sha}`, where the commit's id goes.
+fn commit_url(url: &str) -> anyhow::Result<()> {
+    if url.contains("{sha}") {
+        return Ok(());
+    }
+    Err(UsageError(format!(
+        "--commit-url {url}: no {{sha}} in it, where the commit's id goes"
+    ))
+    .into())
 }
 
 /// 0: a change confirmed tonight; 1: none; 3: a night stopped at its

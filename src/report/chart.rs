@@ -10,13 +10,13 @@ use crate::core::stats;
 use crate::report::findings::HuntReport;
 use std::fmt::Write;
 
-const WIDTH: f64 = 900.0;
-const HEIGHT: f64 = 480.0;
-const LEFT: f64 = 80.0;
-const RIGHT: f64 = 30.0;
-const TOP: f64 = 50.0;
-const BOTTOM: f64 = 70.0;
-const COLORS: [&str; 2] = ["#1f77b4", "#d62728"];
+pub(super) const WIDTH: f64 = 900.0;
+pub(super) const HEIGHT: f64 = 480.0;
+pub(super) const LEFT: f64 = 80.0;
+pub(super) const RIGHT: f64 = 30.0;
+pub(super) const TOP: f64 = 50.0;
+pub(super) const BOTTOM: f64 = 70.0;
+pub(super) const COLORS: [&str; 2] = ["#1f77b4", "#d62728"];
 
 /// One series of the compare chart: a build and its runs per client count.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,9 +45,9 @@ pub fn escape(text: &str) -> String {
 
 /// A linear map from data values to pixels.
 #[derive(Debug, Clone, Copy)]
-struct Axis {
-    lo: f64,
-    hi: f64,
+pub(super) struct Axis {
+    pub(super) lo: f64,
+    pub(super) hi: f64,
     from: f64,
     to: f64,
 }
@@ -55,7 +55,7 @@ struct Axis {
 impl Axis {
     /// An axis over the finite values of `values` (a unit range when there
     /// are none or all are equal), widened by `pad` of the span each side.
-    fn over(values: impl Iterator<Item = f64>, pad: f64, from: f64, to: f64) -> Axis {
+    pub(super) fn over(values: impl Iterator<Item = f64>, pad: f64, from: f64, to: f64) -> Axis {
         let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
         for v in values.filter(|v| v.is_finite()) {
             lo = lo.min(v);
@@ -77,13 +77,13 @@ impl Axis {
         }
     }
 
-    fn px(&self, v: f64) -> f64 {
+    pub(super) fn px(&self, v: f64) -> f64 {
         let v = if v.is_finite() { v } else { self.lo };
         self.from + (v - self.lo) / (self.hi - self.lo) * (self.to - self.from)
     }
 
     /// Round tick values inside the axis, about `target` of them.
-    fn ticks(&self, target: usize) -> Vec<f64> {
+    pub(super) fn ticks(&self, target: usize) -> Vec<f64> {
         let raw = (self.hi - self.lo) / target.max(1) as f64;
         let magnitude = 10f64.powf(raw.log10().floor());
         let step = [1.0, 2.0, 2.5, 5.0, 10.0]
@@ -103,21 +103,33 @@ impl Axis {
 }
 
 /// A number for a tick label: no needless decimals.
-fn tick_label(v: f64) -> String {
+pub(super) fn tick_label(v: f64) -> String {
     // -0.0 == 0.0: print zero without a sign.
     let v = if v == 0.0 { 0.0 } else { v };
     if v.abs() >= 100.0 || v.fract().abs() < 1e-9 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.2}")
+        return format!("{v:.0}");
     }
+    // As many decimals as the tick needs (0.925, not 0.93), up to 4.
+    let decimals = (2..4)
+        .find(|&d| {
+            let scale = 10f64.powi(d);
+            ((v * scale).round() / scale - v).abs() < 1e-9
+        })
+        .unwrap_or(4) as usize;
+    format!("{v:.decimals$}")
 }
 
 fn open_svg(out: &mut String, title: &str) {
+    out.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    svg_start(out, title);
+}
+
+/// The `<svg>` element opened, with its white ground and title: what a
+/// page holds inline (no XML declaration).
+pub(super) fn svg_start(out: &mut String, title: &str) {
     let _ = write!(
         out,
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
-         <svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{HEIGHT}\" \
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{HEIGHT}\" \
          viewBox=\"0 0 {WIDTH} {HEIGHT}\" font-family=\"sans-serif\" font-size=\"12\">\n\
          <rect width=\"{WIDTH}\" height=\"{HEIGHT}\" fill=\"white\"/>\n\
          <text x=\"{:.1}\" y=\"28\" text-anchor=\"middle\" font-size=\"16\" class=\"title\">{}</text>\n",
@@ -127,7 +139,7 @@ fn open_svg(out: &mut String, title: &str) {
 }
 
 /// The frame, the y ticks with numbers and the axis titles.
-fn frame(out: &mut String, y: &Axis, x_title: &str, y_title: &str) {
+pub(super) fn frame(out: &mut String, y: &Axis, x_title: &str, y_title: &str) {
     let (x0, x1, y0, y1) = (LEFT, WIDTH - RIGHT, TOP, HEIGHT - BOTTOM);
     let _ = writeln!(
         out,
@@ -159,7 +171,7 @@ fn frame(out: &mut String, y: &Axis, x_title: &str, y_title: &str) {
     );
 }
 
-fn x_tick(out: &mut String, px: f64, label: &str) {
+pub(super) fn x_tick(out: &mut String, px: f64, label: &str) {
     let y = HEIGHT - BOTTOM;
     let _ = writeln!(
         out,
@@ -540,6 +552,8 @@ mod tests {
         assert!(labels.contains(&"0".to_string()), "{labels:?}");
         assert!(labels.iter().all(|l| !l.starts_with("-0")), "{labels:?}");
         assert_eq!(tick_label(-0.0), "0");
+        assert_eq!(tick_label(0.5), "0.50");
+        assert_eq!(tick_label(0.925), "0.925");
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod findings;
 pub mod layout;
 pub mod markdown;
 pub mod running;
+pub mod site;
 pub mod text;
 pub mod why;
 

@@ -75,6 +75,20 @@ pub fn run(mut ask: WatchAsk, note: &mut dyn FnMut(&str)) -> anyhow::Result<Watc
 /// Writes the series of `branch` in the work dir as Otava's CSV to
 /// `path`; the number of points.
 pub fn export(work: &WorkDir, branch: Option<&str>, path: &Path) -> anyhow::Result<usize> {
+    let (mut store, branch) = stored(work, branch)?;
+    let nights = store.nights(&branch)?;
+    let runs = store.runs(&branch)?;
+    let points = crate::store::points::points(&nights, &runs, None);
+    crate::files::write_file(path, &crate::store::otava::csv(&points, &branch))?;
+    Ok(points.len())
+}
+
+/// The work dir's results database, and the branch given or the one it
+/// holds nights of (master, else main); a work dir without one is refused.
+pub(super) fn stored(
+    work: &WorkDir,
+    branch: Option<&str>,
+) -> anyhow::Result<(SqliteStore, String)> {
     let db = work.root().join(FILE);
     if !db.exists() {
         return Err(UsageError(format!(
@@ -92,11 +106,7 @@ pub fn export(work: &WorkDir, branch: Option<&str>, path: &Path) -> anyhow::Resu
             .unwrap_or("master")
             .to_string(),
     };
-    let nights = store.nights(&branch)?;
-    let runs = store.runs(&branch)?;
-    let points = crate::store::points::points(&nights, &runs, None);
-    crate::files::write_file(path, &crate::store::otava::csv(&points, &branch))?;
-    Ok(points.len())
+    Ok((store, branch))
 }
 
 fn open_store(work: &WorkDir) -> anyhow::Result<SqliteStore> {

@@ -1,0 +1,83 @@
+//! `--html DIR`: the watcher's results written as a static site, from the
+//! work dir's database alone (the pages are made by
+//! [`crate::report::site`]), with the hunt report of every change that
+//! has one copied in beside them.
+
+use super::watch::stored;
+use crate::report::site::{self, SiteInput};
+use crate::store::Store;
+use crate::workspace::WorkDir;
+use anyhow::Context;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// Where, in the work dir, the hunt of change `id` writes its report
+/// (`report.txt`, and `report.json` beside it).
+pub fn hunt_dir(work: &WorkDir, id: i64) -> PathBuf {
+    work.root().join("watch-hunts").join(format!("change-{id}"))
+}
+
+/// What [`publish`] wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Published {
+    /// The site's index page.
+    pub index: PathBuf,
+    /// Pages written, the index among them.
+    pub pages: usize,
+    /// Hunt reports copied in.
+    pub hunts: usize,
+}
+
+/// Writes the site of `branch` (default: the one the work dir holds) to
+/// `dir`; points link to `commit_url` (`{sha}` the commit's id) when
+/// given.
+pub fn publish(
+    work: &WorkDir,
+    branch: Option<&str>,
+    dir: &Path,
+    commit_url: Option<&str>,
+) -> anyhow::Result<Published> {
+    let (mut store, branch) = stored(work, branch)?;
+    let nights = store.nights(&branch)?;
+    let runs = store.runs(&branch)?;
+    let changes = store.changes(&branch)?;
+    crate::folders::create_dir(&dir.join("hunts"))
+        .with_context(|| format!("cannot create {}", dir.join("hunts").display()))?;
+    let mut hunted = BTreeSet::new();
+    for change in &changes {
+        let from = hunt_dir(work, change.id);
+        let (text, json) = site::hunt_report(change.id);
+        if copy(&from.join("report.txt"), &dir.join(text))? {
+            hunted.insert(change.id);
+            copy(&from.join("report.json"), &dir.join(json))?;
+        }
+    }
+    let pages = site::pages(&SiteInput {
+        branch: &branch,
+        nights: &nights,
+        runs: &runs,
+        changes: &changes,
+        hunted: &hunted,
+        commit_url,
+    });
+    for page in &pages {
+        crate::files::write_output_file(&dir.join(&page.path), &page.text)?;
+    }
+    Ok(Published {
+        index: dir.join("index.html"),
+        pages: pages.len(),
+        hunts: hunted.len(),
+    })
+}
+
+/// Copies the file `from` to `to` when there is one; whether there was.
+fn copy(from: &Path, to: &Path) -> anyhow::Result<bool> {
+    let body = match std::fs::read(from) {
+        Ok(body) => body,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", from.display())),
+    };
+    crate::files::write_output(to, body)
+        .with_context(|| format!("cannot write {}", to.display()))?;
+    Ok(true)
+}

@@ -1,0 +1,193 @@
+//! The watcher's results as a static site, as `asv publish` writes one
+//! for Python projects: an index of every series with its last point and
+//! its changes, and a page per series with its points over the nights as
+//! an inline SVG chart, change points marked, each point linked to its
+//! commit and each change to its hunt report.
+//!
+//! Pure: the store's rows in, the pages' text out ([`pages`]); the caller
+//! writes them and copies the hunt reports named by [`hunt_report`]. No
+//! page loads anything from the network, nor runs a script: tooltips are
+//! SVG `<title>`s. Everything that comes from git (subjects) is escaped.
+
+mod chart;
+mod html;
+
+use crate::store::points::{Point, points};
+use crate::store::{ChangeRow, Night, NightStatus, Role, RunRow};
+use std::collections::BTreeSet;
+
+/// What the site is made of.
+#[derive(Debug, Clone, Copy)]
+pub struct SiteInput<'a> {
+    pub branch: &'a str,
+    /// Every night of the branch, oldest first.
+    pub nights: &'a [Night],
+    pub runs: &'a [RunRow],
+    pub changes: &'a [ChangeRow],
+    /// The changes whose hunt report the site holds (see [`hunt_report`]).
+    pub hunted: &'a BTreeSet<i64>,
+    /// A commit's web page, `{sha}` standing for its full id; `None`: the
+    /// sha is shown, not linked.
+    pub commit_url: Option<&'a str>,
+}
+
+/// One file of the site: its path inside the site's folder and its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Page {
+    pub path: String,
+    pub text: String,
+}
+
+/// Where, in the site, the hunt report of change `id` is copied: the
+/// text report, and the JSON one beside it when there is one.
+pub fn hunt_report(id: i64) -> (String, String) {
+    (
+        format!("hunts/change-{id}.txt"),
+        format!("hunts/change-{id}.json"),
+    )
+}
+
+/// One series: a profile at a client count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SeriesName {
+    key: String,
+    profile: String,
+    clients: u32,
+    /// Its page, inside the site.
+    page: String,
+}
+
+/// A place on a series' x axis: a point, or a night that failed.
+#[derive(Debug, Clone, PartialEq)]
+enum Slot {
+    Point(Point, Option<Spread>),
+    Failed(Night),
+}
+
+/// The lowest and highest ratio of a point's pairs of runs (the commit's
+/// run over the reference's run beside it).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Spread {
+    low: f64,
+    high: f64,
+}
+
+/// The pages of the site: `index.html` and a page per series.
+pub fn pages(input: &SiteInput) -> Vec<Page> {
+    let series = series_names(input.runs);
+    let mut out = Vec::new();
+    let mut summaries = Vec::new();
+    for s in &series {
+        let slots = slots(input, &s.key);
+        let changes: Vec<&ChangeRow> = input.changes.iter().filter(|c| c.series == s.key).collect();
+        out.push(Page {
+            path: s.page.clone(),
+            text: html::series_page(input, s, &slots, &changes),
+        });
+        summaries.push((s, slots));
+    }
+    out.insert(
+        0,
+        Page {
+            path: "index.html".into(),
+            text: html::index(input, &summaries),
+        },
+    );
+    out
+}
+
+/// Every series of the runs, by profile then client count, each with a
+/// page name of its own.
+fn series_names(runs: &[RunRow]) -> Vec<SeriesName> {
+    let mut seen: Vec<(String, u32, String)> = runs
+        .iter()
+        .map(|r| (r.profile.clone(), r.clients, r.series.clone()))
+        .collect();
+    seen.sort();
+    seen.dedup();
+    let mut taken = BTreeSet::new();
+    seen.into_iter()
+        .map(|(profile, clients, key)| {
+            let base = slug(&key);
+            let mut page = format!("series-{base}.html");
+            let mut n = 2;
+            while !taken.insert(page.clone()) {
+                page = format!("series-{base}-{n}.html");
+                n += 1;
+            }
+            SeriesName {
+                key,
+                profile,
+                clients,
+                page,
+            }
+        })
+        .collect()
+}
+
+/// A file name's part from a series key: letters, digits, `-`, `_`, `.`
+/// kept, anything else a `-`.
+fn slug(key: &str) -> String {
+    key.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '.' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+/// The x axis of `series`: its points in the order the nights ran, and
+/// each night that failed where it fell.
+fn slots(input: &SiteInput, series: &str) -> Vec<Slot> {
+    let pts = points(input.nights, input.runs, Some(series));
+    let mut out = Vec::new();
+    for night in input.nights {
+        if night.status == NightStatus::Failed {
+            out.push(Slot::Failed(night.clone()));
+            continue;
+        }
+        for p in pts.iter().filter(|p| p.night == night.id) {
+            out.push(Slot::Point(p.clone(), spread(input.runs, p)));
+        }
+    }
+    out
+}
+
+/// The spread of `point`'s pairs of runs; `None` without a usable pair.
+fn spread(runs: &[RunRow], point: &Point) -> Option<Spread> {
+    let of_night = |r: &&RunRow| r.night == point.night && r.series == point.series;
+    let usable = |r: &RunRow| r.tps.filter(|t| t.is_finite() && *t > 0.0);
+    let ratios: Vec<f64> = runs
+        .iter()
+        .filter(of_night)
+        .filter(|r| r.role == Role::Candidate && r.commit == point.commit)
+        .filter_map(|c| {
+            let reference = runs
+                .iter()
+                .filter(of_night)
+                .find(|r| r.role == Role::Reference && r.round == c.round)?;
+            Some(usable(c)? / usable(reference)?)
+        })
+        .collect();
+    let low = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+    let high = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (low.is_finite() && high.is_finite()).then_some(Spread { low, high })
+}
+
+/// The web page of `sha` from the `--commit-url` template, if one is
+/// given: `{sha}` replaced by the full id.
+fn commit_href(template: Option<&str>, sha: &str) -> Option<String> {
+    template.map(|t| t.replace("{sha}", sha))
+}
+
+/// A night's date, `YYYY-MM-DD` (UTC).
+fn date(clock: i64) -> String {
+    let text = crate::time::rfc3339_from_unix(clock);
+    text.get(..10).unwrap_or(&text).to_string()
+}
+
+#[cfg(test)]
+mod tests;

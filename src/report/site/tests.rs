@@ -1,0 +1,282 @@
+use super::*;
+use crate::store::{ChangeStatus, NightCommit};
+
+const EVIL: &str = "Fix <script>alert(\"x\")</script> & more";
+
+fn sha(i: usize) -> String {
+    format!("{i:040x}")
+}
+
+fn night(id: i64, status: NightStatus, reason: Option<&str>) -> Night {
+    Night {
+        id,
+        clock: 86_400 * (19_723 + id) + 86_399,
+        branch: "master".into(),
+        tip: sha(id as usize),
+        status,
+        reason: reason.map(str::to_string),
+        reference: sha(1),
+        commits: vec![NightCommit {
+            id: sha(id as usize),
+            subject: if id == 4 {
+                EVIL.into()
+            } else {
+                format!("commit {id}")
+            },
+            committed: 0,
+        }],
+    }
+}
+
+/// A run of the series at `tps`, the fields it does not name empty.
+fn run(night: i64, role: Role, round: u32, tps: f64) -> RunRow {
+    let commit = match role {
+        Role::Candidate => sha(night as usize),
+        Role::Reference => sha(1),
+    };
+    serde_json::from_value(serde_json::json!({
+        "night": night, "commit": commit, "series": "select-only/c8",
+        "profile": "select-only", "clients": 8, "role": role, "round": round,
+        "tps": tps, "started": 0, "seconds": 1.0,
+    }))
+    .expect("a run")
+}
+
+fn change(id: i64, before: usize, after: usize, status: ChangeStatus) -> ChangeRow {
+    ChangeRow {
+        id,
+        series: "select-only/c8".into(),
+        before: sha(before),
+        after: sha(after),
+        pct: -10.0,
+        low_pct: Some(-12.0),
+        high_pct: Some(-8.0),
+        status,
+        first_night: 6,
+        p_value: 0.01,
+    }
+}
+
+/// Six nights of one series, the fourth 10% slower (its subject holds a
+/// script), the fifth failed; a confirmed change and a dismissed one.
+struct Fixture {
+    nights: Vec<Night>,
+    runs: Vec<RunRow>,
+    changes: Vec<ChangeRow>,
+}
+
+fn fixture() -> Fixture {
+    let mut nights = Vec::new();
+    let mut runs = Vec::new();
+    for id in 1..=6 {
+        if id == 5 {
+            nights.push(night(
+                id,
+                NightStatus::Failed,
+                Some("reference does not build"),
+            ));
+            continue;
+        }
+        nights.push(night(id, NightStatus::Done, None));
+        let level = if id >= 4 { 900.0 } else { 1000.0 };
+        for round in 0..3 {
+            runs.push(run(id, Role::Candidate, round, level + round as f64 * 10.0));
+            runs.push(run(id, Role::Reference, round, 1000.0));
+        }
+    }
+    let changes = vec![
+        change(1, 3, 4, ChangeStatus::Confirmed),
+        change(2, 2, 3, ChangeStatus::Dismissed),
+    ];
+    Fixture {
+        nights,
+        runs,
+        changes,
+    }
+}
+
+fn site(f: &Fixture, hunted: &BTreeSet<i64>, url: Option<&str>) -> Vec<Page> {
+    pages(&SiteInput {
+        branch: "master",
+        nights: &f.nights,
+        runs: &f.runs,
+        changes: &f.changes,
+        hunted,
+        commit_url: url,
+    })
+}
+
+/// The inline SVG of a page, parsed.
+fn svg_of(page: &str) -> String {
+    let start = page.find("<svg").expect("an inline chart");
+    let end = page.find("</svg>").expect("the chart closed") + "</svg>".len();
+    page[start..end].to_string()
+}
+
+fn class_count(doc: &roxmltree::Document, class: &str) -> usize {
+    doc.descendants()
+        .filter(|n| n.attribute("class") == Some(class))
+        .count()
+}
+
+#[test]
+fn an_index_and_a_page_per_series() {
+    let f = fixture();
+    let pages = site(&f, &BTreeSet::new(), None);
+    let paths: Vec<&str> = pages.iter().map(|p| p.path.as_str()).collect();
+    assert_eq!(paths, ["index.html", "series-select-only-c8.html"]);
+    let index = &pages[0].text;
+    assert!(index.starts_with("<!DOCTYPE html>"), "{index}");
+    assert!(
+        index.contains("href=\"series-select-only-c8.html\""),
+        "{index}"
+    );
+    // The last point: night 6, 10% under the reference (920/1000 median).
+    assert!(index.contains("0.9100"), "{index}");
+    assert!(index.contains("1 confirmed"), "{index}");
+    assert!(index.contains("1 dismissed"), "{index}");
+    assert!(index.contains("reference does not build"), "{index}");
+}
+
+#[test]
+fn the_chart_has_every_point_its_spread_the_changes_and_the_failed_night() {
+    let f = fixture();
+    let pages = site(&f, &BTreeSet::new(), None);
+    let svg = svg_of(&pages[1].text);
+    let doc = roxmltree::Document::parse(&svg).expect("the chart is valid XML");
+    assert_eq!(class_count(&doc, "point"), 5);
+    assert_eq!(class_count(&doc, "spread"), 5);
+    assert_eq!(class_count(&doc, "failed"), 1);
+    assert_eq!(class_count(&doc, "change confirmed"), 1);
+    assert_eq!(class_count(&doc, "change dismissed"), 1);
+    assert_eq!(class_count(&doc, "series"), 1);
+    for node in doc.descendants().filter(|n| n.is_element()) {
+        for attr in node.attributes() {
+            if ["x", "y", "x1", "x2", "y1", "y2", "cx", "cy", "r"].contains(&attr.name()) {
+                let v: f64 = attr.value().parse().expect("a number");
+                assert!(v.is_finite(), "{} = {}", attr.name(), attr.value());
+            }
+        }
+    }
+    // The confirmed change is drawn just before night 4's point.
+    let x_of = |class: &str| -> f64 {
+        let g = doc
+            .descendants()
+            .find(|n| n.attribute("class") == Some(class))
+            .unwrap();
+        let line = g.children().find(|n| n.has_tag_name("line")).unwrap();
+        line.attribute("x1").unwrap().parse().unwrap()
+    };
+    let points: Vec<f64> = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("point"))
+        .map(|n| n.attribute("cx").unwrap().parse().unwrap())
+        .collect();
+    let confirmed = x_of("change confirmed");
+    assert!(
+        points[2] < confirmed && confirmed < points[3],
+        "{points:?} {confirmed}"
+    );
+}
+
+#[test]
+fn what_comes_from_git_is_escaped_everywhere() {
+    let f = fixture();
+    for page in site(
+        &f,
+        &BTreeSet::new(),
+        Some("https://example.org/c?h={sha}&x=1"),
+    ) {
+        assert!(
+            !page.text.contains("<script"),
+            "{}: {}",
+            page.path,
+            page.text
+        );
+        assert!(!page.text.contains("</script"), "{}", page.path);
+    }
+    let pages = site(&f, &BTreeSet::new(), None);
+    for page in &pages {
+        // Nothing is loaded from anywhere: no script, image or style sheet.
+        assert!(!page.text.contains("src="), "{}", page.path);
+        assert_eq!(page.text.matches("<link").count(), 1, "{}", page.path);
+        assert!(page.text.contains("<link rel=\"icon\" href=\"data:,\">"));
+    }
+    assert!(
+        pages[1]
+            .text
+            .contains("Fix &lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; more")
+    );
+}
+
+#[test]
+fn points_link_to_their_commit_only_with_a_template() {
+    let f = fixture();
+    let linked = site(
+        &f,
+        &BTreeSet::new(),
+        Some("https://example.org/c?h={sha}&x=1"),
+    );
+    let href = format!("href=\"https://example.org/c?h={}&amp;x=1\"", sha(4));
+    let svg = svg_of(&linked[1].text);
+    assert!(svg.contains(&href), "{svg}");
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    assert_eq!(doc.descendants().filter(|n| n.has_tag_name("a")).count(), 5);
+    let plain = site(&f, &BTreeSet::new(), None);
+    assert!(!plain[1].text.contains("href=\"http"), "{}", plain[1].text);
+    // The full sha in the tooltip.
+    assert!(
+        plain[1]
+            .text
+            .contains(&format!("<title>{} commit 6", sha(6)))
+    );
+}
+
+#[test]
+fn a_change_links_its_hunt_report_or_says_it_is_not_hunted_yet() {
+    let f = fixture();
+    let not_yet = site(&f, &BTreeSet::new(), None);
+    for page in &not_yet {
+        assert!(page.text.contains("not hunted yet"), "{}", page.path);
+        assert!(!page.text.contains("hunts/change-1.txt"));
+    }
+    let hunted = site(&f, &BTreeSet::from([1]), None);
+    for page in &hunted {
+        assert!(
+            page.text.contains("href=\"hunts/change-1.txt\""),
+            "{}",
+            page.path
+        );
+        assert!(!page.text.contains("not hunted yet"), "{}", page.path);
+        assert!(page.text.contains("none (dismissed)"), "{}", page.path);
+    }
+    assert_eq!(hunt_report(1).0, "hunts/change-1.txt");
+}
+
+#[test]
+fn an_empty_store_makes_an_index_that_says_so() {
+    let pages = pages(&SiteInput {
+        branch: "main",
+        nights: &[],
+        runs: &[],
+        changes: &[],
+        hunted: &BTreeSet::new(),
+        commit_url: None,
+    });
+    assert_eq!(pages.len(), 1);
+    assert!(pages[0].text.contains("No night yet."));
+    assert!(pages[0].text.contains("No change found."));
+}
+
+#[test]
+fn series_pages_get_names_of_their_own() {
+    assert_eq!(slug("a b/c<8>"), "a-b-c-8-");
+    let mut a = run(1, Role::Candidate, 0, 1.0);
+    a.series = "x/c1".into();
+    let mut b = a.clone();
+    b.series = "x-c1".into();
+    b.profile = "y".into();
+    let names = series_names(&[a, b]);
+    let pages: Vec<&str> = names.iter().map(|n| n.page.as_str()).collect();
+    assert_eq!(pages, ["series-x-c1.html", "series-x-c1-2.html"]);
+}
