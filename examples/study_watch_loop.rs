@@ -9,7 +9,8 @@
 //! Each trial: three commits land a day; a first night backfills
 //! `--backfill` days (a commit a day), then `--nights` nights are
 //! watched, each measuring `--per-night` commits beside the reference
-//! (3 pairs of runs each). The store is SQLite in memory.
+//! (`--rounds` pairs of runs each, 3 as `pgbisect watch` makes them). The
+//! store is SQLite in memory.
 //!
 //! A noise model (`--models`, comma-separated) is the hunt's: a
 //! `pgbisect simulate --noise` text (`gaussian:2`, `outliers:2:5:60:80`,
@@ -59,6 +60,9 @@ struct Cli {
     backfill: usize,
     #[arg(long, default_value_t = 3)]
     per_night: usize,
+    /// Pairs of runs (the commit's and the reference's) a commit a night.
+    #[arg(long, default_value_t = 3)]
+    rounds: u32,
     /// Noise models (see above).
     #[arg(long, value_delimiter = ',', default_values_t = ["gaussian:2".to_string()])]
     models: Vec<String>,
@@ -224,6 +228,7 @@ fn trial(cli: &Cli, model: &Model, kind: Kind, seed: u64) -> anyhow::Result<Tria
     let cfg = WatchConfig {
         backfill: cli.backfill,
         per_night: cli.per_night,
+        rounds: cli.rounds,
         ..WatchConfig::new("master")
     };
     let mut out = Trial {
@@ -340,8 +345,8 @@ fn main() -> anyhow::Result<()> {
         .flat_map(|m| cli.series.iter().map(move |s| (m, s)))
         .collect();
     println!(
-        "per night {}, {} nights watched, {} trials a row, seed {}",
-        cli.per_night, cli.nights, cli.trials, cli.seed
+        "per night {}, {} pairs of runs a commit, {} nights watched, {} trials a row, seed {}",
+        cli.per_night, cli.rounds, cli.nights, cli.trials, cli.seed
     );
     println!(
         "| noise | series | false confirmed per 100 nights | confirmed | within 2 nights \
