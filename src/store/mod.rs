@@ -217,6 +217,34 @@ impl ChangeStatus {
     }
 }
 
+/// What kind of move a change is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ChangeKind {
+    /// A step between two commits measured one after the other.
+    #[default]
+    Step,
+    /// Small steps that added up: the level of the series some nights
+    /// ago against its level now, between a commit of then and one of now
+    /// ([`crate::engine::watch::drift`]).
+    Drift,
+}
+
+impl ChangeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeKind::Step => "step",
+            ChangeKind::Drift => "drift",
+        }
+    }
+
+    fn parse(text: &str) -> Option<ChangeKind> {
+        [ChangeKind::Step, ChangeKind::Drift]
+            .into_iter()
+            .find(|k| k.as_str() == text)
+    }
+}
+
 /// A change of level in a series, between two measured commits.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChangeRow {
@@ -235,6 +263,9 @@ pub struct ChangeRow {
     pub first_night: i64,
     /// The change-point test's p-value.
     pub p_value: f64,
+    /// A step, or a drift.
+    #[serde(default)]
+    pub kind: ChangeKind,
 }
 
 /// The watcher's results, wherever they are kept.

@@ -6,8 +6,8 @@
 //! pgbisect) is refused with a message instead of being misread.
 
 use super::{
-    ChangeRow, ChangeStatus, NewNight, Night, NightCommit, NightStatus, Role, RunRow, Store,
-    StoreError,
+    ChangeKind, ChangeRow, ChangeStatus, NewNight, Night, NightCommit, NightStatus, Role, RunRow,
+    Store, StoreError,
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use std::path::Path;
@@ -16,7 +16,8 @@ use std::path::Path;
 pub const FILE: &str = "watch.sqlite";
 
 /// The migrations, in order: `MIGRATIONS[k]` brings version `k` to `k + 1`.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE nights (
     id INTEGER PRIMARY KEY,
     clock INTEGER NOT NULL,
@@ -71,7 +72,12 @@ CREATE TABLE changes (
     p_value REAL NOT NULL,
     UNIQUE (series, before_commit, after_commit)
 );
-"#];
+"#,
+    r#"
+ALTER TABLE changes ADD COLUMN kind TEXT NOT NULL DEFAULT 'step'
+    CHECK (kind IN ('step', 'drift'));
+"#,
+];
 
 /// The schema version this pgbisect writes.
 pub const VERSION: i64 = MIGRATIONS.len() as i64;
@@ -234,8 +240,9 @@ fn run_of(r: &Row) -> rusqlite::Result<(RunRow, String)> {
     ))
 }
 
-fn change_of(r: &Row) -> rusqlite::Result<(ChangeRow, String)> {
+fn change_of(r: &Row) -> rusqlite::Result<(ChangeRow, String, String)> {
     let status: String = r.get(7)?;
+    let kind: String = r.get(10)?;
     Ok((
         ChangeRow {
             id: r.get(0)?,
@@ -248,8 +255,10 @@ fn change_of(r: &Row) -> rusqlite::Result<(ChangeRow, String)> {
             status: ChangeStatus::Candidate,
             first_night: r.get(8)?,
             p_value: r.get(9)?,
+            kind: ChangeKind::Step,
         },
         status,
+        kind,
     ))
 }
 
@@ -383,7 +392,7 @@ impl Store for SqliteStore {
             .conn
             .prepare(
                 "SELECT c.id, c.series, c.before_commit, c.after_commit, c.pct, c.low_pct,
-                     c.high_pct, c.status, c.first_night, c.p_value
+                     c.high_pct, c.status, c.first_night, c.p_value, c.kind
                  FROM changes c JOIN nights n ON n.id = c.first_night
                  WHERE n.branch = ?1 ORDER BY c.id",
             )
@@ -394,9 +403,11 @@ impl Store for SqliteStore {
             .collect::<Result<Vec<_>, _>>()
             .map_err(&err)?;
         rows.into_iter()
-            .map(|(mut change, status)| {
+            .map(|(mut change, status, kind)| {
                 change.status = ChangeStatus::parse(&status)
                     .ok_or_else(|| self.unknown("change status", &status))?;
+                change.kind =
+                    ChangeKind::parse(&kind).ok_or_else(|| self.unknown("change kind", &kind))?;
                 Ok(change)
             })
             .collect()
@@ -407,8 +418,8 @@ impl Store for SqliteStore {
         self.conn
             .execute(
                 "INSERT INTO changes (series, before_commit, after_commit, pct, low_pct,
-                     high_pct, status, first_night, p_value)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT DO NOTHING",
+                     high_pct, status, first_night, p_value, kind)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT DO NOTHING",
                 params![
                     c.series,
                     c.before,
@@ -418,7 +429,8 @@ impl Store for SqliteStore {
                     c.high_pct,
                     c.status.as_str(),
                     c.first_night,
-                    c.p_value
+                    c.p_value,
+                    c.kind.as_str()
                 ],
             )
             .map_err(&err)?;
@@ -549,6 +561,7 @@ mod tests {
             status: ChangeStatus::Candidate,
             first_night: n.id,
             p_value: 0.005,
+            kind: ChangeKind::Step,
         };
         let id = store.add_change(&change).unwrap();
         assert_eq!(store.add_change(&change).unwrap(), id);
@@ -556,7 +569,40 @@ mod tests {
         change.status = ChangeStatus::Confirmed;
         change.low_pct = Some(-7.0);
         store.update_change(&change).unwrap();
-        assert_eq!(store.changes("master").unwrap(), vec![change]);
+        assert_eq!(store.changes("master").unwrap(), vec![change.clone()]);
+        // A drift between other commits is kept as a drift.
+        let drift = ChangeRow {
+            before: "a".into(),
+            after: "z".into(),
+            kind: ChangeKind::Drift,
+            ..change.clone()
+        };
+        let id = store.add_change(&drift).unwrap();
+        let kept = store.changes("master").unwrap();
+        assert_eq!(kept, vec![change, ChangeRow { id, ..drift }]);
+    }
+
+    #[test]
+    fn the_changes_of_a_first_version_file_are_steps() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE);
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(MIGRATIONS[0]).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE schema_version (version INTEGER NOT NULL);
+             INSERT INTO schema_version (version) VALUES (1);
+             INSERT INTO nights (id, clock, branch, tip, status, reference)
+                 VALUES (1, 86400, 'master', 'a', 'done', 'ref');
+             INSERT INTO changes (series, before_commit, after_commit, pct, status,
+                 first_night, p_value)
+                 VALUES ('default/c8', 'a', 'b', -6.0, 'confirmed', 1, 0.005);",
+        )
+        .unwrap();
+        drop(conn);
+        let mut store = SqliteStore::open(&path).unwrap();
+        let changes = store.changes("master").unwrap();
+        assert_eq!(changes.len(), 1);
+        assert_eq!(changes[0].kind, ChangeKind::Step);
     }
 
     #[test]

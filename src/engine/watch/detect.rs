@@ -19,7 +19,7 @@ use crate::core::decide::{Comparison, Verdict};
 use crate::engine::compare::{self, Row};
 use crate::model::Commit;
 use crate::store::points::{Point, points};
-use crate::store::{ChangeRow, ChangeStatus, Night, RunRow, Store, series_key};
+use crate::store::{ChangeKind, ChangeRow, ChangeStatus, Night, RunRow, Store, series_key};
 
 /// Finds new changes in every series, confirms or dismisses each (and
 /// any left a candidate by an earlier night); returns them.
@@ -29,11 +29,8 @@ pub fn changes(
     cfg: &WatchConfig,
     note: &mut dyn FnMut(&str),
 ) -> anyhow::Result<Vec<ChangeRow>> {
-    let nights = store.nights(&cfg.branch)?;
-    let recent: Vec<Night> = nights[nights.len().saturating_sub(cfg.window)..].to_vec();
-    let runs = store.runs(&cfg.branch)?;
     // Read once: what one series adds below never covers another's.
-    let known = store.changes(&cfg.branch)?;
+    let (recent, runs, known) = read_window(store, cfg)?;
     let mut found = Vec::new();
     for (profile, lab) in labs.iter().enumerate() {
         for &clients in &lab.clients {
@@ -85,6 +82,21 @@ pub fn changes(
     Ok(out)
 }
 
+/// The nights the tests read (the last `cfg.window`), every run and the
+/// changes already known.
+pub(super) fn read_window(
+    store: &mut dyn Store,
+    cfg: &WatchConfig,
+) -> anyhow::Result<(Vec<Night>, Vec<RunRow>, Vec<ChangeRow>)> {
+    let nights = store.nights(&cfg.branch)?;
+    let recent = nights[nights.len().saturating_sub(cfg.window)..].to_vec();
+    Ok((
+        recent,
+        store.runs(&cfg.branch)?,
+        store.changes(&cfg.branch)?,
+    ))
+}
+
 /// The pairs of measured commits beside `change`'s: the one before it and
 /// the one after it, as candidates of their own.
 fn neighbours(pts: &[Point], change: &ChangeRow) -> Vec<ChangeRow> {
@@ -105,7 +117,7 @@ fn neighbours(pts: &[Point], change: &ChangeRow) -> Vec<ChangeRow> {
 
 /// Measures `change` again side by side, when that fits before the
 /// deadline, and stores what it came to.
-fn settle(
+pub(super) fn settle(
     store: &mut dyn Store,
     (lab, clients): (&mut ProfileLab, u32),
     mut change: ChangeRow,
@@ -184,6 +196,7 @@ pub fn candidates(
                 status: ChangeStatus::Candidate,
                 first_night: after.night,
                 p_value: cp.p_value,
+                kind: ChangeKind::Step,
             })
         })
         .collect()
@@ -214,6 +227,8 @@ fn confirm(
     note: &mut dyn FnMut(&str),
 ) -> anyhow::Result<()> {
     let (before, after) = (Commit::bare(&change.before), Commit::bare(&change.after));
+    // While a candidate, its size is the series' levels.
+    let gain = change.pct > 0.0;
     let mut row: Option<Row> = None;
     loop {
         let rows = compare::measure(
@@ -231,7 +246,7 @@ fn confirm(
         let runs = merged.a_tps.len().min(merged.b_tps.len());
         let unclear = merged
             .comparison
-            .is_some_and(|c| decided(&c, cfg).is_none());
+            .is_some_and(|c| decided(&c, cfg, gain).is_none());
         row = Some(merged);
         if !unclear || runs >= cfg.decision.max_runs {
             break;
@@ -250,7 +265,7 @@ fn confirm(
         note("  a side gave no result: the change stays a candidate");
         return Ok(());
     };
-    change.status = decided(&c, cfg).unwrap_or(ChangeStatus::Dismissed);
+    change.status = decided(&c, cfg, gain).unwrap_or(ChangeStatus::Dismissed);
     change.pct = c.change.pct;
     change.low_pct = Some(c.change.low_pct);
     change.high_pct = Some(c.change.high_pct);
@@ -264,11 +279,17 @@ fn confirm(
 
 /// What a side-by-side comparison decides: confirmed (slower, or faster
 /// with its whole interval above 0 and the estimate past the threshold),
-/// dismissed (unchanged), or `None` (unclear).
-fn decided(c: &Comparison, cfg: &WatchConfig) -> Option<ChangeStatus> {
-    let faster = c.change.low_pct > 0.0 && c.change.pct >= cfg.decision.threshold * 100.0;
+/// dismissed (unchanged), or `None` (unclear). A candidate that `gain`s
+/// is read the other way up: dismissed when its whole interval is below
+/// the threshold, unclear while the interval reaches past it (a drop
+/// ruled out is not yet a gain ruled out).
+fn decided(c: &Comparison, cfg: &WatchConfig, gain: bool) -> Option<ChangeStatus> {
+    let threshold = cfg.decision.threshold * 100.0;
+    let faster = c.change.low_pct > 0.0 && c.change.pct >= threshold;
     match c.verdict {
         _ if faster => Some(ChangeStatus::Confirmed),
+        _ if gain && c.change.high_pct >= threshold => None,
+        _ if gain => Some(ChangeStatus::Dismissed),
         Verdict::Regressed => Some(ChangeStatus::Confirmed),
         Verdict::Unchanged => Some(ChangeStatus::Dismissed),
         Verdict::Unclear => None,

@@ -15,6 +15,7 @@
 //! labs (one per profile), the store and the branch's line are given.
 
 pub mod detect;
+pub mod drift;
 pub mod measure;
 pub mod pick;
 mod render;
@@ -157,6 +158,7 @@ pub fn watch_night(
     }
     if out.stopped.is_none() {
         out.changes = detect::changes(store, labs, cfg, note)?;
+        out.changes.extend(drift::changes(store, labs, cfg, note)?);
     }
     let all_nights = store.nights(&cfg.branch)?;
     let runs = store.runs(&cfg.branch)?;

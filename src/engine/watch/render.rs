@@ -2,7 +2,7 @@
 //! last points, and the changes found with their confirmation.
 
 use super::Watched;
-use crate::store::ChangeStatus;
+use crate::store::{ChangeKind, ChangeStatus};
 use std::fmt::Write;
 
 /// The text `pgbisect watch` prints after a night.
@@ -75,9 +75,13 @@ fn changes(w: &Watched) -> String {
             ChangeStatus::Candidate => "not yet confirmed",
             ChangeStatus::Reported => "reported",
         };
+        let (what, test) = match c.kind {
+            ChangeKind::Step => ("", "change-point"),
+            ChangeKind::Drift => ("a drift ", "then against now"),
+        };
         let _ = writeln!(
             out,
-            "  {}: {}..{} {:+.1}%{interval}: {word} (change-point p = {:.3})",
+            "  {}: {what}{}..{} {:+.1}%{interval}: {word} ({test} p = {:.3})",
             c.series,
             short(&c.before),
             short(&c.after),

@@ -275,6 +275,7 @@ fn a_candidate_whose_runs_do_not_fit_before_the_deadline_waits_for_the_next_star
         status: ChangeStatus::Candidate,
         first_night: night,
         p_value: 0.01,
+        kind: crate::store::ChangeKind::Step,
     };
     store.add_change(&change).unwrap();
     let past = WatchConfig {

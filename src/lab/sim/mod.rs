@@ -7,6 +7,7 @@
 //! hunt on them (`engine::simulate`); the engines' tests do too.
 
 pub mod hosts;
+pub mod spells;
 
 use crate::core::stats::percentile;
 use crate::lab::{Lab, RunSpec};
