@@ -52,6 +52,12 @@ pub trait Follow {
         budget: Option<Budget>,
     ) -> anyhow::Result<Vec<Why>>;
 
+    /// Adds what the caller knows of the hunt's setup to its report (the
+    /// profile's name, the machine, the command that hunts it again).
+    fn complete(&mut self, profile: &str, report: &mut HuntReport) {
+        let _ = (profile, report);
+    }
+
     /// Tells of `finding`. `Ok(false)`: nobody is to be told; an error:
     /// it was not told (the next start tries again).
     fn mail(&mut self, finding: &Finding) -> anyhow::Result<bool>;
@@ -93,8 +99,9 @@ pub struct Hunts {
 
 /// Every confirmed drop of a series still measured: its hunt taken up
 /// again (or, unless `begun_only`, begun), and once ended its finding
-/// told. Hunts go in the order their changes were found; one stopped by
-/// the deadline stops the rest.
+/// told; the hunts this start moved on are returned. Hunts go in the
+/// order their changes were found; one stopped by the deadline stops the
+/// rest.
 pub fn hunt_changes(
     store: &mut dyn Store,
     labs: &mut [ProfileLab],
@@ -121,6 +128,7 @@ pub fn hunt_changes(
             None => continue,
         };
         let folder = HuntDir::at(&hunt.dir);
+        let before = hunt.clone();
         if hunt.outcome.is_none() {
             let lab = &mut labs[profile];
             let asked = (lab, clients, &folder);
@@ -150,7 +158,10 @@ pub fn hunt_changes(
                 note,
             )?;
         }
-        out.hunted.push(Hunted { change, hunt });
+        // Only what this start did: an ended, told hunt is not news.
+        if hunt != before {
+            out.hunted.push(Hunted { change, hunt });
+        }
     }
     Ok(out)
 }
@@ -208,7 +219,8 @@ fn hunt_one(
         ..HuntConfig::default()
     };
     let (earlier, processes) = crate::journal::spent::spent_before(&past.events);
-    let mut replay = ReplayLab::new(lab.lab.as_mut(), &past.events);
+    let mut since = super::since::Since::new(lab.lab.as_mut());
+    let mut replay = ReplayLab::new(&mut since, &past.events);
     let mut progress = Noted(note);
     let mut run = Hunt::new(config, commits, &mut replay, &mut progress)
         .with_known_builds(&earlier.lab)
@@ -225,6 +237,7 @@ fn hunt_one(
         )));
     }
     report.why = follow.why(&mut replay, &lab.name, &report, folder, cfg.budget)?;
+    follow.complete(&lab.name, &mut report);
     write_file(&folder.report_text(), &crate::report::text(&report))?;
     write_file(&report_json(folder), &crate::report::json(&report)?)?;
     note(&format!(

@@ -23,6 +23,7 @@ mod hunt_tests;
 pub mod measure;
 pub mod pick;
 mod render;
+mod since;
 #[cfg(test)]
 mod tests;
 
