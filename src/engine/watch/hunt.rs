@@ -236,7 +236,16 @@ fn hunt_one(
             change.series
         )));
     }
-    report.why = follow.why(&mut replay, &lab.name, &report, folder, cfg.budget)?;
+    // A failure of the why-runs leaves the hunt's finding standing: were
+    // it an error, the hunt would be taken up again, and fail, every night.
+    match follow.why(&mut replay, &lab.name, &report, folder, cfg.budget) {
+        Ok(why) => report.why = why,
+        Err(e) => {
+            let said = format!("the why-runs failed: {e:#}");
+            note(&format!("{}: {said}", change.series));
+            report.notes.push(said);
+        }
+    }
     follow.complete(&lab.name, &mut report);
     write_file(&folder.report_text(), &crate::report::text(&report))?;
     write_file(&report_json(folder), &crate::report::json(&report)?)?;
