@@ -174,6 +174,31 @@ impl Notifier {
         problems
     }
 
+    /// Tells of a finding of the watcher: the command gets the hunt's end
+    /// in its environment, and the mail `subject` and `body` goes out under
+    /// a Message-ID made of `id_part` alone, the same each time (see
+    /// [`crate::report::email::stable_message_id`]). `Ok(false)` when
+    /// nobody is to be told; an error when the command or the mail failed.
+    pub fn deliver_finding(
+        &self,
+        end: &HuntEnd,
+        (subject, body): (&str, &str),
+        id_part: &str,
+    ) -> anyhow::Result<bool> {
+        if let Some(command) = &self.command {
+            run_command(command, end)?;
+        }
+        if let Some(mail) = &self.mail {
+            let env = Envelope5322::now(&mail.from, &mail.to).header_envelope();
+            let id = crate::report::email::stable_message_id(id_part, &env);
+            let message = crate::report::email::render_with_id(subject, body, &id, &env);
+            mail.transport
+                .send(&mail.from, &mail.to, &message)
+                .with_context(|| format!("cannot mail {}", mail.to.join(", ")))?;
+        }
+        Ok(self.command.is_some() || self.mail.is_some())
+    }
+
     /// [`Notifier::deliver`], with each problem as a warning on stderr.
     pub fn deliver_and_warn(&self, end: &HuntEnd) {
         for problem in self.deliver(end) {

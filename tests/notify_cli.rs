@@ -4,96 +4,10 @@
 
 mod common;
 
+use common::mail::{MailServer, require};
 use pgbisect::notify::mail::{Envelope5322, MailTransport, Sendmail, Smtp, plain_message};
-use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
-
-/// Fails the test, naming `what` and the setup script, unless the shell
-/// `check` succeeds.
-fn require(check: &str, what: &str) {
-    let out = Command::new("sh")
-        .args(["-c", check])
-        .output()
-        .expect("sh runs");
-    assert!(
-        out.status.success(),
-        "{what} is missing: run scripts/setup.sh ({})",
-        String::from_utf8_lossy(&out.stderr).trim()
-    );
-}
-
-/// A local SMTP server that keeps every message it gets as a file in a
-/// maildir; stopped when dropped.
-struct MailServer {
-    child: Child,
-    port: u16,
-    maildir: tempfile::TempDir,
-}
-
-impl MailServer {
-    fn start() -> MailServer {
-        MailServer::start_with(&[])
-    }
-
-    /// With extra aiosmtpd options, e.g. `-s SIZE`.
-    fn start_with(options: &[&str]) -> MailServer {
-        require("python3 -c 'import aiosmtpd'", "Python's aiosmtpd");
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let maildir = tempfile::tempdir().unwrap();
-        let child = Command::new("python3")
-            .args(["-m", "aiosmtpd", "-n"])
-            .args(options)
-            .arg("-l")
-            .arg(format!("127.0.0.1:{port}"))
-            .args(["-c", "aiosmtpd.handlers.Mailbox"])
-            .arg(maildir.path().join("box"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("aiosmtpd starts");
-        let server = MailServer {
-            child,
-            port,
-            maildir,
-        };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "aiosmtpd did not listen on {port}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        server
-    }
-
-    fn addr(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
-    }
-
-    /// Every message received so far, as text.
-    fn messages(&self) -> Vec<String> {
-        let new = self.maildir.path().join("box").join("new");
-        let Ok(entries) = std::fs::read_dir(&new) else {
-            return Vec::new();
-        };
-        entries
-            .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
-            .collect()
-    }
-}
-
-impl Drop for MailServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use std::process::{Command, Output, Stdio};
 
 /// The value of header `name` in `message` (first occurrence).
 fn header<'a>(message: &'a str, name: &str) -> Option<&'a str> {

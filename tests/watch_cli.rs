@@ -188,3 +188,54 @@ fn killed_in_the_middle_of_a_night_and_started_again_no_run_is_lost_or_stored_tw
     // At most the run the kill interrupted was made twice.
     assert!((18..=19).contains(&count()), "{} benchmark calls", count());
 }
+
+#[test]
+fn a_replay_hunts_the_change_to_its_commit_and_mails_it_once() {
+    // A commit a day; a night every third day measures only its tip, so
+    // the nights around the drop at commit 16 are commits 15 and 18.
+    let (repo, shas) = dated_history(&levels_with_drop_at(30, 16));
+    let tmp = tempfile::tempdir().unwrap();
+    let profile = profile(tmp.path());
+    let work = tmp.path().join("w");
+    let server = common::mail::MailServer::start();
+    let smtp = server.addr();
+    let mut args = replay(&profile, "2024-01-01..2024-01-30");
+    args.extend(["--every", "3", "--per-night", "1"]);
+    args.extend(["--mail-to", "perf@example.org", "--smtp", &smtp]);
+    let out = watch(repo.path(), &work, &args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let range = format!("{}..{}", &shas[15][..8], &shas[18][..8]);
+    assert!(stdout.contains(&range), "{stdout}");
+    assert!(
+        stdout.contains(&format!("culprit {}", shas[16])),
+        "{stdout}\n{stderr}"
+    );
+    // The reports where the site links to them.
+    use pgbisect::store::Store;
+    let mut store = pgbisect::store::sqlite::SqliteStore::open(&work.join("watch.sqlite")).unwrap();
+    let hunts = store.hunts("main").unwrap();
+    assert_eq!(hunts.len(), 1, "{hunts:?}");
+    let folder = work
+        .join("watch-hunts")
+        .join(format!("change-{}", hunts[0].change));
+    let report = std::fs::read_to_string(folder.join("report.txt")).unwrap();
+    assert!(report.contains(&shas[16][..8]), "{report}");
+    assert!(folder.join("report.json").is_file());
+    // One mail, naming the culprit, with the chart and the report.
+    let mails = server.messages();
+    assert_eq!(mails.len(), 1, "{stderr}");
+    let mail = mails[0].replace("\r\n", "\n");
+    assert!(mail.contains(&format!("Culprit: {}", shas[16])), "{mail}");
+    assert!(mail.contains("commit number 16"), "{mail}");
+    assert!(mail.contains("<- after the change"), "{mail}");
+    let id = format!("Message-ID: <pgbisect.watch.profile.c8.{}.", &shas[15][..8]);
+    assert!(mail.contains(&id), "{mail}");
+    // The same replay again: nothing hunted or mailed a second time.
+    let again = watch(repo.path(), &work, &args);
+    let again_err = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(1), "{again_err}");
+    assert!(!again_err.contains("hunting the"), "{again_err}");
+    assert_eq!(server.messages().len(), 1);
+}

@@ -92,6 +92,7 @@ fn results(work: &Path) -> i64 {
         status: ChangeStatus::Candidate,
         first_night: DROP as i64 + 2,
         p_value: 0.005,
+        kind: pgbisect::store::ChangeKind::Step,
     };
     change.id = store.add_change(&change).unwrap();
     change.status = ChangeStatus::Confirmed;

@@ -41,6 +41,29 @@ pub struct RunArgs {
     /// Write the result as JSON to this file (also when the hunt fails).
     #[arg(long, value_name = "FILE", help_heading = OUTPUT_HEADING)]
     pub json: Option<PathBuf>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub tell: NotifyArgs,
+    /// What to print at the end: text (72 columns, for the mailing list),
+    /// markdown or json.
+    #[arg(long, value_enum, default_value_t, help_heading = OUTPUT_HEADING)]
+    pub format: HuntFormat,
+    /// Do not measure each culprit against its parent again with
+    /// instruments (client sweep, statement latencies, wait events).
+    #[arg(long, help_heading = WHY_HEADING)]
+    pub no_why: bool,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub why: super::why::WhyArgs,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub on: super::hosts::HostArgs,
+}
+
+/// Who is told how a hunt ended (`pgbisect watch`: of each finding).
+#[derive(Debug, Args, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct NotifyArgs {
     /// Shell command run when the hunt ends, also on failure; it gets
     /// PGBISECT_OUTCOME, PGBISECT_EXIT_CODE, PGBISECT_RESULT,
     /// PGBISECT_REPORT, PGBISECT_REASON and PGBISECT_CULPRITS.
@@ -56,20 +79,19 @@ pub struct RunArgs {
     /// Sender of the mail (default: pgbisect@<hostname>).
     #[arg(long, value_name = "ADDR", help_heading = OUTPUT_HEADING)]
     pub mail_from: Option<String>,
-    /// What to print at the end: text (72 columns, for the mailing list),
-    /// markdown or json.
-    #[arg(long, value_enum, default_value_t, help_heading = OUTPUT_HEADING)]
-    pub format: HuntFormat,
-    /// Do not measure each culprit against its parent again with
-    /// instruments (client sweep, statement latencies, wait events).
-    #[arg(long, help_heading = WHY_HEADING)]
-    pub no_why: bool,
-    #[command(flatten)]
-    #[serde(flatten)]
-    pub why: super::why::WhyArgs,
-    #[command(flatten)]
-    #[serde(flatten)]
-    pub on: super::hosts::HostArgs,
+}
+
+impl NotifyArgs {
+    /// Whom these flags tell, and how; a usage error when they do not fit.
+    pub(super) fn notifier(&self) -> anyhow::Result<crate::notify::Notifier> {
+        crate::notify::Notifier::from_flags(
+            self.notify_cmd.as_deref(),
+            &self.mail_to,
+            self.smtp.as_deref(),
+            self.mail_from.as_deref(),
+        )
+        .map_err(|e| crate::error::UsageError(e).into())
+    }
 }
 
 impl RunArgs {
@@ -114,10 +136,10 @@ impl RunArgs {
         Outputs {
             json: self.json.clone(),
             format: self.format.0,
-            notify_cmd: self.notify_cmd.clone(),
-            mail_to: self.mail_to.clone(),
-            smtp: self.smtp.clone(),
-            mail_from: self.mail_from.clone(),
+            notify_cmd: self.tell.notify_cmd.clone(),
+            mail_to: self.tell.mail_to.clone(),
+            smtp: self.tell.smtp.clone(),
+            mail_from: self.tell.mail_from.clone(),
         }
     }
 
@@ -320,7 +342,7 @@ mod tests {
             back.target.lab.work_dir.as_deref(),
             Some(Path::new("/var/tmp/w"))
         );
-        assert_eq!(back.mail_to, ["perf@example.org"]);
+        assert_eq!(back.tell.mail_to, ["perf@example.org"]);
         assert_eq!(back.format.0, crate::report::Format::Markdown);
     }
 
@@ -336,7 +358,7 @@ mod tests {
         args.target.search = Some(Search::Bisect);
         args.time_budget = Some("8h".into());
         args.json = Some("/tmp/r.json".into());
-        args.mail_to = vec!["perf@example.org".into()];
+        args.tell.mail_to = vec!["perf@example.org".into()];
         args.first_only = true;
         assert_eq!(
             args.again("006a283a3c39", "60bbffae1c7e"),

@@ -6,6 +6,7 @@
 
 use super::args::LabArgs;
 use super::plan::{choices, load_profile};
+use super::run_args::NotifyArgs;
 use crate::engine::session::resolved::TimeLimit;
 use crate::engine::session::watch::{self as session, WatchAsk, WatchedProfile};
 use crate::engine::session::watch_site;
@@ -57,6 +58,9 @@ pub struct WatchArgs {
     /// With --html: a commit's web page, {sha} standing for its id.
     #[arg(long, value_name = "URL", requires = "html")]
     pub commit_url: Option<String>,
+    /// Who is told of each change hunted to its commit.
+    #[command(flatten)]
+    pub tell: NotifyArgs,
 }
 
 /// Which branch, which repository, which work dir.
@@ -109,8 +113,10 @@ pub struct ExportArgs {
 /// Examples and exit codes for `pgbisect watch --help`.
 pub const AFTER_HELP: &str = "\
 Examples:
-  Every night from cron, done by 07:00, in a PostgreSQL clone kept fetched:
-    pgbisect watch --repo ~/src/postgres --clients 1,64 --deadline 07:00
+  Every night from cron, done by 07:00, in a PostgreSQL clone kept fetched;
+  each confirmed drop is hunted to its commit and mailed once:
+    pgbisect watch --repo ~/src/postgres --clients 1,64 --deadline 07:00 \
+      --mail-to perf@example.org
 
   Replay last spring, a night every 2 days, no backfill:
     pgbisect watch --replay 2024-03-01..2024-05-31 --every 2 --backfill 0
@@ -126,8 +132,8 @@ Exit codes:
   0  a change was confirmed tonight (measured again side by side)
   1  no change confirmed
   2  usage error
-  3  the night stopped at its deadline, or a change is not yet confirmed
-     (the next start goes on)
+  3  the night (or a hunt) stopped at its deadline, or a change is not yet
+     confirmed (the next start goes on)
   4  runtime error";
 
 /// `pgbisect watch`: flags in, the night's summary out.
@@ -237,6 +243,8 @@ fn ask(args: &WatchArgs) -> anyhow::Result<WatchAsk> {
         choices: choices(&lab),
         config,
         replay: replay.map(|(since, until)| (since, until, args.every)),
+        notifier: args.tell.notifier()?,
+        why_runs: Some(crate::engine::why::DEFAULT_RUNS),
     })
 }
 

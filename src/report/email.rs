@@ -19,17 +19,29 @@ pub struct Envelope {
 
 /// The whole message: headers, a blank line, the body; CRLF line ends.
 pub fn render(subject: &str, body: &str, id_part: &str, envelope: &Envelope) -> String {
+    let id = stable_message_id(&format!("{id_part}.{}", envelope.date_unix), envelope);
+    render_with_id(subject, body, &id, envelope)
+}
+
+/// A Message-ID made of `id_part` and the sender's domain alone, the same
+/// whenever it is made: a message sent again under it is dropped as a
+/// repeat by a list or a mail reader that keeps the ids it has seen.
+pub fn stable_message_id(id_part: &str, envelope: &Envelope) -> String {
+    format!(
+        "<pgbisect.{}@{}>",
+        one_line(id_part).replace(|c: char| !c.is_ascii_alphanumeric(), "."),
+        domain(&envelope.from)
+    )
+}
+
+/// The whole message under the Message-ID `id` (`<...>`).
+pub fn render_with_id(subject: &str, body: &str, id: &str, envelope: &Envelope) -> String {
     let headers = [
         format!("From: {}", one_line(&envelope.from)),
         format!("To: {}", one_line(&envelope.to)),
         format!("Date: {}", rfc5322_date(envelope.date_unix)),
         subject_header(&one_line(subject)),
-        format!(
-            "Message-ID: <pgbisect.{}.{}@{}>",
-            one_line(id_part).replace(|c: char| !c.is_ascii_alphanumeric(), "."),
-            envelope.date_unix,
-            domain(&envelope.from)
-        ),
+        format!("Message-ID: {}", one_line(id)),
         "MIME-Version: 1.0".to_string(),
         "Content-Type: text/plain; charset=utf-8".to_string(),
         "Content-Transfer-Encoding: 8bit".to_string(),

@@ -268,6 +268,43 @@ pub struct ChangeRow {
     pub kind: ChangeKind,
 }
 
+/// The hunt started from a confirmed change, and what came of it: kept
+/// with the change, so that a night killed in the middle of the hunt
+/// takes it up again and a change is hunted, and its finding mailed, once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangeHunt {
+    /// The change's id.
+    pub change: i64,
+    /// The hunt's folder (its journal, runs and reports).
+    pub dir: String,
+    /// `culprit-found`, `no-regression` or `inconclusive` once it ended;
+    /// `None` while it goes on.
+    pub outcome: Option<String>,
+    /// The first culprit's full SHA, when one was found.
+    pub culprit: Option<String>,
+    /// The text report, once written (`report.json` beside it).
+    pub report: Option<String>,
+    /// When the finding was mailed (seconds since the epoch): never again.
+    pub mailed: Option<i64>,
+    /// The Message-ID it was mailed with.
+    pub message_id: Option<String>,
+}
+
+impl ChangeHunt {
+    /// A hunt of `change` begun in `dir`.
+    pub fn begun(change: i64, dir: &str) -> ChangeHunt {
+        ChangeHunt {
+            change,
+            dir: dir.to_string(),
+            outcome: None,
+            culprit: None,
+            report: None,
+            mailed: None,
+            message_id: None,
+        }
+    }
+}
+
 /// The watcher's results, wherever they are kept.
 pub trait Store {
     /// The night of `branch` at exactly `clock`, if any.
@@ -293,4 +330,8 @@ pub trait Store {
     fn add_change(&mut self, change: &ChangeRow) -> Result<i64, StoreError>;
     /// A change's status and size, as the side-by-side runs found them.
     fn update_change(&mut self, change: &ChangeRow) -> Result<(), StoreError>;
+    /// The hunts of `branch`'s changes, begun or ended, by change id.
+    fn hunts(&mut self, branch: &str) -> Result<Vec<ChangeHunt>, StoreError>;
+    /// Keeps where a change's hunt stands (its change must be stored).
+    fn save_hunt(&mut self, hunt: &ChangeHunt) -> Result<(), StoreError>;
 }

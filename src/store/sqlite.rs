@@ -6,8 +6,8 @@
 //! pgbisect) is refused with a message instead of being misread.
 
 use super::{
-    ChangeKind, ChangeRow, ChangeStatus, NewNight, Night, NightCommit, NightStatus, Role, RunRow,
-    Store, StoreError,
+    ChangeHunt, ChangeKind, ChangeRow, ChangeStatus, NewNight, Night, NightCommit, NightStatus,
+    Role, RunRow, Store, StoreError,
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use std::path::Path;
@@ -76,6 +76,14 @@ CREATE TABLE changes (
     r#"
 ALTER TABLE changes ADD COLUMN kind TEXT NOT NULL DEFAULT 'step'
     CHECK (kind IN ('step', 'drift'));
+"#,
+    r#"
+ALTER TABLE changes ADD COLUMN hunt_dir TEXT;
+ALTER TABLE changes ADD COLUMN hunt_outcome TEXT;
+ALTER TABLE changes ADD COLUMN culprit TEXT;
+ALTER TABLE changes ADD COLUMN report TEXT;
+ALTER TABLE changes ADD COLUMN mailed INTEGER;
+ALTER TABLE changes ADD COLUMN message_id TEXT;
 "#,
 ];
 
@@ -456,6 +464,53 @@ impl Store for SqliteStore {
             .map_err(sql(&self.path))?;
         Ok(())
     }
+
+    fn hunts(&mut self, branch: &str) -> Result<Vec<ChangeHunt>, StoreError> {
+        let err = sql(&self.path);
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT c.id, c.hunt_dir, c.hunt_outcome, c.culprit, c.report, c.mailed,
+                     c.message_id
+                 FROM changes c JOIN nights n ON n.id = c.first_night
+                 WHERE n.branch = ?1 AND c.hunt_dir IS NOT NULL ORDER BY c.id",
+            )
+            .map_err(&err)?;
+        let rows = stmt
+            .query_map([branch], |r| {
+                Ok(ChangeHunt {
+                    change: r.get(0)?,
+                    dir: r.get(1)?,
+                    outcome: r.get(2)?,
+                    culprit: r.get(3)?,
+                    report: r.get(4)?,
+                    mailed: r.get(5)?,
+                    message_id: r.get(6)?,
+                })
+            })
+            .map_err(&err)?;
+        rows.collect::<Result<_, _>>().map_err(err)
+    }
+
+    fn save_hunt(&mut self, h: &ChangeHunt) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "UPDATE changes SET hunt_dir = ?1, hunt_outcome = ?2, culprit = ?3, report = ?4,
+                     mailed = ?5, message_id = ?6
+                 WHERE id = ?7",
+                params![
+                    h.dir,
+                    h.outcome,
+                    h.culprit,
+                    h.report,
+                    h.mailed,
+                    h.message_id,
+                    h.change
+                ],
+            )
+            .map_err(sql(&self.path))?;
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -577,9 +632,28 @@ mod tests {
             kind: ChangeKind::Drift,
             ..change.clone()
         };
-        let id = store.add_change(&drift).unwrap();
+        let drift_id = store.add_change(&drift).unwrap();
         let kept = store.changes("master").unwrap();
-        assert_eq!(kept, vec![change, ChangeRow { id, ..drift }]);
+        assert_eq!(
+            kept,
+            vec![
+                change.clone(),
+                ChangeRow {
+                    id: drift_id,
+                    ..drift
+                }
+            ]
+        );
+        // Its hunt: begun, ended, mailed; each step kept.
+        assert_eq!(store.hunts("master").unwrap(), vec![]);
+        let mut hunt = ChangeHunt::begun(id, "/w/watch-hunts/change-1");
+        store.save_hunt(&hunt).unwrap();
+        assert_eq!(store.hunts("master").unwrap(), vec![hunt.clone()]);
+        hunt.outcome = Some("culprit-found".into());
+        hunt.culprit = Some("b".into());
+        hunt.mailed = Some(86_400);
+        store.save_hunt(&hunt).unwrap();
+        assert_eq!(store.hunts("master").unwrap(), vec![hunt]);
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! part of it, hence `dead_code` is allowed here.
 #![allow(dead_code)]
 
+pub mod mail;
 pub mod pg;
 pub mod pg_history;
 

@@ -245,11 +245,9 @@ impl<'a> Hunt<'a> {
             self.endpoints()
         }) {
             Err(e) if out_of_time(&e) => {
-                self.note(
-                    "the time budget ran out before the endpoints were settled: rerun the \
-                     same command to go on from the journal"
-                        .into(),
-                );
+                self.note(format!(
+                    "{OUT_OF_TIME_AT_ENDPOINTS}: rerun the same command to go on from the journal"
+                ));
                 let threshold = self.cfg.decision.threshold;
                 let cmp = self.compare_positions(0, self.bad(), &Spans::since(0), threshold);
                 return self.finish(HuntOutcome::Inconclusive, cmp);
@@ -593,7 +591,7 @@ impl<'a> Hunt<'a> {
         let first_bad = (last_good + 1..=range.hi)
             .find(|&p| matches!(judged(p), Some(Judgement::BadLike | Judgement::BadEndpoint)))
             .unwrap_or(range.hi);
-        let mut reason = "the time budget ran out while this range was searched".to_string();
+        let mut reason = OUT_OF_TIME_IN_RANGE.to_string();
         if (last_good, first_bad) != (range.lo, range.hi) {
             // Judgements are the search's proposals; only a side-by-side
             // check confirms one, and a run or two may still mislead them.
@@ -718,6 +716,25 @@ impl<'a> Hunt<'a> {
             why: Vec::new(),
         }
     }
+}
+
+/// How a report says the time ran out before the endpoints were settled.
+const OUT_OF_TIME_AT_ENDPOINTS: &str = "the time budget ran out before the endpoints were settled";
+/// How a report says the time ran out in a range it searched.
+const OUT_OF_TIME_IN_RANGE: &str = "the time budget ran out while this range was searched";
+
+/// Whether the hunt that wrote `report` stopped at its time budget with
+/// work left (the endpoints, or a range, unsettled): run again with its
+/// journal, it goes on from there.
+pub fn ran_out_of_time(report: &HuntReport) -> bool {
+    report
+        .notes
+        .iter()
+        .any(|n| n.starts_with(OUT_OF_TIME_AT_ENDPOINTS))
+        || report
+            .unresolved
+            .iter()
+            .any(|u| u.reason.starts_with(OUT_OF_TIME_IN_RANGE))
 }
 
 /// Whether `err` is the hunt running out of its time budget.

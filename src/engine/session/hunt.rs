@@ -14,7 +14,7 @@ use crate::files::write_file;
 use crate::journal::{Event, Journal, Past};
 use crate::lab::Lab;
 use crate::lab::held::Held;
-use crate::lab::open::{WhyLab, build_settings};
+use crate::lab::open::build_settings;
 use crate::lab::replay::ReplayLab;
 use crate::machine::Machine;
 use crate::machine::steady::{self, Watch};
@@ -246,13 +246,8 @@ impl Running<'_> {
         }
         let clients = super::why::profile_clients(&plan.profile);
         let budget = self.ask.budget;
-        let mut why_lab = match super::why::room_for_builds(budget, report) {
-            Ok(()) => crate::lab::open::open_for_why(&plan.lab_spec(), &hunt.runs(), self.watch)?,
-            Err(no_room) => WhyLab {
-                lab: None,
-                no_profile: Some(no_room),
-            },
-        };
+        let mut why_lab =
+            super::why::why_lab(&plan.lab_spec(), (budget, report), &hunt.runs(), self.watch)?;
         let runs_in: &mut dyn Lab = match why_lab.lab.as_deref_mut() {
             Some(profiled) => profiled,
             None => lab,

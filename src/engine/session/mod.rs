@@ -10,6 +10,7 @@ pub mod judge;
 mod outline;
 pub mod resolved;
 pub mod watch;
+pub mod watch_hunts;
 pub mod watch_site;
 pub mod why;
 

@@ -1,11 +1,15 @@
 //! The watcher's session: the work dir's lock and its results database,
 //! the branch's line, a lab per profile; then tonight's night, or the
-//! nights of a replay on their own clock.
+//! nights of a replay on their own clock, each confirmed drop hunted in
+//! `watch-hunts/` and its finding told ([`super::watch_hunts`]).
 
+use super::watch_hunts::Aftercare;
+use crate::engine::watch::hunt::Hunting;
 use crate::engine::watch::{self, ProfileLab, WatchConfig, Watched};
 use crate::error::UsageError;
 use crate::lab::open::{LabChoices, LabSpec};
 use crate::machine::steady::Watch;
+use crate::notify::Notifier;
 use crate::profile::Profile;
 use crate::repo::{Landed, Repo};
 use crate::store::Store;
@@ -35,7 +39,16 @@ pub struct WatchAsk {
     pub config: WatchConfig,
     /// `(since, until, every N days)`: nights on their own clock.
     pub replay: Option<(i64, i64, u32)>,
+    /// Who is told of each hunted change.
+    pub notifier: Notifier,
+    /// Runs a side of the why-runs after a hunt; `None`: none.
+    pub why_runs: Option<usize>,
 }
+
+/// The folder of the hunts of confirmed changes, in the work dir:
+/// `change-<id>/` in it for each (its journal, `report.txt`,
+/// `report.json`).
+pub const HUNTS: &str = "watch-hunts";
 
 /// Runs tonight's night (or the replay's nights), telling `note` as it goes.
 pub fn run(mut ask: WatchAsk, note: &mut dyn FnMut(&str)) -> anyhow::Result<Watched> {
@@ -54,14 +67,37 @@ pub fn run(mut ask: WatchAsk, note: &mut dyn FnMut(&str)) -> anyhow::Result<Watc
         return Err(UsageError("--replay: the range holds no day".into()).into());
     };
     let reference = watch::reference_for(&mut store, &line, first, &ask.config)?;
-    let mut labs = open_labs(&ask, &line, reference)?;
+    let specs = lab_specs(&ask, &line, reference);
+    let mut labs = open_labs(&ask, &specs)?;
     crate::proc::install_signal_handlers().context("cannot install the signal handlers")?;
+    let mut follow = Aftercare {
+        specs,
+        why_runs: ask.why_runs,
+        notifier: ask.notifier,
+        work_dir: ask.work.root().to_path_buf(),
+        watch: Watch::default(),
+    };
+    let mut hunting = Hunting {
+        dir: ask.work.root().join(HUNTS),
+        follow: &mut follow,
+    };
     let mut all = Watched::default();
     for clock in clocks {
-        let w = watch::watch_night(&mut store, &mut labs, &line, clock, &ask.config, note)?;
+        let w = watch::watch_night_hunting(
+            &mut store,
+            &mut labs,
+            (&line, clock),
+            &ask.config,
+            Some(&mut hunting),
+            note,
+        )?;
         all.nights.extend(w.nights);
         all.measured.extend(w.measured);
         all.changes.extend(w.changes);
+        for h in w.hunts {
+            all.hunts.retain(|e| e.change.id != h.change.id);
+            all.hunts.push(h);
+        }
         all.runs += w.runs;
         all.last_points = w.last_points;
         if w.stopped.is_some() {
@@ -129,17 +165,10 @@ fn branch(repo: &Repo, given: Option<&str>) -> anyhow::Result<String> {
         })
 }
 
-/// A lab per profile, whose builds share the work dir's cache.
-fn open_labs(
-    ask: &WatchAsk,
-    line: &[Landed],
-    reference: Option<String>,
-) -> anyhow::Result<Vec<ProfileLab>> {
+/// Each profile's name and the spec its lab opens with: the builds share
+/// the work dir's cache (the hunts' too).
+fn lab_specs(ask: &WatchAsk, line: &[Landed], reference: Option<String>) -> Vec<(String, LabSpec)> {
     let tip = line.last().map(|l| l.commit.id.clone()).unwrap_or_default();
-    let checker = Watch::default();
-    let runs_dir = ask.work.root().join("watch").join("runs");
-    crate::folders::create_dir(&runs_dir)
-        .with_context(|| format!("cannot create {}", runs_dir.display()))?;
     ask.profiles
         .iter()
         .map(|p| {
@@ -155,7 +184,22 @@ fn open_labs(
                 choices: ask.choices.clone(),
                 setups: super::decide_setups(&p.profile, &p.clients),
             };
-            let lab = crate::lab::open::open(&spec, &checker, &runs_dir, None)?;
+            (p.name.clone(), spec)
+        })
+        .collect()
+}
+
+/// A lab per profile, opened from its spec.
+fn open_labs(ask: &WatchAsk, specs: &[(String, LabSpec)]) -> anyhow::Result<Vec<ProfileLab>> {
+    let checker = Watch::default();
+    let runs_dir = ask.work.root().join("watch").join("runs");
+    crate::folders::create_dir(&runs_dir)
+        .with_context(|| format!("cannot create {}", runs_dir.display()))?;
+    ask.profiles
+        .iter()
+        .zip(specs)
+        .map(|(p, (_, spec))| {
+            let lab = crate::lab::open::open(spec, &checker, &runs_dir, None)?;
             Ok(ProfileLab {
                 name: p.name.clone(),
                 clients: p.clients.clone(),

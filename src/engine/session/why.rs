@@ -7,6 +7,8 @@ use crate::engine::hunt::budget::Budget;
 use crate::engine::why::{self, WhyPlan};
 use crate::files::write_file;
 use crate::lab::Lab;
+use crate::lab::open::{LabSpec, WhyLab};
+use crate::machine::steady::Watch;
 use crate::model::{Commit, LabTotals, short_sha as short};
 use crate::perf::{self, Folded, FunctionChange, ProfileDiff};
 use crate::profile::Profile;
@@ -113,6 +115,24 @@ pub fn room_for_builds(budget: Option<Budget>, report: &HuntReport) -> Result<()
             "no CPU profile: the time budget left no room for building the culprits and \
              their parents with frame pointers (about {needed:.0} s)"
         ))
+    }
+}
+
+/// The lab `report`'s why-runs are made in, its runs in `runs_dir`: one
+/// with instruments and `perf` when their builds fit the budget; else
+/// none, and why.
+pub fn why_lab(
+    spec: &LabSpec,
+    (budget, report): (Option<Budget>, &HuntReport),
+    runs_dir: &Path,
+    watch: &Watch,
+) -> anyhow::Result<WhyLab> {
+    match room_for_builds(budget, report) {
+        Ok(()) => crate::lab::open::open_for_why(spec, runs_dir, watch),
+        Err(no_room) => Ok(WhyLab {
+            lab: None,
+            no_profile: Some(no_room),
+        }),
     }
 }
 

@@ -203,7 +203,7 @@ pub fn candidates(
 }
 
 /// The lab and client count of a series, when still measured.
-fn lab_of(labs: &[ProfileLab], series: &str) -> Option<(usize, u32)> {
+pub(super) fn lab_of(labs: &[ProfileLab], series: &str) -> Option<(usize, u32)> {
     labs.iter().enumerate().find_map(|(k, lab)| {
         lab.clients
             .iter()

@@ -9,16 +9,22 @@
 //! it is made: a night killed half way is taken up again by the next
 //! start, and no run is made or stored twice. Then each series is read
 //! for change points and every new candidate is confirmed or dismissed
-//! ([`detect`]).
+//! ([`detect`]). A confirmed drop is then hunted to its commit and the
+//! finding told once ([`hunt`]), when the caller asks for hunts.
 //!
 //! Like the other engines this knows nothing of flags or work dirs: the
 //! labs (one per profile), the store and the branch's line are given.
 
 pub mod detect;
 pub mod drift;
+pub mod finding;
+pub mod hunt;
+#[cfg(test)]
+mod hunt_tests;
 pub mod measure;
 pub mod pick;
 mod render;
+mod since;
 #[cfg(test)]
 mod tests;
 
@@ -123,6 +129,8 @@ pub struct Watched {
     pub stopped: Option<String>,
     /// Runs made tonight (none stored twice).
     pub runs: usize,
+    /// The hunts of confirmed changes taken up or begun tonight.
+    pub hunts: Vec<hunt::Hunted>,
 }
 
 /// One night at `clock` over `line` (the branch's first parents, oldest
@@ -137,7 +145,29 @@ pub fn watch_night(
     cfg: &WatchConfig,
     note: &mut dyn FnMut(&str),
 ) -> anyhow::Result<Watched> {
+    watch_night_hunting(store, labs, (line, clock), cfg, None, note)
+}
+
+/// [`watch_night`], with the hunts of confirmed drops when `hunting` is
+/// given: a hunt begun on an earlier night goes on first, before anything
+/// new is measured; the changes confirmed tonight are hunted last.
+pub fn watch_night_hunting(
+    store: &mut dyn Store,
+    labs: &mut [ProfileLab],
+    (line, clock): (&[Landed], i64),
+    cfg: &WatchConfig,
+    mut hunting: Option<&mut hunt::Hunting>,
+    note: &mut dyn FnMut(&str),
+) -> anyhow::Result<Watched> {
     let mut out = Watched::default();
+    if let Some(h) = hunting.as_deref_mut() {
+        let earlier = hunt::hunt_changes(store, labs, line, cfg, (h, true), note)?;
+        out.hunts = earlier.hunted;
+        if let Some(reason) = earlier.stopped {
+            out.stopped = Some(reason);
+            return Ok(out);
+        }
+    }
     let nights = store.nights(&cfg.branch)?;
     let mut todo: Vec<Night> = nights
         .iter()
@@ -159,6 +189,14 @@ pub fn watch_night(
     if out.stopped.is_none() {
         out.changes = detect::changes(store, labs, cfg, note)?;
         out.changes.extend(drift::changes(store, labs, cfg, note)?);
+    }
+    if let (Some(h), None) = (hunting, &out.stopped) {
+        let now = hunt::hunt_changes(store, labs, line, cfg, (h, false), note)?;
+        for done in now.hunted {
+            out.hunts.retain(|e| e.change.id != done.change.id);
+            out.hunts.push(done);
+        }
+        out.stopped = now.stopped;
     }
     let all_nights = store.nights(&cfg.branch)?;
     let runs = store.runs(&cfg.branch)?;

@@ -50,6 +50,7 @@ pub fn render(w: &Watched) -> String {
         }
     }
     out.push_str(&changes(w));
+    out.push_str(&hunts(w));
     if let Some(reason) = &w.stopped {
         let _ = writeln!(out, "\nstopped before the night's end: {reason}");
     }
@@ -88,6 +89,38 @@ fn changes(w: &Watched) -> String {
             c.pct,
             c.p_value
         );
+    }
+    out
+}
+
+fn hunts(w: &Watched) -> String {
+    let mut out = String::new();
+    if w.hunts.is_empty() {
+        return out;
+    }
+    out.push_str("\nhunts:\n");
+    for h in &w.hunts {
+        let c = &h.change;
+        let state = match (&h.hunt.outcome, &h.hunt.culprit) {
+            (None, _) => "goes on at the next start".to_string(),
+            (Some(_), Some(culprit)) => format!("culprit {culprit}"),
+            (Some(outcome), None) => outcome.clone(),
+        };
+        let mailed = if h.hunt.mailed.is_some() {
+            ", told"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            out,
+            "  {}: {}..{}: {state}{mailed}",
+            c.series,
+            short(&c.before),
+            short(&c.after)
+        );
+        if let Some(report) = &h.hunt.report {
+            let _ = writeln!(out, "    report: {report}");
+        }
     }
     out
 }

@@ -54,6 +54,7 @@ fn change(id: i64, before: usize, after: usize, status: ChangeStatus) -> ChangeR
         status,
         first_night: 6,
         p_value: 0.01,
+        kind: crate::store::ChangeKind::Step,
     }
 }
 

@@ -1,0 +1,226 @@
+//! The finding a hunted change is mailed as: what moved and by how much,
+//! the commit that did it, the series around it as a plain-text chart, and
+//! the hunt's report with its why-section. Pure: the text from the facts.
+
+use crate::model::short_sha;
+use crate::report::findings::{HuntOutcome, HuntReport};
+use crate::store::ChangeRow;
+use crate::store::points::Point;
+use std::fmt::Write;
+
+/// Points shown on either side of the change in the chart.
+pub const AROUND: usize = 10;
+
+/// Widest bar of the chart, in characters.
+const BAR: usize = 40;
+
+/// What names the finding's message the same way every time it could be
+/// sent (see [`crate::report::email::stable_message_id`]): the series and
+/// the two commits, not the database's row, so that a list drops a repeat
+/// even from another work dir.
+pub fn message_id_part(change: &ChangeRow) -> String {
+    format!(
+        "watch.{}.{}.{}",
+        change.series,
+        short_sha(&change.before),
+        short_sha(&change.after)
+    )
+}
+
+/// The subject: the series, the size and the culprit (or the outcome).
+pub fn subject(change: &ChangeRow, report: &HuntReport) -> String {
+    let what = match report.culprits.first() {
+        Some(c) => format!("{} {}", short_sha(&c.commit), c.subject),
+        None => format!("no single commit named ({})", outcome_words(report.outcome)),
+    };
+    format!(
+        "pgbisect watch: {} {:+.1}%: {what}",
+        change.series, change.pct
+    )
+}
+
+/// The mail's body: the drop with its interval, the culprit, the chart of
+/// `points` (the series') around the change, then `report_text` (the
+/// hunt's text report, the why-section in it) kept at `report_path`.
+pub fn body(
+    change: &ChangeRow,
+    report: &HuntReport,
+    points: &[Point],
+    (report_text, report_path): (&str, &str),
+) -> String {
+    let mut out = String::new();
+    let interval = match (change.low_pct, change.high_pct) {
+        (Some(lo), Some(hi)) => format!(" (interval {lo:+.1}% to {hi:+.1}%)"),
+        _ => String::new(),
+    };
+    let _ = writeln!(
+        out,
+        "{}: {:+.1}%{interval} between {} and {}, nightly points measured again side by side.",
+        change.series,
+        change.pct,
+        short_sha(&change.before),
+        short_sha(&change.after)
+    );
+    out.push('\n');
+    if report.culprits.is_empty() {
+        let _ = writeln!(
+            out,
+            "The hunt over the {} commits between them named no single commit ({}); its \
+             report below says why.",
+            report.candidates,
+            outcome_words(report.outcome)
+        );
+    }
+    for c in &report.culprits {
+        let _ = writeln!(out, "Culprit: {} {}", c.commit, c.subject);
+        let _ = writeln!(
+            out,
+            "  {} -> {} tps, {} against its parent {}",
+            round(c.before_tps),
+            round(c.after_tps),
+            c.change,
+            short_sha(&c.parent)
+        );
+    }
+    out.push_str("\nThe series around the change (throughput over the reference's):\n\n");
+    out.push_str(&chart(points, change, AROUND));
+    let _ = write!(out, "\nThe hunt's report ({report_path}):\n\n{report_text}");
+    out
+}
+
+fn outcome_words(outcome: HuntOutcome) -> &'static str {
+    match outcome {
+        HuntOutcome::CulpritFound => "culprit found",
+        HuntOutcome::NoRegression => "the drop did not reproduce between the two commits",
+        HuntOutcome::Inconclusive => "inconclusive",
+    }
+}
+
+fn round(tps: f64) -> String {
+    format!("{tps:.0}")
+}
+
+/// A line a point of `change`'s series, `around` either side of it: the
+/// night's date, the commit, the ratio to the reference and a bar, with
+/// the first point after the change marked. Bars start from a little
+/// below the lowest point shown, so a 5% step is a visible step.
+pub fn chart(points: &[Point], change: &ChangeRow, around: usize) -> String {
+    let series: Vec<&Point> = points
+        .iter()
+        .filter(|p| p.series == change.series)
+        .collect();
+    let Some(at) = series.iter().position(|p| p.commit == change.after) else {
+        return "  (the series' points around the change are no longer stored)\n".into();
+    };
+    let shown = &series[at.saturating_sub(around)..(at + around + 1).min(series.len())];
+    let (lo, hi) = shown.iter().fold((f64::MAX, f64::MIN), |(lo, hi), p| {
+        (lo.min(p.ratio), hi.max(p.ratio))
+    });
+    let floor = lo - (hi - lo) * 0.25;
+    let bar = |r: f64| {
+        let share = if hi > floor {
+            (r - floor) / (hi - floor)
+        } else {
+            1.0
+        };
+        "#".repeat(((share * BAR as f64).round() as usize).clamp(1, BAR))
+    };
+    let mut out = String::new();
+    for p in shown {
+        let mark = if p.commit == change.after {
+            "  <- after the change"
+        } else if p.commit == change.before {
+            "  <- before it"
+        } else {
+            ""
+        };
+        let day = crate::time::rfc3339_from_unix(p.clock);
+        let _ = writeln!(
+            out,
+            "  {} {} {:.4} |{:<BAR$}|{mark}",
+            day.get(..10).unwrap_or(&day),
+            short_sha(&p.commit),
+            p.ratio,
+            bar(p.ratio),
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::ChangeStatus;
+
+    fn point(day: i64, commit: &str, ratio: f64) -> Point {
+        Point {
+            night: day,
+            clock: day * 86_400 + 86_399,
+            commit: commit.into(),
+            subject: format!("commit {commit}"),
+            committed: day * 86_400,
+            series: "default/c8".into(),
+            tps: 1000.0 * ratio,
+            reference_tps: 1000.0,
+            ratio,
+            latency_ms: None,
+        }
+    }
+
+    fn change() -> ChangeRow {
+        ChangeRow {
+            id: 3,
+            series: "default/c8".into(),
+            before: "c4".into(),
+            after: "c5".into(),
+            pct: -10.0,
+            low_pct: Some(-12.0),
+            high_pct: Some(-8.0),
+            status: ChangeStatus::Confirmed,
+            first_night: 5,
+            p_value: 0.001,
+            kind: crate::store::ChangeKind::Step,
+        }
+    }
+
+    #[test]
+    fn the_chart_shows_a_line_a_night_with_the_step_marked() {
+        let points: Vec<Point> = (0..12)
+            .map(|d| point(d, &format!("c{d}"), if d < 5 { 1.0 } else { 0.9 }))
+            .collect();
+        let text = chart(&points, &change(), 3);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 7, "{text}");
+        assert_eq!(
+            lines[0],
+            format!("  1970-01-03 c2 1.0000 |{}|", "#".repeat(40))
+        );
+        assert!(lines[2].ends_with("|  <- before it"), "{text}");
+        assert!(lines[3].ends_with("|  <- after the change"), "{text}");
+        // 0.9 of a scale from 0.875 to 1.0: a fifth of the bar.
+        assert_eq!(
+            lines[3],
+            format!(
+                "  1970-01-06 c5 0.9000 |{:<40}|  <- after the change",
+                "#".repeat(8)
+            )
+        );
+        // Other series are left out; a change no longer stored is said so.
+        let mut gone = change();
+        gone.after = "c99".into();
+        assert!(chart(&points, &gone, 3).contains("no longer stored"));
+    }
+
+    #[test]
+    fn the_message_id_names_the_series_and_the_commits() {
+        let c = ChangeRow {
+            before: "a".repeat(40),
+            after: "b".repeat(40),
+            ..change()
+        };
+        assert_eq!(
+            message_id_part(&c),
+            format!("watch.default/c8.{}.{}", "a".repeat(8), "b".repeat(8))
+        );
+    }
+}

@@ -1,0 +1,361 @@
+//! The hunt of a confirmed change, and its finding told once.
+//!
+//! A change confirmed side by side lies between the last commit measured
+//! before it and the first measured after it; the commits landed between
+//! those two are hunted with the series' lab and client count (the one
+//! driver loop of [`crate::engine::hunt`]), its runs journaled in the
+//! change's own folder, `change-<id>` under the hunts' folder. The store
+//! keeps where each hunt stands ([`ChangeHunt`]): a hunt stopped at the
+//! night's deadline, or killed, is taken up again by the next start from
+//! its journal, before anything new is measured; an ended one is never
+//! hunted again. Once it ends, its reports are written beside its journal
+//! (`report.txt`, `report.json`) and the finding is told ([`Follow::mail`])
+//! and recorded as told, so that it is not told again.
+//!
+//! The runs the nights stored are not the hunt's evidence: each was made
+//! on its own night, beside the reference, while the hunt decides from
+//! runs of the commits it compares made close together in time; what the
+//! hunt reuses is the builds (the lab's cache is the watcher's).
+
+use super::finding;
+use super::{ProfileLab, WatchConfig};
+use crate::core::why::Why;
+use crate::engine::hunt::budget::Budget;
+use crate::engine::hunt::{Hunt, HuntConfig, ran_out_of_time};
+use crate::files::write_file;
+use crate::journal::{Event, Journal};
+use crate::lab::Lab;
+use crate::lab::replay::ReplayLab;
+use crate::model::Commit;
+use crate::progress::{Progress, ProgressEvent};
+use crate::repo::Landed;
+use crate::report::findings::HuntReport;
+use crate::store::points::Point;
+use crate::store::{ChangeHunt, ChangeKind, ChangeRow, ChangeStatus, Store};
+use crate::workspace::HuntDir;
+use std::path::PathBuf;
+
+/// The outcome kept for a change whose commits are no longer on the
+/// branch's line (the history was rewritten): never hunted.
+pub const NOT_ON_THE_LINE: &str = "not-on-the-line";
+
+/// What the engine leaves to its caller around a hunt.
+pub trait Follow {
+    /// The why-runs of `report`'s culprits, measured in `lab` (the hunt's)
+    /// or in one with instruments; their results kept in `hunt`.
+    fn why(
+        &mut self,
+        lab: &mut dyn Lab,
+        profile: &str,
+        report: &HuntReport,
+        hunt: &HuntDir,
+        budget: Option<Budget>,
+    ) -> anyhow::Result<Vec<Why>>;
+
+    /// Adds what the caller knows of the hunt's setup to its report (the
+    /// profile's name, the machine, the command that hunts it again).
+    fn complete(&mut self, profile: &str, report: &mut HuntReport) {
+        let _ = (profile, report);
+    }
+
+    /// Tells of `finding`. `Ok(false)`: nobody is to be told; an error:
+    /// it was not told (the next start tries again).
+    fn mail(&mut self, finding: &Finding) -> anyhow::Result<bool>;
+}
+
+/// A hunted change, ready to be told.
+pub struct Finding<'a> {
+    pub change: &'a ChangeRow,
+    pub report: &'a HuntReport,
+    /// The hunt's folder, with `report.txt` and `report.json`.
+    pub hunt: &'a HuntDir,
+    pub subject: String,
+    pub body: String,
+    /// Names the message the same way however often it is sent.
+    pub message_id_part: String,
+}
+
+/// Where the hunts go and who follows them up.
+pub struct Hunting<'a> {
+    /// The hunts' folder: `change-<id>` in it for each change.
+    pub dir: PathBuf,
+    pub follow: &'a mut dyn Follow,
+}
+
+/// A change's hunt as it stands after this start.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hunted {
+    pub change: ChangeRow,
+    pub hunt: ChangeHunt,
+}
+
+/// What the hunts of one start did.
+#[derive(Debug, Clone, Default)]
+pub struct Hunts {
+    pub hunted: Vec<Hunted>,
+    /// Why a hunt stopped before its end (the night's deadline).
+    pub stopped: Option<String>,
+}
+
+/// Every confirmed drop of a series still measured: its hunt taken up
+/// again (or, unless `begun_only`, begun), and once ended its finding
+/// told; the hunts this start moved on are returned. Hunts go in the
+/// order their changes were found; one stopped by the deadline stops the
+/// rest.
+pub fn hunt_changes(
+    store: &mut dyn Store,
+    labs: &mut [ProfileLab],
+    line: &[Landed],
+    cfg: &WatchConfig,
+    (hunting, begun_only): (&mut Hunting, bool),
+    note: &mut dyn FnMut(&str),
+) -> anyhow::Result<Hunts> {
+    let mut out = Hunts::default();
+    let known = store.hunts(&cfg.branch)?;
+    for change in store.changes(&cfg.branch)? {
+        let Some((profile, clients)) = super::detect::lab_of(labs, &change.series) else {
+            continue;
+        };
+        // A drift is told, not hunted: its loss is spread over many
+        // commits, none of which need be over the hunt's threshold.
+        let drop = change.status == ChangeStatus::Confirmed
+            && change.pct < 0.0
+            && change.kind == ChangeKind::Step;
+        let mut hunt = match known.iter().find(|h| h.change == change.id) {
+            Some(h) => h.clone(),
+            None if drop && !begun_only => {
+                let dir = hunting.dir.join(format!("change-{}", change.id));
+                let begun = ChangeHunt::begun(change.id, &dir.to_string_lossy());
+                store.save_hunt(&begun)?;
+                begun
+            }
+            None => continue,
+        };
+        let folder = HuntDir::at(&hunt.dir);
+        let before = hunt.clone();
+        if hunt.outcome.is_none() {
+            let lab = &mut labs[profile];
+            let asked = (lab, clients, &folder);
+            match hunt_one(asked, &change, line, cfg, hunting.follow, note)? {
+                Ended::Stopped(reason) => {
+                    out.hunted.push(Hunted { change, hunt });
+                    out.stopped = Some(reason);
+                    break;
+                }
+                Ended::Off => hunt.outcome = Some(NOT_ON_THE_LINE.into()),
+                Ended::Report(report) => {
+                    hunt.outcome = Some(report.outcome.as_str().to_string());
+                    hunt.culprit = report.culprits.first().map(|c| c.commit.clone());
+                    hunt.report = Some(folder.report_text().to_string_lossy().into_owned());
+                }
+            }
+            store.save_hunt(&hunt)?;
+        }
+        if hunt.mailed.is_none() && hunt.report.is_some() {
+            tell(
+                store,
+                &change,
+                &mut hunt,
+                &folder,
+                cfg,
+                hunting.follow,
+                note,
+            )?;
+        }
+        // Only what this start did: an ended, told hunt is not news.
+        if hunt != before {
+            out.hunted.push(Hunted { change, hunt });
+        }
+    }
+    Ok(out)
+}
+
+/// How a hunt of this start ended.
+enum Ended {
+    Report(Box<HuntReport>),
+    /// At the deadline, with work left for the next start.
+    Stopped(String),
+    /// Its commits are no longer on the line.
+    Off,
+}
+
+/// Hunts `change` (or goes on with its hunt) in `lab` at `clients`, its
+/// journal, runs and reports in `folder`.
+fn hunt_one(
+    (lab, clients, folder): (&mut ProfileLab, u32, &HuntDir),
+    change: &ChangeRow,
+    line: &[Landed],
+    cfg: &WatchConfig,
+    follow: &mut dyn Follow,
+    note: &mut dyn FnMut(&str),
+) -> anyhow::Result<Ended> {
+    let Some(commits) = range_of(line, change) else {
+        note(&format!(
+            "{}: the change's commits are no longer on {}: not hunted",
+            change.series, cfg.branch
+        ));
+        return Ok(Ended::Off);
+    };
+    folder.create()?;
+    let plan = format!("watch-change-{}", change.id);
+    let past = Journal::past(&folder.journal(), &[&plan])?;
+    note(&format!(
+        "{}: hunting the {} commits after {} up to {} at {clients} clients{}",
+        change.series,
+        commits.len() - 1,
+        short(&change.before),
+        short(&change.after),
+        match past.runs() {
+            0 => String::new(),
+            n => format!(" (going on: {n} runs from its journal reused)"),
+        }
+    ));
+    let mut journal = Journal::open(&folder.journal())?;
+    journal.append(&Event::Start {
+        good: change.before.clone(),
+        bad: change.after.clone(),
+        plan,
+        at: crate::time::now_rfc3339(),
+    })?;
+    let config = HuntConfig {
+        clients,
+        decision: cfg.decision,
+        ..HuntConfig::default()
+    };
+    let (earlier, processes) = crate::journal::spent::spent_before(&past.events);
+    let mut since = super::since::Since::new(lab.lab.as_mut());
+    let mut replay = ReplayLab::new(&mut since, &past.events);
+    let mut progress = Noted(note);
+    let mut run = Hunt::new(config, commits, &mut replay, &mut progress)
+        .with_known_builds(&earlier.lab)
+        .with_earlier(earlier, processes)
+        .with_journal(&mut journal);
+    if let Some(budget) = cfg.budget {
+        run = run.with_budget(budget);
+    }
+    let mut report = run.run()?;
+    if ran_out_of_time(&report) {
+        return Ok(Ended::Stopped(format!(
+            "the hunt of {} stopped at the deadline; the next start goes on",
+            change.series
+        )));
+    }
+    // A failure of the why-runs leaves the hunt's finding standing: were
+    // it an error, the hunt would be taken up again, and fail, every night.
+    match follow.why(&mut replay, &lab.name, &report, folder, cfg.budget) {
+        Ok(why) => report.why = why,
+        Err(e) => {
+            let said = format!("the why-runs failed: {e:#}");
+            note(&format!("{}: {said}", change.series));
+            report.notes.push(said);
+        }
+    }
+    follow.complete(&lab.name, &mut report);
+    write_file(&folder.report_text(), &crate::report::text(&report))?;
+    write_file(&report_json(folder), &crate::report::json(&report)?)?;
+    note(&format!(
+        "{}: the hunt ended: {}{}",
+        change.series,
+        report.outcome.as_str(),
+        report
+            .culprits
+            .iter()
+            .map(|c| format!(" {} {}", short(&c.commit), c.subject))
+            .collect::<String>()
+    ));
+    Ok(Ended::Report(Box::new(report)))
+}
+
+/// The hunt's JSON report, beside its text one.
+pub fn report_json(folder: &HuntDir) -> PathBuf {
+    folder.dir().join("report.json")
+}
+
+/// Tells of an ended hunt's finding, and records it as told.
+fn tell(
+    store: &mut dyn Store,
+    change: &ChangeRow,
+    hunt: &mut ChangeHunt,
+    folder: &HuntDir,
+    cfg: &WatchConfig,
+    follow: &mut dyn Follow,
+    note: &mut dyn FnMut(&str),
+) -> anyhow::Result<()> {
+    let read = |path: PathBuf| std::fs::read_to_string(&path).ok();
+    let (Some(text), Some(json)) = (read(folder.report_text()), read(report_json(folder))) else {
+        note(&format!(
+            "{}: the hunt's reports are missing from {}: not mailed",
+            change.series,
+            folder.dir().display()
+        ));
+        return Ok(());
+    };
+    let report: HuntReport = serde_json::from_str(&json)?;
+    let points = series_points(store, cfg, &change.series)?;
+    let path = folder.report_text().to_string_lossy().into_owned();
+    let found = Finding {
+        change,
+        report: &report,
+        hunt: folder,
+        subject: finding::subject(change, &report),
+        body: finding::body(change, &report, &points, (&text, &path)),
+        message_id_part: finding::message_id_part(change),
+    };
+    match follow.mail(&found) {
+        Ok(true) => {
+            hunt.mailed = Some(now());
+            hunt.message_id = Some(found.message_id_part);
+            store.save_hunt(hunt)?;
+            note(&format!("{}: the finding was told", change.series));
+        }
+        Ok(false) => {}
+        Err(e) => note(&format!(
+            "{}: the finding was not told ({e:#}); the next start tries again",
+            change.series
+        )),
+    }
+    Ok(())
+}
+
+/// The stored points of `series`.
+fn series_points(
+    store: &mut dyn Store,
+    cfg: &WatchConfig,
+    series: &str,
+) -> anyhow::Result<Vec<Point>> {
+    let nights = store.nights(&cfg.branch)?;
+    let runs = store.runs(&cfg.branch)?;
+    Ok(crate::store::points::points(&nights, &runs, Some(series)))
+}
+
+/// The commits of `line` from `change.before` to `change.after`, both
+/// ends in; `None` when they are not on it in that order.
+fn range_of(line: &[Landed], change: &ChangeRow) -> Option<Vec<Commit>> {
+    let at = |id: &str| line.iter().position(|l| l.commit.id == id);
+    let (from, to) = (at(&change.before)?, at(&change.after)?);
+    (from < to).then(|| line[from..=to].iter().map(|l| l.commit.clone()).collect())
+}
+
+/// The hunt's progress as the watcher's lines.
+struct Noted<'a, 'b>(&'a mut (dyn FnMut(&str) + 'b));
+
+impl Progress for Noted<'_, '_> {
+    fn event(&mut self, event: &ProgressEvent) {
+        if !matches!(
+            event,
+            ProgressEvent::Run { .. } | ProgressEvent::Search { .. }
+        ) {
+            (self.0)(&format!("  {}", crate::progress::describe(event)));
+        }
+    }
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+fn short(id: &str) -> &str {
+    crate::model::short_sha(id)
+}

@@ -1,0 +1,279 @@
+//! The night loop with hunts over the simulated lab: a confirmed drop is
+//! hunted to the commit that made it, a hunt killed half way goes on at
+//! the next night, a hunted change is not hunted again, and its finding is
+//! told once.
+
+use super::hunt::{Finding, Follow, Hunting};
+use super::*;
+use crate::core::why::Why;
+use crate::engine::hunt::budget::Budget;
+use crate::lab::sim::{History, NoiseModel, SimLab, sim_id};
+use crate::lab::{Lab, RunSpec};
+use crate::model::{Commit, LabTotals, Prepared, RunOutcome};
+use crate::report::findings::HuntReport;
+use crate::store::sqlite::SqliteStore;
+use crate::store::{ChangeHunt, ChangeStatus};
+use crate::workspace::HuntDir;
+use std::collections::HashSet;
+
+/// Ten commits a day; the step lands on day 20.
+const STEP: usize = 200;
+
+fn line() -> Vec<Landed> {
+    (0..=500)
+        .map(|p| Landed {
+            commit: Commit::bare(sim_id(p)),
+            committed: p as i64 * DAY / 10,
+        })
+        .collect()
+}
+
+fn sim(seed: u64) -> SimLab {
+    let history = History {
+        len: 500,
+        steps: vec![(STEP, 0.9)],
+        unbuildable: Default::default(),
+        base_tps: 1000.0,
+    };
+    SimLab::new(history, NoiseModel::Gaussian { cv: 0.01 }, seed)
+}
+
+fn labs(lab: Box<dyn Lab>) -> Vec<ProfileLab> {
+    vec![ProfileLab {
+        name: "sim".into(),
+        clients: vec![8],
+        lab,
+        placements: vec![],
+    }]
+}
+
+/// The tip alone each night: the hunt has the day's ten commits to search.
+fn config() -> WatchConfig {
+    WatchConfig {
+        backfill: 10,
+        per_night: 1,
+        ..WatchConfig::new("master")
+    }
+}
+
+/// Follows hunts as a session would, keeping the mails it is given; the
+/// first `refuse` mails fail, as an SMTP server that does not answer.
+#[derive(Default)]
+struct Told {
+    mails: Vec<(String, String, String)>,
+    refuse: usize,
+    whys: usize,
+}
+
+impl Follow for Told {
+    fn why(
+        &mut self,
+        _lab: &mut dyn Lab,
+        profile: &str,
+        _report: &HuntReport,
+        _hunt: &HuntDir,
+        _budget: Option<Budget>,
+    ) -> anyhow::Result<Vec<Why>> {
+        assert_eq!(profile, "sim");
+        self.whys += 1;
+        Ok(vec![])
+    }
+
+    fn mail(&mut self, finding: &Finding) -> anyhow::Result<bool> {
+        if self.refuse > 0 {
+            self.refuse -= 1;
+            anyhow::bail!("the relay did not answer");
+        }
+        self.mails.push((
+            finding.subject.clone(),
+            finding.body.clone(),
+            finding.message_id_part.clone(),
+        ));
+        Ok(true)
+    }
+}
+
+struct Nights<'a> {
+    store: &'a mut SqliteStore,
+    dir: &'a std::path::Path,
+    told: &'a mut Told,
+    cfg: WatchConfig,
+    said: Vec<String>,
+}
+
+impl<'a> Nights<'a> {
+    fn new(store: &'a mut SqliteStore, dir: &'a std::path::Path, told: &'a mut Told) -> Self {
+        Nights {
+            store,
+            dir,
+            told,
+            cfg: config(),
+            said: vec![],
+        }
+    }
+
+    fn run(&mut self, labs: &mut [ProfileLab], day: i64) -> anyhow::Result<Watched> {
+        let mut hunting = Hunting {
+            dir: self.dir.join("watch-hunts"),
+            follow: self.told,
+        };
+        let said = &mut self.said;
+        watch_night_hunting(
+            self.store,
+            labs,
+            (&line(), (day + 1) * DAY - 1),
+            &self.cfg,
+            Some(&mut hunting),
+            &mut |l| said.push(l.to_string()),
+        )
+    }
+
+    fn hunts(&mut self) -> Vec<ChangeHunt> {
+        self.store.hunts("master").unwrap()
+    }
+}
+
+#[test]
+fn a_confirmed_drop_is_hunted_to_its_commit_and_told_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = SqliteStore::open(&dir.path().join("w.sqlite")).unwrap();
+    let mut told = Told {
+        refuse: 1,
+        ..Told::default()
+    };
+    let mut night = Nights::new(&mut store, dir.path(), &mut told);
+    let mut labs = labs(Box::new(sim(7)));
+    for day in 14..=30 {
+        night.run(&mut labs, day).unwrap();
+    }
+    let hunts = night.hunts();
+    assert_eq!(hunts.len(), 1, "{:?}", night.said);
+    let h = &hunts[0];
+    assert_eq!(h.outcome.as_deref(), Some("culprit-found"), "{h:?}");
+    assert_eq!(h.culprit.as_deref(), Some(sim_id(STEP).as_str()));
+    let folder = dir
+        .path()
+        .join("watch-hunts")
+        .join(format!("change-{}", h.change));
+    assert_eq!(h.dir, folder.to_string_lossy());
+    let report = folder.join("report.txt");
+    assert_eq!(h.report.as_deref(), Some(report.to_str().unwrap()));
+    assert!(folder.join("report.json").is_file());
+    // The relay refused the first time: told on the next night, once.
+    assert!(h.mailed.is_some());
+    let said = night.said.join("\n");
+    assert!(said.contains("the next start tries again"), "{said}");
+    drop(night);
+    assert_eq!(told.mails.len(), 1);
+    assert_eq!(told.whys, 1);
+    let (subject, body, id) = &told.mails[0];
+    assert!(subject.contains(&sim_id(STEP)[..8]), "{subject}");
+    assert!(
+        body.contains(&format!("Culprit: {}", sim_id(STEP))),
+        "{body}"
+    );
+    assert!(body.contains("<- after the change"), "{body}");
+    assert!(body.contains(&std::fs::read_to_string(&report).unwrap()));
+    assert!(id.starts_with("watch.sim/c8."), "{id}");
+}
+
+/// A lab that fails (as a killed process stops) after `left` runs of
+/// commits that are not in `spared` (the nights' commits).
+struct KilledInHunt {
+    inner: SimLab,
+    spared: HashSet<String>,
+    left: usize,
+    hunted: usize,
+}
+
+impl Lab for KilledInHunt {
+    fn prepare(&mut self, commit: &Commit) -> anyhow::Result<Prepared> {
+        self.inner.prepare(commit)
+    }
+
+    fn run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
+        if !self.spared.contains(&commit.id) {
+            if self.left == 0 {
+                anyhow::bail!("killed");
+            }
+            self.left -= 1;
+            self.hunted += 1;
+        }
+        self.inner.run(commit, spec)
+    }
+
+    fn totals(&self) -> LabTotals {
+        self.inner.totals()
+    }
+
+    fn describe(&self) -> String {
+        "killed in the hunt".into()
+    }
+}
+
+#[test]
+fn a_hunt_killed_half_way_goes_on_at_the_next_night_and_is_not_hunted_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = SqliteStore::open(&dir.path().join("w.sqlite")).unwrap();
+    let mut told = Told::default();
+    let mut night = Nights::new(&mut store, dir.path(), &mut told);
+    // The nights' tips (position 10 d + 9) and the reference are spared.
+    let spared = (0..50).map(|d| sim_id(10 * d + 9)).collect();
+    let mut killed = labs(Box::new(KilledInHunt {
+        inner: sim(3),
+        spared,
+        left: 4,
+        hunted: 0,
+    }));
+    let mut day = 14;
+    let err = loop {
+        match night.run(&mut killed, day) {
+            Ok(_) => day += 1,
+            Err(e) => break e,
+        }
+        assert!(day < 30, "never killed: {:?}", night.said);
+    };
+    assert!(format!("{err:#}").contains("killed"), "{err:#}");
+    let begun = night.hunts();
+    assert_eq!(begun.len(), 1);
+    assert_eq!(begun[0].outcome, None);
+    let journal = HuntDir::at(&begun[0].dir).journal();
+    let before = crate::journal::Journal::load(&journal).unwrap().len();
+    // The next night takes the hunt up first, from its journal.
+    night.said.clear();
+    let mut labs = labs(Box::new(sim(4)));
+    let w = night.run(&mut labs, day + 1).unwrap();
+    let first = &night.said[0];
+    assert!(
+        first.contains("hunting the") && first.contains("(going on: "),
+        "{:?}",
+        night.said
+    );
+    assert!(crate::journal::Journal::load(&journal).unwrap().len() > before);
+    let hunts = night.hunts();
+    assert_eq!(hunts[0].culprit.as_deref(), Some(sim_id(STEP).as_str()));
+    assert_eq!(w.hunts.len(), 1);
+    // Hunted: the following nights neither hunt it nor tell it again.
+    night.said.clear();
+    for d in day + 2..=day + 5 {
+        let w = night.run(&mut labs, d).unwrap();
+        assert!(w.hunts.iter().all(|h| h.hunt.outcome.is_some()));
+    }
+    assert!(
+        !night.said.iter().any(|l| l.contains("hunting the")),
+        "{:?}",
+        night.said
+    );
+    assert_eq!(night.hunts(), hunts);
+    drop(night);
+    assert_eq!(told.mails.len(), 1);
+    let confirmed = store.changes("master").unwrap();
+    assert!(
+        confirmed
+            .iter()
+            .filter(|c| c.status == ChangeStatus::Confirmed)
+            .count()
+            == 1,
+        "{confirmed:?}"
+    );
+}
