@@ -141,7 +141,10 @@ if [ "$control" = 1 ]; then
 else
   echo "  culprit ${culprit:0:12} is commit $place of 0..$((window - 1)) (hidden from pgbisect)"
 fi
-[ "$expected" = hidden ] && echo "  note: expected to FAIL today: $notes"
+case $expected in
+  drop) [ -z "$notes" ] || echo "  note: $notes" ;;
+  *) echo "  note: expected to FAIL today ($expected): $notes" ;;
+esac
 
 pgbisect=${PGBISECT:-$here/target/release/pgbisect}
 cmd=("$pgbisect" --repo "$pg_repo" --good "$good" --bad "$bad" --profile "$profile"
