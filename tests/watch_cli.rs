@@ -94,7 +94,15 @@ fn a_replay_finds_the_drop_confirms_it_once_and_exports_the_series() {
     assert!(again_out.contains("nothing new to measure"), "{again_out}");
     let index = std::fs::read_to_string(site.join("index.html")).unwrap();
     assert!(index.contains("1 confirmed"), "{index}");
-    assert!(index.contains("not hunted yet"), "{index}");
+    // The confirmed drop was hunted: its report is copied beside the page
+    // and linked from the change.
+    let link = index
+        .split("href=\"")
+        .find_map(|rest| rest.strip_prefix("hunts/change-"))
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no hunt report linked: {index}"));
+    let report = std::fs::read_to_string(site.join(format!("hunts/change-{link}"))).unwrap();
+    assert!(report.contains(&shas[12][..8]), "{report}");
     let page = std::fs::read_to_string(site.join("series-profile-c8.html")).unwrap();
     assert_eq!(page.matches("class=\"point\"").count(), 20, "{page}");
     // The series as Otava reads it: a row a night.
