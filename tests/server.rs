@@ -442,29 +442,105 @@ fn run_server_pid(work: &Path) -> Option<u32> {
     })
 }
 
+/// The name and parent of process `pid`, from `/proc/PID/stat`.
+fn name_and_parent(pid: u32) -> Option<(String, u32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (name, rest) = stat.split_once(" (")?.1.rsplit_once(") ")?;
+    let ppid = rest.split_whitespace().nth(1)?.parse().ok()?;
+    Some((name.to_string(), ppid))
+}
+
+/// Whether a `pgbench` started by `ancestor` (or by its children) runs.
+fn pgbench_runs_under(ancestor: u32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            return false;
+        };
+        let Some((name, mut parent)) = name_and_parent(pid) else {
+            return false;
+        };
+        while name == "pgbench" && parent > 1 {
+            if parent == ancestor {
+                return true;
+            }
+            parent = name_and_parent(parent).map_or(0, |(_, p)| p);
+        }
+        false
+    })
+}
+
+/// What the work dir holds, for a failure's message: the files' names and
+/// the tails of the logs.
+fn work_dir_story(work: &Path) -> String {
+    let mut story = String::new();
+    for entry in walk(work) {
+        story.push_str(&format!("{}\n", entry.display()));
+        if entry
+            .extension()
+            .is_some_and(|e| e == "log" || e == "out" || e == "txt")
+        {
+            let text = std::fs::read_to_string(&entry).unwrap_or_default();
+            let tail: Vec<&str> = text.lines().rev().take(8).collect();
+            for line in tail.into_iter().rev() {
+                story.push_str(&format!("    {line}\n"));
+            }
+        }
+    }
+    story
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files = Vec::new();
+    for path in entries.flatten().map(|e| e.path()) {
+        if path.is_dir() && !path.ends_with("data") && !path.ends_with("current") {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
 #[test]
 fn reap_stops_servers_of_a_killed_process() {
     let Some(bin) = pg_bin() else { return };
     let work = server_work_dir();
     // pgbisect itself, as a hunt starts it on a host: it makes the
     // template, starts the run's server and runs pgbench for two minutes.
+    let stderr = std::fs::File::create(work.path().join("host-run.out")).unwrap();
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_pgbisect"))
         .arg("host-run")
         .env(REQUEST_ENV, long_run_request(&bin, work.path()))
         .stdout(std::process::Stdio::null())
+        .stderr(stderr)
         .spawn()
         .unwrap();
+    // Killed once pgbench runs against the server: before that the server
+    // may still be stopped by pgbisect itself (a run that failed).
     let deadline = Instant::now() + Duration::from_secs(120);
     let mut pid = None;
     while pid.is_none() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
-        pid = run_server_pid(work.path());
+        pid = run_server_pid(work.path()).filter(|_| pgbench_runs_under(child.id()));
     }
     child.kill().unwrap(); // SIGKILL: the child's servers are not stopped
     child.wait().unwrap();
-    let pid = pid.expect("pgbisect host-run started the run's server within two minutes");
-    assert!(alive(pid), "the killed process left its server running");
-    assert_eq!(reap_leftovers(&work.path().join("servers")).unwrap(), 1);
+    let story = work_dir_story(work.path());
+    let pid = pid.unwrap_or_else(|| {
+        panic!("pgbisect host-run ran no pgbench on a registered server in two minutes:\n{story}")
+    });
+    assert!(
+        alive(pid),
+        "the killed process left its server running:\n{story}"
+    );
+    let reaped = reap_leftovers(&work.path().join("servers")).unwrap();
+    assert_eq!(reaped, 1, "the server was not reaped:\n{story}");
     assert!(wait_gone(pid));
     assert_eq!(registry_entries(work.path()), 0);
 }
