@@ -50,10 +50,38 @@ fn every_case_has_a_profile_setup_and_scripts_that_load() {
             let text = std::fs::read_to_string(&script.path)
                 .unwrap_or_else(|e| panic!("{name}: {}: {e}", script.path.display()));
             assert!(
-                text.contains("\\set ") && text.contains(':'),
+                (text.contains("\\set ") && text.contains(':')) || only_parameterless(&text),
                 "{name}: {} uses no pgbench variable",
                 script.path.display()
             );
         }
     }
+}
+
+/// Whether every statement of a script is a utility command that takes no
+/// parameters (`REFRESH MATERIALIZED VIEW`, `VACUUM`, ...): such a command
+/// does its whole work at each run, so it needs no pgbench variable.
+fn only_parameterless(script: &str) -> bool {
+    const UTILITY: [&str; 5] = ["REFRESH ", "VACUUM", "ANALYZE", "CLUSTER", "REINDEX "];
+    let statements: Vec<&str> = script
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("--"))
+        .collect();
+    !statements.is_empty()
+        && statements.iter().all(|l| {
+            UTILITY
+                .iter()
+                .any(|u| l.to_ascii_uppercase().starts_with(u))
+        })
+}
+
+#[test]
+fn a_script_of_utility_commands_needs_no_variable() {
+    assert!(only_parameterless("-- why\nREFRESH MATERIALIZED VIEW v;\n"));
+    assert!(!only_parameterless("SELECT 1;\n"));
+    assert!(!only_parameterless(
+        "REFRESH MATERIALIZED VIEW v;\nSELECT f(2);\n"
+    ));
+    assert!(!only_parameterless("-- nothing\n"));
 }
