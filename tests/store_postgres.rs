@@ -126,15 +126,13 @@ fn watch_with(repo: &Path, work: &Path, args: &[&str]) -> std::process::Output {
     pgbisect_sub("watch", repo, work, args)
 }
 
-fn export(work: &Path, store: Option<&str>, csv: &Path) -> String {
+fn export(work: &Path, store: &[&str], csv: &Path) -> String {
     let mut cmd = bin();
     cmd.args(["watch", "export", "--csv"])
         .arg(csv)
         .arg("--work-dir")
-        .arg(work);
-    if let Some(at) = store {
-        cmd.args(["--store", at]);
-    }
+        .arg(work)
+        .args(store);
     let out = cmd.output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
@@ -188,8 +186,8 @@ fn a_watch_replay_keeps_its_runs_in_the_database_and_exports_them_as_sqlite_does
     // layout: the same columns, rows, times and commits.
     let out = watch_with(repo.path(), &in_file, &args);
     assert_eq!(out.status.code(), Some(0));
-    let from_pg = export(&in_pg, Some(&at), &tmp.path().join("pg.csv"));
-    let from_file = export(&in_file, None, &tmp.path().join("file.csv"));
+    let from_pg = export(&in_pg, &["--store", &at], &tmp.path().join("pg.csv"));
+    let from_file = export(&in_file, &[], &tmp.path().join("file.csv"));
     let key = |text: &str| -> Vec<String> {
         text.lines()
             .map(|l| l.split(',').take(4).collect::<Vec<_>>().join(","))
@@ -201,4 +199,8 @@ fn a_watch_replay_keeps_its_runs_in_the_database_and_exports_them_as_sqlite_does
         from_pg.lines().next(),
         Some("time,commit,branch,night,profile/c8.ratio,profile/c8.tps,profile/c8.reference_tps")
     );
+    // Another machine of the database has measured nothing.
+    let other = ["--store", &at, "--machine", "another-machine"];
+    let none = export(&in_pg, &other, &tmp.path().join("other.csv"));
+    assert_eq!(none.lines().count(), 1, "{none}");
 }

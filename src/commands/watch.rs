@@ -81,15 +81,19 @@ pub struct Place {
     /// sqlite:PATH (default: watch.sqlite in the work dir).
     #[arg(long, value_name = "URL")]
     pub store: Option<String>,
+    /// With a --store database: the machine whose nights are read and
+    /// written (default: this one's host name).
+    #[arg(long, value_name = "NAME", requires = "store")]
+    pub machine: Option<String>,
 }
 
 /// What else `watch` does.
 #[derive(Debug, Subcommand, Clone)]
 pub enum WatchAction {
     /// Write the series as CSV in the layout Apache Otava reads.
-    Export(ExportArgs),
+    Export(Box<ExportArgs>),
     /// Write the results as a static site (HTML, inline SVG charts).
-    Publish(PublishArgs),
+    Publish(Box<PublishArgs>),
 }
 
 /// `pgbisect watch publish`.
@@ -195,7 +199,7 @@ fn store_at(place: &Place) -> anyhow::Result<Option<StoreAt>> {
         return Ok(None);
     };
     match StoreAt::parse(text) {
-        Some(at) => Ok(Some(at)),
+        Some(at) => Ok(Some(at.as_machine(place.machine.clone()))),
         None => Err(UsageError(
             "--store: give postgres://user@host:port/db, a libpq key=value string, or \
              sqlite:PATH"

@@ -12,8 +12,13 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreAt {
     Sqlite(PathBuf),
-    /// The connection string, as given.
-    Postgres(String),
+    Postgres {
+        /// The connection string, as given.
+        conninfo: String,
+        /// The machine whose nights are read and written; `None`: the
+        /// one `open` is given (this machine's).
+        machine: Option<String>,
+    },
 }
 
 impl StoreAt {
@@ -27,7 +32,22 @@ impl StoreAt {
             .iter()
             .any(|p| text.starts_with(p));
         let key_value = !text.contains("://") && text.contains('=');
-        (url || key_value).then(|| StoreAt::Postgres(text.to_string()))
+        (url || key_value).then(|| StoreAt::Postgres {
+            conninfo: text.to_string(),
+            machine: None,
+        })
+    }
+
+    /// The same store, read and written as machine `name` when it is a
+    /// database shared by several (a SQLite file is one machine's).
+    pub fn as_machine(self, name: Option<String>) -> StoreAt {
+        match self {
+            StoreAt::Postgres { conninfo, machine } => StoreAt::Postgres {
+                conninfo,
+                machine: name.or(machine),
+            },
+            sqlite => sqlite,
+        }
     }
 
     /// The default: `watch.sqlite` in the work dir `root`.
@@ -40,16 +60,19 @@ impl StoreAt {
     pub fn may_hold_results(&self) -> bool {
         match self {
             StoreAt::Sqlite(path) => path.exists(),
-            StoreAt::Postgres(_) => true,
+            StoreAt::Postgres { .. } => true,
         }
     }
 
     /// Opens the store, its schema brought up to date; in a database,
-    /// the nights of `machine`.
-    pub fn open(&self, machine: &str) -> Result<Box<dyn Store>, StoreError> {
+    /// the nights of the machine named, else of `this_machine`.
+    pub fn open(&self, this_machine: &str) -> Result<Box<dyn Store>, StoreError> {
         Ok(match self {
             StoreAt::Sqlite(path) => Box::new(SqliteStore::open(path)?),
-            StoreAt::Postgres(conninfo) => Box::new(PostgresStore::connect(conninfo, machine)?),
+            StoreAt::Postgres { conninfo, machine } => Box::new(PostgresStore::connect(
+                conninfo,
+                machine.as_deref().unwrap_or(this_machine),
+            )?),
         })
     }
 }
@@ -69,7 +92,13 @@ mod tests {
             "postgresql://db/perf",
             "host=db user=watcher dbname=perf",
         ] {
-            assert_eq!(StoreAt::parse(pg), Some(StoreAt::Postgres(pg.into())));
+            let at = StoreAt::Postgres {
+                conninfo: pg.into(),
+                machine: None,
+            };
+            assert_eq!(StoreAt::parse(pg), Some(at.clone()));
+            let named = at.as_machine(Some("bench-2".into()));
+            assert!(matches!(named, StoreAt::Postgres { machine: Some(m), .. } if m == "bench-2"));
         }
         for neither in ["", "sqlite:", "mysql://db/perf", "watch.sqlite"] {
             assert_eq!(StoreAt::parse(neither), None, "{neither}");
