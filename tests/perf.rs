@@ -8,7 +8,7 @@ mod common;
 use pgbisect::bench;
 use pgbisect::perf::{self, CallGraph, PerfSampler, Plan, Unavailable};
 use pgbisect::placement::Pin;
-use pgbisect::server::{DataTemplate, RunAs, SocketDir, time_limit};
+use pgbisect::server::{RunAs, SocketDir, time_limit};
 use std::time::Duration;
 
 #[test]
@@ -17,20 +17,8 @@ fn a_server_under_pgbench_is_profiled_down_to_the_executor() {
     let work = common::pg::reachable_temp_dir("/tmp", "pgbisect-perf-");
     let run_as = RunAs::resolve(None).unwrap();
     let options = common::pg::select_only_s1();
-    let spec = common::pg::template_spec(&bin, work.path(), "pg-s1", options.clone(), &run_as);
-    let (template, _) = DataTemplate::ensure(&spec).unwrap();
     let sockets = SocketDir::create(&run_as).unwrap();
-    let server = common::pg::server_on_copy(
-        &bin,
-        &template,
-        work.path(),
-        "run",
-        sockets.path(),
-        &run_as,
-        &[],
-    )
-    .start()
-    .unwrap();
+    let server = common::pg::started_s1(&bin, work.path(), "pg-s1", &sockets, &run_as);
 
     let run_secs = 5;
     let plan = Plan {

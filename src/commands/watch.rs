@@ -13,6 +13,7 @@ use crate::engine::session::watch_site;
 use crate::engine::watch::{WatchConfig, Watched, pick, render};
 use crate::error::{EXIT_CULPRIT_FOUND, EXIT_INCONCLUSIVE, EXIT_NO_REGRESSION, UsageError};
 use crate::store::ChangeStatus;
+use crate::store::place::StoreAt;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -75,15 +76,24 @@ pub struct Place {
     /// Where builds and the results database (watch.sqlite) go.
     #[arg(long, value_name = "DIR")]
     pub work_dir: Option<PathBuf>,
+    /// Where the results are kept: postgres://user@host:port/db (or a
+    /// libpq key=value string) for a database a team's machines share, or
+    /// sqlite:PATH (default: watch.sqlite in the work dir).
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
+    /// With a --store database: the machine whose nights are read and
+    /// written (default: this one's host name).
+    #[arg(long, value_name = "NAME", requires = "store")]
+    pub machine: Option<String>,
 }
 
 /// What else `watch` does.
 #[derive(Debug, Subcommand, Clone)]
 pub enum WatchAction {
     /// Write the series as CSV in the layout Apache Otava reads.
-    Export(ExportArgs),
+    Export(Box<ExportArgs>),
     /// Write the results as a static site (HTML, inline SVG charts).
-    Publish(PublishArgs),
+    Publish(Box<PublishArgs>),
 }
 
 /// `pgbisect watch publish`.
@@ -124,6 +134,10 @@ Examples:
   The series for Apache Otava:
     pgbisect watch export --csv watch.csv
 
+  A team's machines keeping their results in one PostgreSQL database (the
+  password in PGPASSWORD or ~/.pgpass, not on the command line):
+    pgbisect watch --store postgres://watcher@db.example.org/perf --deadline 07:00
+
   The results as a static site, points linked to gitweb:
     pgbisect watch publish --html site \\
       --commit-url 'https://git.postgresql.org/gitweb/?p=postgresql.git;a=commit;h={sha}'
@@ -141,7 +155,8 @@ pub(super) fn command(args: &WatchArgs) -> anyhow::Result<ExitCode> {
     match &args.action {
         Some(WatchAction::Export(e)) => {
             let work = lab_args(&e.place).work_dir()?;
-            let n = session::export(&work, e.place.branch.as_deref(), &e.csv)?;
+            let store = store_at(&e.place)?;
+            let n = session::export(&work, store.as_ref(), e.place.branch.as_deref(), &e.csv)?;
             eprintln!("{n} points written to {}", e.csv.display());
             return Ok(ExitCode::SUCCESS);
         }
@@ -167,7 +182,8 @@ pub(super) fn command(args: &WatchArgs) -> anyhow::Result<ExitCode> {
 fn publish(place: &Place, dir: &std::path::Path, url: Option<&str>) -> anyhow::Result<()> {
     url.map(commit_url).transpose()?;
     let work = lab_args(place).work_dir()?;
-    let done = watch_site::publish(&work, place.branch.as_deref(), dir, url)?;
+    let store = store_at(place)?;
+    let done = watch_site::publish(&work, store.as_ref(), place.branch.as_deref(), dir, url)?;
     eprintln!(
         "{} page(s) and {} hunt report(s) written: {}",
         done.pages,
@@ -175,6 +191,22 @@ fn publish(place: &Place, dir: &std::path::Path, url: Option<&str>) -> anyhow::R
         done.index.display()
     );
     Ok(())
+}
+
+/// The store `--store` names, if given.
+fn store_at(place: &Place) -> anyhow::Result<Option<StoreAt>> {
+    let Some(text) = &place.store else {
+        return Ok(None);
+    };
+    match StoreAt::parse(text) {
+        Some(at) => Ok(Some(at.as_machine(place.machine.clone()))),
+        None => Err(UsageError(
+            "--store: give postgres://user@host:port/db, a libpq key=value string, or \
+             sqlite:PATH"
+                .into(),
+        )
+        .into()),
+    }
 }
 
 /// A `--commit-url` needs `{sha}`, where the commit's id goes.
@@ -238,6 +270,7 @@ fn ask(args: &WatchArgs) -> anyhow::Result<WatchAsk> {
     Ok(WatchAsk {
         repo_dir: lab.repo_dir(),
         work: lab.work_dir()?,
+        store: store_at(&args.place)?,
         branch: args.place.branch.clone(),
         profiles: profiles(args, &lab)?,
         choices: choices(&lab),

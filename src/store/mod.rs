@@ -3,15 +3,21 @@
 //! `pgbisect watch` runs from cron for months; what it measured must
 //! outlive any one night and be readable by other tools. The results go
 //! into a database with a versioned schema ([`sqlite`], the embedded
-//! default, one file in the work dir), behind the [`Store`] trait so that
-//! a shared PostgreSQL database can stand in for it later, and can be
-//! exported in the CSV layout Apache Otava reads ([`otava`]).
+//! default, one file in the work dir), or in a PostgreSQL database that
+//! a team's machines share ([`postgres`]), behind the [`Store`] trait
+//! ([`place`] opens the one `--store` names), and can be exported in the
+//! CSV layout Apache Otava reads ([`otava`]).
 //!
 //! A run has a unique key (night, commit, series, round, role): a night
 //! killed half way and run again inserts no run twice.
 
+pub mod conformance;
 pub mod otava;
+pub mod pgpass;
+pub mod place;
 pub mod points;
+pub mod postgres;
+mod schema;
 pub mod sqlite;
 
 use serde::{Deserialize, Serialize};
@@ -25,9 +31,17 @@ pub enum StoreError {
         #[source]
         source: rusqlite::Error,
     },
+    #[error("the results database {server}: {what}: {source}")]
+    Postgres {
+        /// `postgres://user@host:port/db`, never the password.
+        server: String,
+        what: String,
+        #[source]
+        source: ::postgres::Error,
+    },
     #[error(
         "the results database {path} has schema version {found}, newer than the {known} this \
-         pgbisect knows: run a newer pgbisect, or give another --work-dir"
+         pgbisect knows: run a newer pgbisect, or give another --work-dir or --store"
     )]
     Newer {
         path: String,
@@ -121,6 +135,22 @@ pub struct NewNight {
     pub tip: String,
     pub reference: String,
     pub commits: Vec<NightCommit>,
+}
+
+impl NewNight {
+    /// The night as stored with id `id`: running, no reason yet.
+    pub fn begun(&self, id: i64) -> Night {
+        Night {
+            id,
+            clock: self.clock,
+            branch: self.branch.clone(),
+            tip: self.tip.clone(),
+            status: NightStatus::Running,
+            reason: None,
+            reference: self.reference.clone(),
+            commits: self.commits.clone(),
+        }
+    }
 }
 
 /// Whether a run is of the commit measured or of the reference beside it.

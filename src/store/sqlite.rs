@@ -5,6 +5,7 @@
 //! an older file is brought up to date and a newer one (written by a later
 //! pgbisect) is refused with a message instead of being misread.
 
+use super::schema::word;
 use super::{
     ChangeHunt, ChangeKind, ChangeRow, ChangeStatus, NewNight, Night, NightCommit, NightStatus,
     Role, RunRow, Store, StoreError,
@@ -119,15 +120,8 @@ impl SqliteStore {
             .conn
             .query_row("SELECT max(version) FROM schema_version", [], |r| r.get(0))
             .map_err(&err)?;
-        let found = found.unwrap_or(0);
-        if found > VERSION {
-            return Err(StoreError::Newer {
-                path: self.path.clone(),
-                found,
-                known: VERSION,
-            });
-        }
-        for (k, migration) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+        let todo = super::schema::pending(found.unwrap_or(0), MIGRATIONS.len(), &self.path)?;
+        for (k, migration) in MIGRATIONS.iter().enumerate().skip(todo.start) {
             let tx = self.conn.transaction().map_err(&err)?;
             tx.execute_batch(migration).map_err(&err)?;
             tx.execute("DELETE FROM schema_version", []).map_err(&err)?;
@@ -139,14 +133,6 @@ impl SqliteStore {
             tx.commit().map_err(&err)?;
         }
         Ok(())
-    }
-
-    fn unknown(&self, what: &'static str, value: &str) -> StoreError {
-        StoreError::Unknown {
-            path: self.path.clone(),
-            what,
-            value: value.to_string(),
-        }
     }
 
     fn commits_of(&self, night: i64) -> Result<Vec<NightCommit>, StoreError> {
@@ -194,8 +180,7 @@ impl SqliteStore {
             .map_err(&err)?;
         rows.into_iter()
             .map(|(id, clock, branch, tip, status, reason, reference)| {
-                let status =
-                    NightStatus::parse(&status).ok_or_else(|| self.unknown("status", &status))?;
+                let status = word(&self.path, "status", &status, NightStatus::parse)?;
                 Ok(Night {
                     id,
                     clock,
@@ -305,16 +290,7 @@ impl Store for SqliteStore {
             .map_err(&err)?;
         }
         tx.commit().map_err(&err)?;
-        Ok(Night {
-            id,
-            clock: night.clock,
-            branch: night.branch.clone(),
-            tip: night.tip.clone(),
-            status: NightStatus::Running,
-            reason: None,
-            reference: night.reference.clone(),
-            commits: night.commits.clone(),
-        })
+        Ok(night.begun(id))
     }
 
     fn finish_night(
@@ -388,7 +364,7 @@ impl Store for SqliteStore {
             .map_err(&err)?;
         rows.into_iter()
             .map(|(mut run, role)| {
-                run.role = Role::parse(&role).ok_or_else(|| self.unknown("role", &role))?;
+                run.role = word(&self.path, "role", &role, Role::parse)?;
                 Ok(run)
             })
             .collect()
@@ -412,10 +388,8 @@ impl Store for SqliteStore {
             .map_err(&err)?;
         rows.into_iter()
             .map(|(mut change, status, kind)| {
-                change.status = ChangeStatus::parse(&status)
-                    .ok_or_else(|| self.unknown("change status", &status))?;
-                change.kind =
-                    ChangeKind::parse(&kind).ok_or_else(|| self.unknown("change kind", &kind))?;
+                change.status = word(&self.path, "change status", &status, ChangeStatus::parse)?;
+                change.kind = word(&self.path, "change kind", &kind, ChangeKind::parse)?;
                 Ok(change)
             })
             .collect()
@@ -451,7 +425,11 @@ impl Store for SqliteStore {
             )
             .optional()
             .map_err(&err)?
-            .ok_or_else(|| self.unknown("change", &c.series))
+            .ok_or_else(|| StoreError::Unknown {
+                path: self.path.clone(),
+                what: "change",
+                value: c.series.clone(),
+            })
     }
 
     fn update_change(&mut self, c: &ChangeRow) -> Result<(), StoreError> {
@@ -515,145 +493,25 @@ impl Store for SqliteStore {
 
 #[cfg(test)]
 mod tests {
+    use super::super::conformance;
     use super::*;
 
-    pub(crate) fn night(clock: i64, commits: &[&str]) -> NewNight {
-        NewNight {
-            clock,
-            branch: "master".into(),
-            tip: commits.last().map_or_else(String::new, |c| c.to_string()),
-            reference: "ref".into(),
-            commits: commits
-                .iter()
-                .enumerate()
-                .map(|(k, c)| NightCommit {
-                    id: c.to_string(),
-                    subject: format!("commit {c}"),
-                    committed: clock - 100 + k as i64,
-                })
-                .collect(),
-        }
-    }
-
-    pub(crate) fn run(night: i64, commit: &str, round: u32, role: Role, tps: f64) -> RunRow {
-        RunRow {
-            night,
-            commit: commit.into(),
-            series: super::super::series_key("default", 8),
-            profile: "default".into(),
-            clients: 8,
-            host: None,
-            role,
-            round,
-            tps: Some(tps),
-            latency_avg_ms: Some(1.5),
-            latency_p50_ms: None,
-            latency_p95_ms: None,
-            latency_p99_ms: None,
-            failed: None,
-            started: 1_000,
-            seconds: 10.0,
-            placement: None,
-            machine: Some("{\"cpus\":2}".into()),
-        }
+    /// The store in a fresh file, opened anew at each call.
+    fn each_open(dir: &tempfile::TempDir) -> impl FnMut() -> Box<dyn Store> + '_ {
+        let path = dir.path().join(FILE);
+        move || Box::new(SqliteStore::open(&path).unwrap())
     }
 
     #[test]
     fn nights_and_runs_come_back_as_stored_and_no_run_twice() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(FILE);
-        let mut store = SqliteStore::open(&path).unwrap();
-        let first = store.begin_night(&night(86_400, &["a", "b"])).unwrap();
-        assert!(
-            store
-                .add_run(&run(first.id, "b", 0, Role::Candidate, 100.0))
-                .unwrap()
-        );
-        assert!(
-            store
-                .add_run(&run(first.id, "ref", 0, Role::Reference, 99.0))
-                .unwrap()
-        );
-        // The same key again, as a night run again after a kill makes it.
-        assert!(
-            !store
-                .add_run(&run(first.id, "b", 0, Role::Candidate, 7.0))
-                .unwrap()
-        );
-        store
-            .finish_night(first.id, NightStatus::Done, None)
-            .unwrap();
-        drop(store);
-        let mut store = SqliteStore::open(&path).unwrap();
-        let nights = store.nights("master").unwrap();
-        assert_eq!(nights.len(), 1);
-        assert_eq!(nights[0].status, NightStatus::Done);
-        assert_eq!(nights[0].commits.len(), 2);
-        assert_eq!(
-            store.night_at("master", 86_400).unwrap(),
-            Some(nights[0].clone())
-        );
-        assert_eq!(store.night_at("main", 86_400).unwrap(), None);
-        let runs = store.runs("master").unwrap();
-        assert_eq!(runs.len(), 2);
-        assert_eq!(runs[0].tps, Some(100.0));
-        assert_eq!(runs[1].role, Role::Reference);
+        conformance::nights_and_runs_come_back_as_stored_and_no_run_twice(&mut each_open(&dir));
     }
 
     #[test]
     fn a_change_is_kept_once_and_its_status_moves() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = SqliteStore::open(&dir.path().join(FILE)).unwrap();
-        let n = store.begin_night(&night(86_400, &["a"])).unwrap();
-        let mut change = ChangeRow {
-            id: 0,
-            series: "default/c8".into(),
-            before: "a".into(),
-            after: "b".into(),
-            pct: -6.0,
-            low_pct: None,
-            high_pct: None,
-            status: ChangeStatus::Candidate,
-            first_night: n.id,
-            p_value: 0.005,
-            kind: ChangeKind::Step,
-        };
-        let id = store.add_change(&change).unwrap();
-        assert_eq!(store.add_change(&change).unwrap(), id);
-        change.id = id;
-        change.status = ChangeStatus::Confirmed;
-        change.low_pct = Some(-7.0);
-        store.update_change(&change).unwrap();
-        assert_eq!(store.changes("master").unwrap(), vec![change.clone()]);
-        // A drift between other commits is kept as a drift.
-        let drift = ChangeRow {
-            before: "a".into(),
-            after: "z".into(),
-            kind: ChangeKind::Drift,
-            ..change.clone()
-        };
-        let drift_id = store.add_change(&drift).unwrap();
-        let kept = store.changes("master").unwrap();
-        assert_eq!(
-            kept,
-            vec![
-                change.clone(),
-                ChangeRow {
-                    id: drift_id,
-                    ..drift
-                }
-            ]
-        );
-        // Its hunt: begun, ended, mailed; each step kept.
-        assert_eq!(store.hunts("master").unwrap(), vec![]);
-        let mut hunt = ChangeHunt::begun(id, "/w/watch-hunts/change-1");
-        store.save_hunt(&hunt).unwrap();
-        assert_eq!(store.hunts("master").unwrap(), vec![hunt.clone()]);
-        hunt.outcome = Some("culprit-found".into());
-        hunt.culprit = Some("b".into());
-        hunt.mailed = Some(86_400);
-        store.save_hunt(&hunt).unwrap();
-        assert_eq!(store.hunts("master").unwrap(), vec![hunt]);
+        conformance::a_change_is_kept_once_and_its_status_moves(&mut each_open(&dir));
     }
 
     #[test]

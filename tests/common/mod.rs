@@ -9,6 +9,7 @@
 pub mod mail;
 pub mod pg;
 pub mod pg_history;
+pub mod watch;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

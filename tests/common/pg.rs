@@ -4,7 +4,9 @@
 
 use pgbisect::bench::{Builtin, PgbenchOptions, QueryMode};
 use pgbisect::placement::Pin;
-use pgbisect::server::{DataTemplate, RunAs, Server, TemplateSpec, fresh_copy, pick_port};
+use pgbisect::server::{
+    DataTemplate, RunAs, RunningServer, Server, SocketDir, TemplateSpec, fresh_copy, pick_port,
+};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
@@ -82,4 +84,20 @@ pub fn server_on_copy(
         registry_dir: Some(work.join("servers")),
         pin: Pin::none(),
     }
+}
+
+/// A server started on a fresh copy of the template `name` of
+/// [`select_only_s1`] made in `work`, its socket in `sockets`.
+pub fn started_s1(
+    bin: &Path,
+    work: &Path,
+    name: &str,
+    sockets: &SocketDir,
+    run_as: &RunAs,
+) -> RunningServer {
+    let spec = template_spec(bin, work, name, select_only_s1(), run_as);
+    let (template, _) = DataTemplate::ensure(&spec).unwrap();
+    server_on_copy(bin, &template, work, "run", sockets.path(), run_as, &[])
+        .start()
+        .unwrap()
 }

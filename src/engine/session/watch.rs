@@ -13,7 +13,7 @@ use crate::notify::Notifier;
 use crate::profile::Profile;
 use crate::repo::{Landed, Repo};
 use crate::store::Store;
-use crate::store::sqlite::{FILE, SqliteStore};
+use crate::store::place::StoreAt;
 use crate::workspace::WorkDir;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
@@ -32,6 +32,8 @@ pub struct WatchedProfile {
 pub struct WatchAsk {
     pub repo_dir: PathBuf,
     pub work: WorkDir,
+    /// Where the results are kept; `None`: `watch.sqlite` in the work dir.
+    pub store: Option<StoreAt>,
     /// `None`: master, or main when there is no master.
     pub branch: Option<String>,
     pub profiles: Vec<WatchedProfile>,
@@ -58,7 +60,8 @@ pub fn run(mut ask: WatchAsk, note: &mut dyn FnMut(&str)) -> anyhow::Result<Watc
     ask.config.machine = Some(machine_facts());
     let line = repo.first_parents(&branch, LINE_LIMIT)?;
     let _lock = ask.work.create_and_lock()?;
-    let mut store = open_store(&ask.work)?;
+    let at = store_at(&ask.work, ask.store.as_ref());
+    let mut store = at.open(&machine_name())?;
     let clocks = match ask.replay {
         Some((since, until, every)) => watch::replay_clocks(since, until, every),
         None => vec![now()],
@@ -66,7 +69,7 @@ pub fn run(mut ask: WatchAsk, note: &mut dyn FnMut(&str)) -> anyhow::Result<Watc
     let Some(&first) = clocks.first() else {
         return Err(UsageError("--replay: the range holds no day".into()).into());
     };
-    let reference = watch::reference_for(&mut store, &line, first, &ask.config)?;
+    let reference = watch::reference_for(store.as_mut(), &line, first, &ask.config)?;
     let specs = lab_specs(&ask, &line, reference);
     let mut labs = open_labs(&ask, &specs)?;
     crate::proc::install_signal_handlers().context("cannot install the signal handlers")?;
@@ -84,7 +87,7 @@ pub fn run(mut ask: WatchAsk, note: &mut dyn FnMut(&str)) -> anyhow::Result<Watc
     let mut all = Watched::default();
     for clock in clocks {
         let w = watch::watch_night_hunting(
-            &mut store,
+            store.as_mut(),
             &mut labs,
             (&line, clock),
             &ask.config,
@@ -108,10 +111,15 @@ pub fn run(mut ask: WatchAsk, note: &mut dyn FnMut(&str)) -> anyhow::Result<Watc
     Ok(all)
 }
 
-/// Writes the series of `branch` in the work dir as Otava's CSV to
-/// `path`; the number of points.
-pub fn export(work: &WorkDir, branch: Option<&str>, path: &Path) -> anyhow::Result<usize> {
-    let (mut store, branch) = stored(work, branch)?;
+/// Writes the series of `branch` in the work dir's results (or those of
+/// `store`) as Otava's CSV to `path`; the number of points.
+pub fn export(
+    work: &WorkDir,
+    store: Option<&StoreAt>,
+    branch: Option<&str>,
+    path: &Path,
+) -> anyhow::Result<usize> {
+    let (mut store, branch) = stored(work, store, branch)?;
     let nights = store.nights(&branch)?;
     let runs = store.runs(&branch)?;
     let points = crate::store::points::points(&nights, &runs, None);
@@ -119,21 +127,23 @@ pub fn export(work: &WorkDir, branch: Option<&str>, path: &Path) -> anyhow::Resu
     Ok(points.len())
 }
 
-/// The work dir's results database, and the branch given or the one it
-/// holds nights of (master, else main); a work dir without one is refused.
+/// The results database (`store`, else the work dir's), and the branch
+/// given or the one it holds nights of (master, else main); a work dir
+/// without one is refused.
 pub(super) fn stored(
     work: &WorkDir,
+    store: Option<&StoreAt>,
     branch: Option<&str>,
-) -> anyhow::Result<(SqliteStore, String)> {
-    let db = work.root().join(FILE);
-    if !db.exists() {
+) -> anyhow::Result<(Box<dyn Store>, String)> {
+    let at = store_at(work, store);
+    if !at.may_hold_results() {
         return Err(UsageError(format!(
             "no watch results in {}: run `pgbisect watch` first",
             work.root().display()
         ))
         .into());
     }
-    let mut store = SqliteStore::open(&db)?;
+    let mut store = at.open(&machine_name())?;
     let branch = match branch {
         Some(b) => b.to_string(),
         None => ["master", "main"]
@@ -145,8 +155,21 @@ pub(super) fn stored(
     Ok((store, branch))
 }
 
-fn open_store(work: &WorkDir) -> anyhow::Result<SqliteStore> {
-    Ok(SqliteStore::open(&work.root().join(FILE))?)
+/// The store given, else `watch.sqlite` in the work dir.
+fn store_at(work: &WorkDir, given: Option<&StoreAt>) -> StoreAt {
+    given
+        .cloned()
+        .unwrap_or_else(|| StoreAt::in_work_dir(work.root()))
+}
+
+/// The name this machine's nights are kept under in a shared database:
+/// its host name.
+fn machine_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "localhost".to_string())
 }
 
 /// The branch given, or master, or main when there is no master.

@@ -5,7 +5,6 @@
 
 use super::watch::stored;
 use crate::report::site::{self, SiteInput};
-use crate::store::Store;
 use crate::workspace::WorkDir;
 use anyhow::Context;
 use std::collections::BTreeSet;
@@ -33,11 +32,12 @@ pub struct Published {
 /// given.
 pub fn publish(
     work: &WorkDir,
+    store: Option<&crate::store::place::StoreAt>,
     branch: Option<&str>,
     dir: &Path,
     commit_url: Option<&str>,
 ) -> anyhow::Result<Published> {
-    let (mut store, branch) = stored(work, branch)?;
+    let (mut store, branch) = stored(work, store, branch)?;
     let nights = store.nights(&branch)?;
     let runs = store.runs(&branch)?;
     let changes = store.changes(&branch)?;

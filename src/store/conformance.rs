@@ -1,0 +1,151 @@
+//! The behaviour every [`Store`] owes the watcher, as checks that run
+//! against any of them: the SQLite store's unit tests and the PostgreSQL
+//! store's tests (on a real server) call the same ones. A check panics
+//! with what differed, as a test does.
+
+use super::{
+    ChangeHunt, ChangeKind, ChangeRow, ChangeStatus, NewNight, NightCommit, NightStatus, Role,
+    RunRow, Store, series_key,
+};
+
+/// Opens the store under test anew, on the same database each time.
+pub type Open<'a> = &'a mut dyn FnMut() -> Box<dyn Store>;
+
+/// A night of `master` at `clock` measuring `commits`, the last its tip.
+pub fn night(clock: i64, commits: &[&str]) -> NewNight {
+    NewNight {
+        clock,
+        branch: "master".into(),
+        tip: commits.last().map_or_else(String::new, |c| c.to_string()),
+        reference: "ref".into(),
+        commits: commits
+            .iter()
+            .enumerate()
+            .map(|(k, c)| NightCommit {
+                id: c.to_string(),
+                subject: format!("commit {c}"),
+                committed: clock - 100 + k as i64,
+            })
+            .collect(),
+    }
+}
+
+/// A run of `commit` on `night` at 8 clients of the default profile.
+pub fn run(night: i64, commit: &str, round: u32, role: Role, tps: f64) -> RunRow {
+    RunRow {
+        night,
+        commit: commit.into(),
+        series: series_key("default", 8),
+        profile: "default".into(),
+        clients: 8,
+        host: None,
+        role,
+        round,
+        tps: Some(tps),
+        latency_avg_ms: Some(1.5),
+        latency_p50_ms: None,
+        latency_p95_ms: None,
+        latency_p99_ms: None,
+        failed: None,
+        started: 1_000,
+        seconds: 10.0,
+        placement: None,
+        machine: Some("{\"cpus\":2}".into()),
+    }
+}
+
+/// Nights and runs come back as stored, after the store is opened
+/// again, and a run with a stored key is not added twice.
+pub fn nights_and_runs_come_back_as_stored_and_no_run_twice(open: Open) {
+    let mut store = open();
+    let first = store.begin_night(&night(86_400, &["a", "b"])).unwrap();
+    assert!(
+        store
+            .add_run(&run(first.id, "b", 0, Role::Candidate, 100.0))
+            .unwrap()
+    );
+    assert!(
+        store
+            .add_run(&run(first.id, "ref", 0, Role::Reference, 99.0))
+            .unwrap()
+    );
+    // The same key again, as a night run again after a kill makes it.
+    assert!(
+        !store
+            .add_run(&run(first.id, "b", 0, Role::Candidate, 7.0))
+            .unwrap()
+    );
+    store
+        .finish_night(first.id, NightStatus::Done, None)
+        .unwrap();
+    drop(store);
+    let mut store = open();
+    let nights = store.nights("master").unwrap();
+    assert_eq!(nights.len(), 1);
+    assert_eq!(nights[0].status, NightStatus::Done);
+    assert_eq!(nights[0].commits.len(), 2);
+    assert_eq!(
+        store.night_at("master", 86_400).unwrap(),
+        Some(nights[0].clone())
+    );
+    assert_eq!(store.night_at("main", 86_400).unwrap(), None);
+    let runs = store.runs("master").unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0], run(first.id, "b", 0, Role::Candidate, 100.0));
+    assert_eq!(runs[1].role, Role::Reference);
+}
+
+/// A change is kept once, its status and size move, a drift is kept as
+/// a drift, and its hunt is kept step by step.
+pub fn a_change_is_kept_once_and_its_status_moves(open: Open) {
+    let mut store = open();
+    let n = store.begin_night(&night(86_400, &["a"])).unwrap();
+    let mut change = ChangeRow {
+        id: 0,
+        series: "default/c8".into(),
+        before: "a".into(),
+        after: "b".into(),
+        pct: -6.0,
+        low_pct: None,
+        high_pct: None,
+        status: ChangeStatus::Candidate,
+        first_night: n.id,
+        p_value: 0.005,
+        kind: ChangeKind::Step,
+    };
+    let id = store.add_change(&change).unwrap();
+    assert_eq!(store.add_change(&change).unwrap(), id);
+    change.id = id;
+    change.status = ChangeStatus::Confirmed;
+    change.low_pct = Some(-7.0);
+    store.update_change(&change).unwrap();
+    assert_eq!(store.changes("master").unwrap(), vec![change.clone()]);
+    let drift = ChangeRow {
+        before: "a".into(),
+        after: "z".into(),
+        kind: ChangeKind::Drift,
+        ..change.clone()
+    };
+    let drift_id = store.add_change(&drift).unwrap();
+    let kept = store.changes("master").unwrap();
+    assert_eq!(
+        kept,
+        vec![
+            change.clone(),
+            ChangeRow {
+                id: drift_id,
+                ..drift
+            }
+        ]
+    );
+    assert_eq!(store.hunts("master").unwrap(), vec![]);
+    let mut hunt = ChangeHunt::begun(id, "/w/watch-hunts/change-1");
+    store.save_hunt(&hunt).unwrap();
+    assert_eq!(store.hunts("master").unwrap(), vec![hunt.clone()]);
+    hunt.outcome = Some("culprit-found".into());
+    hunt.culprit = Some("b".into());
+    hunt.mailed = Some(86_400);
+    store.save_hunt(&hunt).unwrap();
+    drop(store);
+    assert_eq!(open().hunts("master").unwrap(), vec![hunt]);
+}
