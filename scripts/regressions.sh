@@ -182,6 +182,9 @@ for why in r.get("why", []):
     risers = ", ".join(f"{f['name']} {100 * (f['self_after'] - f['self_before']):+.1f}pp"
                        for f in compared.get("risers", [])[:3])
     print(f"  why {why['commit'][:12]}: CPU self share rose most: {risers or 'none'}")
+    grown = ", ".join(f"{f['name']} {100 * (f['total_after'] - f['total_before']):+.1f}pp"
+                      for f in compared.get("grown", [])[:3])
+    print(f"  why {why['commit'][:12]}: with callees rose most: {grown or 'none'}")
 print(f"  outcome {outcome}; wall {t.get('wall_seconds', 0):.0f} s; builds {t.get('builds', '?')}; "
       f"runs {t.get('runs', '?')}")
 if want == "no-regression":

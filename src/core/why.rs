@@ -196,6 +196,12 @@ pub enum CpuFinding {
         risers: Vec<FunctionChange>,
         /// Largest fall first.
         fallers: Vec<FunctionChange>,
+        /// Largest rise of the total share (the function with its
+        /// callees) first: where new work is spread over callees that
+        /// other paths share (a buffer lookup, a hash), the function that
+        /// makes the new calls leads here, not among the risers.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        grown: Vec<FunctionChange>,
         /// Functions of either list whose change is within two standard
         /// errors of sampling.
         may_be_chance: Vec<String>,

@@ -86,6 +86,24 @@ impl ProfileDiff {
         self.ranked(n, 1.0)
     }
 
+    /// The `n` functions whose total share (with their callees) rose most,
+    /// largest rise first (ties: larger self rise, then name).
+    pub fn grown(&self, n: usize) -> Vec<&FunctionChange> {
+        let mut grown: Vec<&FunctionChange> = self
+            .functions
+            .iter()
+            .filter(|f| f.total_change() > 0.0)
+            .collect();
+        grown.sort_by(|x, y| {
+            y.total_change()
+                .total_cmp(&x.total_change())
+                .then(y.self_change().total_cmp(&x.self_change()))
+                .then(x.name.cmp(&y.name))
+        });
+        grown.truncate(n);
+        grown
+    }
+
     /// The `n` functions whose self share fell most, largest fall first.
     pub fn fallers(&self, n: usize) -> Vec<&FunctionChange> {
         self.ranked(n, -1.0)
@@ -237,6 +255,30 @@ mod tests {
         assert!((risers[0].self_change() - 23.33).abs() < 0.01);
         let fallers: Vec<&str> = diff.fallers(3).iter().map(|f| f.name.as_str()).collect();
         assert_eq!(fallers, ["heap_getnext", "pq_getbyte"]);
+    }
+
+    #[test]
+    fn new_calls_into_shared_callees_lead_the_growth_not_the_self_shares() {
+        // As a culprit that pins a visibility-map page at every inserted
+        // row: the new time is in the buffer lookup, which the table's
+        // own reads make too, under a function the parent hardly called.
+        let before = folded(
+            "postgres;heap_insert;ReadBuffer;hash_bytes 10\n\
+             postgres;heap_insert;PageAddItem 60\n\
+             postgres;ExecScan 30\n",
+        );
+        let after = folded(
+            "postgres;heap_insert;ReadBuffer;hash_bytes 10\n\
+             postgres;heap_insert;visibilitymap_pin;ReadBuffer;hash_bytes 12\n\
+             postgres;heap_insert;visibilitymap_pin;ReadBuffer 8\n\
+             postgres;heap_insert;PageAddItem 60\n\
+             postgres;ExecScan 30\n",
+        );
+        let diff = ProfileDiff::between(&before, &after);
+        assert_eq!(diff.risers(1)[0].name, "hash_bytes");
+        let grown: Vec<&str> = diff.grown(2).iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(grown, ["visibilitymap_pin", "ReadBuffer"]);
+        assert!(diff.grown(9).iter().all(|f| f.total_change() > 0.0));
     }
 
     #[test]

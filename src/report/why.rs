@@ -146,6 +146,7 @@ fn cpu_blocks(cpu: Option<&CpuFinding>) -> Vec<Block> {
         samples_after,
         risers,
         fallers,
+        grown,
         may_be_chance,
         ..
     }) = cpu
@@ -178,12 +179,37 @@ fn cpu_blocks(cpu: Option<&CpuFinding>) -> Vec<Block> {
                 .collect(),
         });
     }
+    if !grown.is_empty() {
+        out.push(Block::Paragraph(
+            "share with its callees (total) rose most in (the caller of new work \
+             spent in callees other code shares leads here):"
+                .into(),
+        ));
+        out.push(Block::Table {
+            columns: columns(&[
+                ("function", Align::Left),
+                ("parent", Align::Right),
+                ("culprit", Align::Right),
+                ("change", Align::Right),
+            ]),
+            rows: grown.iter().take(CPU_ROWS).map(total_row).collect(),
+        });
+    }
     if risers.iter().chain(fallers).take(2 * CPU_ROWS).any(chance) {
         out.push(Block::Paragraph(
             "~ within two standard errors of sampling: may be chance alone".into(),
         ));
     }
     out
+}
+
+fn total_row(f: &FunctionChange) -> Vec<String> {
+    vec![
+        cut(&f.name, FUNCTION_CHARS),
+        format!("{:.1}%", 100.0 * f.total_before),
+        format!("{:.1}%", 100.0 * f.total_after),
+        format!("{:+.1}pp", f.total_change()),
+    ]
 }
 
 fn function_row(f: &FunctionChange, chance: bool) -> Vec<String> {

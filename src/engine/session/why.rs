@@ -181,6 +181,7 @@ pub fn compare_profiles(why: &mut Why, dir: &Path, no_profile: Option<&str>) {
 fn cpu_finding(diff: &ProfileDiff, rows: usize, clients: u32, flame_graph: PathBuf) -> CpuFinding {
     let risers: Vec<FunctionChange> = diff.risers(rows).into_iter().cloned().collect();
     let fallers: Vec<FunctionChange> = diff.fallers(rows).into_iter().cloned().collect();
+    let grown: Vec<FunctionChange> = diff.grown(rows).into_iter().cloned().collect();
     let may_be_chance = risers
         .iter()
         .chain(&fallers)
@@ -193,6 +194,7 @@ fn cpu_finding(diff: &ProfileDiff, rows: usize, clients: u32, flame_graph: PathB
         samples_after: diff.after_samples,
         risers,
         fallers,
+        grown,
         may_be_chance,
         flame_graph: Some(flame_graph),
     }
