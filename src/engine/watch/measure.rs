@@ -11,7 +11,7 @@ use super::{ProfileLab, WatchConfig};
 use crate::lab::RunSpec;
 use crate::model::{Commit, Prepared, RunOutcome};
 use crate::store::{Night, NightStatus, Role, RunRow, Store, series_key};
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// What measuring a night did.
@@ -55,6 +55,7 @@ pub fn night(
     ));
     let mut made = Made::default();
     let mut unbuildable: HashSet<(usize, String)> = HashSet::new();
+    let mut broken: BTreeMap<String, String> = BTreeMap::new();
     let mut spent = (0usize, 0.0f64);
     for slot in slots(night, labs, cfg.rounds) {
         let key = (
@@ -84,6 +85,9 @@ pub fn night(
                 anyhow::bail!(why);
             }
             unbuildable.insert((slot.profile, slot.commit.to_string()));
+            broken
+                .entry(slot.commit.to_string())
+                .or_insert_with(|| first_line(&reason));
             continue;
         }
         let spec = RunSpec {
@@ -103,13 +107,28 @@ pub fn night(
         }
         spent = (spent.0 + 1, spent.1 + began.elapsed().as_secs_f64());
     }
-    // A build broken on the branch is news, kept with the night.
-    let mut broken: Vec<&str> = unbuildable.iter().map(|(_, c)| short(c)).collect();
-    broken.sort();
-    broken.dedup();
+    // A build broken on the branch is news, kept with the night: each
+    // commit with the first line of its build's error.
+    let broken: Vec<String> = broken
+        .iter()
+        .map(|(c, why)| match why.as_str() {
+            "" => short(c).to_string(),
+            _ => format!("{} ({why})", short(c)),
+        })
+        .collect();
     let reason = (!broken.is_empty()).then(|| format!("does not build: {}", broken.join(", ")));
     store.finish_night(night.id, NightStatus::Done, reason.as_deref())?;
     Ok(made)
+}
+
+/// The first line of a build's error that says something.
+fn first_line(reason: &str) -> String {
+    reason
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("")
+        .to_string()
 }
 
 /// The runs of a night, in the order they are made: per profile and

@@ -10,12 +10,14 @@
 //! start, and no run is made or stored twice. Then each series is read
 //! for change points and every new candidate is confirmed or dismissed
 //! ([`detect`]). A confirmed drop is then hunted to its commit and the
-//! finding told once ([`hunt`]), when the caller asks for hunts.
+//! finding told once ([`hunt`]), when the caller asks for hunts. Once a
+//! period (a week) the caller has its digest told ([`digest`]).
 //!
 //! Like the other engines this knows nothing of flags or work dirs: the
 //! labs (one per profile), the store and the branch's line are given.
 
 pub mod detect;
+pub mod digest;
 pub mod drift;
 pub mod finding;
 pub mod hunt;
@@ -72,6 +74,8 @@ pub struct WatchConfig {
     pub budget: Option<Budget>,
     /// The machine's facts, as JSON, stored with every run.
     pub machine: Option<String>,
+    /// Days a digest covers ([`digest`]); 0: no digest.
+    pub digest_every: u32,
 }
 
 /// The detector's setting: the looser one of the study behind it
@@ -110,6 +114,7 @@ impl WatchConfig {
             },
             budget: None,
             machine: None,
+            digest_every: 7,
         }
     }
 }
