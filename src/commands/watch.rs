@@ -52,9 +52,7 @@ pub struct WatchArgs {
     /// With --replay: a night every N days.
     #[arg(long, value_name = "N", default_value_t = 1, requires = "replay")]
     pub every: u32,
-    /// Every DAYS days (by the watcher's clock), mail a digest of what
-    /// moved and which nights failed, and keep it in WORK_DIR/digests;
-    /// 0: never.
+    /// Mail a digest of what moved every DAYS days (0: never).
     #[arg(long, value_name = "DAYS", default_value_t = 7)]
     pub digest_every: u32,
     /// After the night, write the results as a static site into DIR.
