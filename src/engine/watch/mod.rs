@@ -191,9 +191,15 @@ pub fn watch_night_hunting(
             break;
         }
     }
+    // Read once: confirming a change measures again but stores no run,
+    // and a hunt keeps its runs in its own journal.
+    let all_nights = store.nights(&cfg.branch)?;
+    let runs = store.runs(&cfg.branch)?;
     if out.stopped.is_none() {
-        out.changes = detect::changes(store, labs, cfg, note)?;
-        out.changes.extend(drift::changes(store, labs, cfg, note)?);
+        let window = detect::Window::of(&all_nights, &runs, cfg);
+        out.changes = detect::changes_in(store, labs, window, cfg, note)?;
+        out.changes
+            .extend(drift::changes(store, labs, window, cfg, note)?);
     }
     if let (Some(h), None) = (hunting, &out.stopped) {
         let now = hunt::hunt_changes(store, labs, line, cfg, (h, false), note)?;
@@ -203,8 +209,6 @@ pub fn watch_night_hunting(
         }
         out.stopped = now.stopped;
     }
-    let all_nights = store.nights(&cfg.branch)?;
-    let runs = store.runs(&cfg.branch)?;
     let points = crate::store::points::points(&all_nights, &runs, None);
     let ran: Vec<i64> = out.nights.iter().map(|n| n.id).collect();
     out.measured = points
