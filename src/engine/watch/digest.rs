@@ -202,9 +202,13 @@ fn nights_section(out: &mut String, (failed, broken, stopped): (&[&Night], &[&Ni
         for n in list {
             let reason = n.reason.as_deref().unwrap_or("no reason kept");
             let first = reason.lines().next().unwrap_or("").trim();
+            let said = match error_line(reason) {
+                e if e == first => first.to_string(),
+                e => format!("{first} {e}"),
+            };
             let _ = writeln!(
                 out,
-                "  {} (tip {}): {first}",
+                "  {} (tip {}): {said}",
                 day(n.clock),
                 short_sha(&n.tip)
             );
@@ -261,6 +265,18 @@ fn hunt_words(c: &ChangeRow, f: &Facts) -> String {
 
 fn nights_where(nights: &[Night], keep: impl Fn(&Night) -> bool) -> Vec<&Night> {
     nights.iter().filter(|n| keep(n)).collect()
+}
+
+/// The line of a build's failure that says what went wrong: the first
+/// with `error` in it (a build's reason begins with where its log is,
+/// and quotes the compiler's or configure's errors after), else the
+/// first that is not empty.
+pub(super) fn error_line(reason: &str) -> &str {
+    let mut lines = reason.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.clone().next().unwrap_or("");
+    lines
+        .find(|l| l.to_ascii_lowercase().contains("error"))
+        .unwrap_or(first)
 }
 
 /// Whether a night's reason names commits that do not build.

@@ -91,7 +91,10 @@ fn a_busy_week_lists_every_move_up_and_down_and_every_night_that_went_wrong() {
             3,
             2,
             NightStatus::Failed,
-            Some("the reference rrrr does not build: make: *** [all] Error 2\nmore lines"),
+            Some(
+                "the reference rrrr does not build: build failed (log: /w/build-r.log):\n\
+                 ../src/backend/a.c:3:1: error: expected ';'\n(1 more error line)",
+            ),
         ),
         night(
             4,
@@ -152,7 +155,7 @@ Dismissed: 2 change(s) the series showed did not hold when measured again side b
 Waiting: 1 change(s) found and not yet measured again; a later night settles them.
 
 Nights that failed (1):
-  2024-01-03 (tip 2t2t2t2t): the reference rrrr does not build: make: *** [all] Error 2
+  2024-01-03 (tip 2t2t2t2t): the reference rrrr does not build: build failed (log: /w/build-r.log): ../src/backend/a.c:3:1: error: expected ';'
 Builds broken (1):
   2024-01-02 (tip 1t1t1t1t): does not build: 1234abcd (configure: error: readline library not found)
 Nights stopped at their deadline (1):
@@ -264,4 +267,18 @@ fn no_digest_when_turned_off() {
     }
     assert!(told.digests.is_empty());
     assert_eq!(store.digests("master").unwrap(), vec![]);
+}
+
+#[test]
+fn the_error_line_of_a_build_is_its_first_error_else_its_first_line() {
+    let reason = "build failed (log: /w/logs/b.log):\nconfigure: error: readline library not found";
+    assert_eq!(
+        error_line(reason),
+        "configure: error: readline library not found"
+    );
+    assert_eq!(
+        error_line("\n  simulated build failure\n"),
+        "simulated build failure"
+    );
+    assert_eq!(error_line(""), "");
 }

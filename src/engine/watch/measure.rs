@@ -87,7 +87,7 @@ pub fn night(
             unbuildable.insert((slot.profile, slot.commit.to_string()));
             broken
                 .entry(slot.commit.to_string())
-                .or_insert_with(|| first_line(&reason));
+                .or_insert_with(|| super::digest::error_line(&reason).to_string());
             continue;
         }
         let spec = RunSpec {
@@ -108,7 +108,7 @@ pub fn night(
         spent = (spent.0 + 1, spent.1 + began.elapsed().as_secs_f64());
     }
     // A build broken on the branch is news, kept with the night: each
-    // commit with the first line of its build's error.
+    // commit with its build's first error line.
     let broken: Vec<String> = broken
         .iter()
         .map(|(c, why)| match why.as_str() {
@@ -119,16 +119,6 @@ pub fn night(
     let reason = (!broken.is_empty()).then(|| format!("does not build: {}", broken.join(", ")));
     store.finish_night(night.id, NightStatus::Done, reason.as_deref())?;
     Ok(made)
-}
-
-/// The first line of a build's error that says something.
-fn first_line(reason: &str) -> String {
-    reason
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("")
-        .to_string()
 }
 
 /// The runs of a night, in the order they are made: per profile and
