@@ -18,6 +18,7 @@
 
 use super::WatchConfig;
 use super::hunt::NOT_ON_THE_LINE;
+use super::measure::error_line;
 use super::pick::DAY;
 use crate::model::short_sha;
 use crate::repo::Landed;
@@ -265,18 +266,6 @@ fn hunt_words(c: &ChangeRow, f: &Facts) -> String {
 
 fn nights_where(nights: &[Night], keep: impl Fn(&Night) -> bool) -> Vec<&Night> {
     nights.iter().filter(|n| keep(n)).collect()
-}
-
-/// The line of a build's failure that says what went wrong: the first
-/// with `error` in it (a build's reason begins with where its log is,
-/// and quotes the compiler's or configure's errors after), else the
-/// first that is not empty.
-pub(super) fn error_line(reason: &str) -> &str {
-    let mut lines = reason.lines().map(str::trim).filter(|l| !l.is_empty());
-    let first = lines.clone().next().unwrap_or("");
-    lines
-        .find(|l| l.to_ascii_lowercase().contains("error"))
-        .unwrap_or(first)
 }
 
 /// Whether a night's reason names commits that do not build.

@@ -87,7 +87,7 @@ pub fn night(
             unbuildable.insert((slot.profile, slot.commit.to_string()));
             broken
                 .entry(slot.commit.to_string())
-                .or_insert_with(|| super::digest::error_line(&reason).to_string());
+                .or_insert_with(|| error_line(&reason).to_string());
             continue;
         }
         let spec = RunSpec {
@@ -119,6 +119,18 @@ pub fn night(
     let reason = (!broken.is_empty()).then(|| format!("does not build: {}", broken.join(", ")));
     store.finish_night(night.id, NightStatus::Done, reason.as_deref())?;
     Ok(made)
+}
+
+/// The line of a build's failure that says what went wrong: the first
+/// with `error` in it (a build's reason begins with where its log is,
+/// and quotes the compiler's or configure's errors after), else the
+/// first that is not empty.
+pub(super) fn error_line(reason: &str) -> &str {
+    let mut lines = reason.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.clone().next().unwrap_or("");
+    lines
+        .find(|l| l.to_ascii_lowercase().contains("error"))
+        .unwrap_or(first)
 }
 
 /// The runs of a night, in the order they are made: per profile and
