@@ -188,15 +188,30 @@ impl Notifier {
         if let Some(command) = &self.command {
             run_command(command, end)?;
         }
-        if let Some(mail) = &self.mail {
-            let env = Envelope5322::now(&mail.from, &mail.to).header_envelope();
-            let id = crate::report::email::stable_message_id(id_part, &env);
-            let message = crate::report::email::render_with_id(subject, body, &id, &env);
-            mail.transport
-                .send(&mail.from, &mail.to, &message)
-                .with_context(|| format!("cannot mail {}", mail.to.join(", ")))?;
-        }
+        self.mail_only((subject, body), id_part)?;
         Ok(self.command.is_some() || self.mail.is_some())
+    }
+
+    /// Mails `subject` and `body` to `--mail-to` under a Message-ID made
+    /// of `id_part` alone, as [`Notifier::deliver_finding`] does, without
+    /// the command (the watcher's digest is no hunt's end). The Message-ID
+    /// once mailed; `None` when no mail is configured; an error when the
+    /// mail was refused.
+    pub fn mail_only(
+        &self,
+        (subject, body): (&str, &str),
+        id_part: &str,
+    ) -> anyhow::Result<Option<String>> {
+        let Some(mail) = &self.mail else {
+            return Ok(None);
+        };
+        let env = Envelope5322::now(&mail.from, &mail.to).header_envelope();
+        let id = crate::report::email::stable_message_id(id_part, &env);
+        let message = crate::report::email::render_with_id(subject, body, &id, &env);
+        mail.transport
+            .send(&mail.from, &mail.to, &message)
+            .with_context(|| format!("cannot mail {}", mail.to.join(", ")))?;
+        Ok(Some(id))
     }
 
     /// [`Notifier::deliver`], with each problem as a warning on stderr.

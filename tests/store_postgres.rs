@@ -65,6 +65,9 @@ fn the_postgres_store_behaves_as_the_sqlite_one_and_refuses_a_newer_schema() {
     let at = db.create("changes");
     let mut open = || -> Box<dyn Store> { Box::new(PostgresStore::connect(&at, "m1").unwrap()) };
     conformance::a_change_is_kept_once_and_its_status_moves(&mut open);
+    let at = db.create("digests");
+    let mut open = || -> Box<dyn Store> { Box::new(PostgresStore::connect(&at, "m1").unwrap()) };
+    conformance::a_digest_period_is_kept_once_and_updated(&mut open);
     let version: i64 = client(&at)
         .query_one("SELECT version FROM pgbisect_schema", &[])
         .unwrap()
@@ -76,7 +79,7 @@ fn the_postgres_store_behaves_as_the_sqlite_one_and_refuses_a_newer_schema() {
     let err = PostgresStore::connect(&at, "m1").err().unwrap().to_string();
     assert!(err.contains("newer than"), "{err}");
     assert!(
-        err.contains("postgres://postgres@") && err.contains("/changes"),
+        err.contains("postgres://postgres@") && err.contains("/digests"),
         "{err}"
     );
 }

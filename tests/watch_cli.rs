@@ -178,10 +178,21 @@ fn a_replay_hunts_the_change_to_its_commit_and_mails_it_once() {
     let report = std::fs::read_to_string(folder.join("report.txt")).unwrap();
     assert!(report.contains(&shas[16][..8]), "{report}");
     assert!(folder.join("report.json").is_file());
-    // One mail, naming the culprit, with the chart and the report.
+    // One finding mailed, naming the culprit, with the chart and the
+    // report; beside it the weekly digests, one of which names it too.
     let mails = server.messages();
-    assert_eq!(mails.len(), 1, "{stderr}");
-    let mail = mails[0].replace("\r\n", "\n");
+    let (digests, findings): (Vec<String>, Vec<String>) = mails
+        .iter()
+        .map(|m| m.replace("\r\n ", " ").replace("\r\n", "\n"))
+        .partition(|m| m.contains("Subject: pgbisect watch digest: "));
+    assert_eq!(findings.len(), 1, "{stderr}");
+    assert!(
+        digests
+            .iter()
+            .any(|d| d.contains(&format!("culprit {} commit number 16", &shas[16][..12]))),
+        "{digests:?}"
+    );
+    let mail = &findings[0];
     assert!(mail.contains(&format!("Culprit: {}", shas[16])), "{mail}");
     assert!(mail.contains("commit number 16"), "{mail}");
     assert!(mail.contains("<- after the change"), "{mail}");
@@ -192,5 +203,53 @@ fn a_replay_hunts_the_change_to_its_commit_and_mails_it_once() {
     let again_err = String::from_utf8_lossy(&again.stderr);
     assert_eq!(again.status.code(), Some(1), "{again_err}");
     assert!(!again_err.contains("hunting the"), "{again_err}");
+    assert_eq!(server.messages().len(), mails.len());
+}
+
+#[test]
+fn a_quiet_replay_mails_the_digest_alone_and_once() {
+    let (repo, _) = dated_history(&[1000; 3]);
+    let tmp = tempfile::tempdir().unwrap();
+    let profile = profile(tmp.path());
+    let work = tmp.path().join("w");
+    let server = common::mail::MailServer::start();
+    let smtp = server.addr();
+    // Nights on January 1, 2 and 3; the period of the first two ends
+    // with the third.
+    let mut args = replay(&profile, "2024-01-01..2024-01-03");
+    args.extend(["--per-night", "1", "--digest-every", "2"]);
+    args.extend(["--mail-to", "perf@example.org", "--smtp", &smtp]);
+    let out = watch(repo.path(), &work, &args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let mails = server.messages();
+    assert_eq!(mails.len(), 1, "{stderr}");
+    let mail = mails[0].replace("\r\n ", " ").replace("\r\n", "\n");
+    assert!(
+        mail.contains(
+            "Subject: pgbisect watch digest: main 2024-01-01 to 2024-01-02: nothing moved"
+        ),
+        "{mail}"
+    );
+    assert!(
+        mail.contains("Message-ID: <pgbisect.watch.digest.main.2024.01.01.2024.01.02@"),
+        "{mail}"
+    );
+    assert!(
+        mail.contains("2 night(s), 2 commit(s) measured, 12 run(s)."),
+        "{mail}"
+    );
+    assert!(mail.contains("Nothing moved"), "{mail}");
+    // Kept in the work dir as well.
+    let kept = std::fs::read_to_string(work.join("digests").join("2024-01-02.txt")).unwrap();
+    assert!(kept.contains("No night failed"), "{kept}");
+    // The same replay again: the period was told, nothing is mailed.
+    let again = watch(repo.path(), &work, &args);
+    assert_eq!(
+        again.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
     assert_eq!(server.messages().len(), 1);
 }

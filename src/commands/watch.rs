@@ -53,13 +53,16 @@ pub struct WatchArgs {
     /// With --replay: a night every N days.
     #[arg(long, value_name = "N", default_value_t = 1, requires = "replay")]
     pub every: u32,
+    /// Mail a digest of what moved every DAYS days (0: never).
+    #[arg(long, value_name = "DAYS", default_value_t = 7)]
+    pub digest_every: u32,
     /// After the night, write the results as a static site into DIR.
     #[arg(long, value_name = "DIR")]
     pub html: Option<PathBuf>,
     /// With --html: a commit's web page, {sha} standing for its id.
     #[arg(long, value_name = "URL", requires = "html")]
     pub commit_url: Option<String>,
-    /// Who is told of each change hunted to its commit.
+    /// Who is told of each change hunted to its commit, and of the digest.
     #[command(flatten)]
     pub tell: NotifyArgs,
 }
@@ -257,6 +260,7 @@ fn ask(args: &WatchArgs) -> anyhow::Result<WatchAsk> {
     let mut config = WatchConfig::new(args.place.branch.as_deref().unwrap_or("master"));
     (config.per_night, config.backfill, config.rounds) =
         (args.per_night, args.backfill, args.rounds);
+    config.digest_every = args.digest_every;
     config.budget = super::hunt::budget(&TimeLimit {
         budget: args.time_budget.clone(),
         deadline: args.deadline.clone(),

@@ -4,8 +4,8 @@
 //! with what differed, as a test does.
 
 use super::{
-    ChangeHunt, ChangeKind, ChangeRow, ChangeStatus, NewNight, NightCommit, NightStatus, Role,
-    RunRow, Store, series_key,
+    ChangeHunt, ChangeKind, ChangeRow, ChangeStatus, DigestRow, NewNight, NightCommit, NightStatus,
+    Role, RunRow, Store, series_key,
 };
 
 /// Opens the store under test anew, on the same database each time.
@@ -148,4 +148,41 @@ pub fn a_change_is_kept_once_and_its_status_moves(open: Open) {
     store.save_hunt(&hunt).unwrap();
     drop(store);
     assert_eq!(open().hunts("master").unwrap(), vec![hunt]);
+}
+
+/// A digest period is kept once per branch and start: saving it again
+/// (written, then mailed) updates the same row, and another branch sees
+/// none of it.
+pub fn a_digest_period_is_kept_once_and_updated(open: Open) {
+    let mut store = open();
+    assert_eq!(store.digests("master").unwrap(), vec![]);
+    let mut first = DigestRow {
+        branch: "master".into(),
+        start: 0,
+        end: 7 * 86_400,
+        written: None,
+        sent: None,
+        message_id: None,
+        changes: vec![],
+    };
+    store.save_digest(&first).unwrap();
+    first.written = Some(8 * 86_400);
+    first.sent = Some(8 * 86_400);
+    first.message_id = Some("<pgbisect.x@example.org>".into());
+    first.changes = vec![3, 5];
+    store.save_digest(&first).unwrap();
+    let next = DigestRow {
+        start: 8 * 86_400,
+        end: 15 * 86_400,
+        written: None,
+        sent: None,
+        message_id: None,
+        changes: vec![],
+        ..first.clone()
+    };
+    store.save_digest(&next).unwrap();
+    drop(store);
+    let mut store = open();
+    assert_eq!(store.digests("master").unwrap(), vec![first, next]);
+    assert_eq!(store.digests("main").unwrap(), vec![]);
 }

@@ -19,6 +19,7 @@ pub mod points;
 pub mod postgres;
 mod schema;
 pub mod sqlite;
+mod sqlite_digests;
 
 use serde::{Deserialize, Serialize};
 
@@ -335,6 +336,28 @@ impl ChangeHunt {
     }
 }
 
+/// A period of the weekly digest (see
+/// [`crate::engine::watch::digest`]): open while `written` is `None`;
+/// told once `sent` is set (mailed, or nobody to mail).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DigestRow {
+    pub branch: String,
+    /// The period's first second and the second after its last, by the
+    /// watcher's clock (seconds since the epoch).
+    pub start: i64,
+    pub end: i64,
+    /// When the digest was composed and written (the watcher's clock).
+    pub written: Option<i64>,
+    /// When it was told: mailed, or found nobody to mail. `None` with
+    /// `written` set: the mail was refused, the next start tries again.
+    pub sent: Option<i64>,
+    /// The Message-ID it was mailed with.
+    pub message_id: Option<String>,
+    /// The ids of the changes it tells of (settled since the digest
+    /// before it), fixed when it is written.
+    pub changes: Vec<i64>,
+}
+
 /// The watcher's results, wherever they are kept.
 pub trait Store {
     /// The night of `branch` at exactly `clock`, if any.
@@ -364,4 +387,8 @@ pub trait Store {
     fn hunts(&mut self, branch: &str) -> Result<Vec<ChangeHunt>, StoreError>;
     /// Keeps where a change's hunt stands (its change must be stored).
     fn save_hunt(&mut self, hunt: &ChangeHunt) -> Result<(), StoreError>;
+    /// The digest periods of `branch`, oldest start first.
+    fn digests(&mut self, branch: &str) -> Result<Vec<DigestRow>, StoreError>;
+    /// Keeps a digest period, replacing the one of its branch and start.
+    fn save_digest(&mut self, digest: &DigestRow) -> Result<(), StoreError>;
 }

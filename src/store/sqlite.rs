@@ -7,8 +7,8 @@
 
 use super::schema::word;
 use super::{
-    ChangeHunt, ChangeKind, ChangeRow, ChangeStatus, NewNight, Night, NightCommit, NightStatus,
-    Role, RunRow, Store, StoreError,
+    ChangeHunt, ChangeKind, ChangeRow, ChangeStatus, DigestRow, NewNight, Night, NightCommit,
+    NightStatus, Role, RunRow, Store, StoreError,
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use std::path::Path;
@@ -17,7 +17,7 @@ use std::path::Path;
 pub const FILE: &str = "watch.sqlite";
 
 /// The migrations, in order: `MIGRATIONS[k]` brings version `k` to `k + 1`.
-const MIGRATIONS: &[&str] = &[
+pub(super) const MIGRATIONS: &[&str] = &[
     r#"
 CREATE TABLE nights (
     id INTEGER PRIMARY KEY,
@@ -85,6 +85,19 @@ ALTER TABLE changes ADD COLUMN culprit TEXT;
 ALTER TABLE changes ADD COLUMN report TEXT;
 ALTER TABLE changes ADD COLUMN mailed INTEGER;
 ALTER TABLE changes ADD COLUMN message_id TEXT;
+"#,
+    r#"
+CREATE TABLE digests (
+    id INTEGER PRIMARY KEY,
+    branch TEXT NOT NULL,
+    period_start INTEGER NOT NULL,
+    period_end INTEGER NOT NULL,
+    written_at INTEGER,
+    sent_at INTEGER,
+    message_id TEXT,
+    changes TEXT NOT NULL DEFAULT '',
+    UNIQUE (branch, period_start)
+);
 "#,
 ];
 
@@ -488,6 +501,14 @@ impl Store for SqliteStore {
             )
             .map_err(sql(&self.path))?;
         Ok(())
+    }
+
+    fn digests(&mut self, branch: &str) -> Result<Vec<DigestRow>, StoreError> {
+        super::sqlite_digests::digests(&self.conn, branch).map_err(sql(&self.path))
+    }
+
+    fn save_digest(&mut self, digest: &DigestRow) -> Result<(), StoreError> {
+        super::sqlite_digests::save(&self.conn, digest).map_err(sql(&self.path))
     }
 }
 

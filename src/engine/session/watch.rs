@@ -4,6 +4,7 @@
 //! `watch-hunts/` and its finding told ([`super::watch_hunts`]).
 
 use super::watch_hunts::Aftercare;
+use crate::engine::watch::digest::{Digest, Tell};
 use crate::engine::watch::hunt::Hunting;
 use crate::engine::watch::{self, ProfileLab, WatchConfig, Watched};
 use crate::error::UsageError;
@@ -52,6 +53,27 @@ pub struct WatchAsk {
 /// `report.json`).
 pub const HUNTS: &str = "watch-hunts";
 
+/// The folder of the digests, in the work dir: `<period's last day>.txt`.
+pub const DIGESTS: &str = "digests";
+
+/// Each digest kept as a file and mailed as a finding is.
+struct Digests<'a> {
+    notifier: &'a Notifier,
+    dir: PathBuf,
+}
+
+impl Tell for Digests<'_> {
+    fn digest(&mut self, digest: &Digest) -> anyhow::Result<Option<String>> {
+        let path = self.dir.join(&digest.file_name);
+        crate::folders::create_dir(&self.dir)
+            .with_context(|| format!("cannot create {}", self.dir.display()))?;
+        let text = format!("Subject: {}\n\n{}", digest.subject, digest.body);
+        crate::files::write_file(&path, &text)?;
+        self.notifier
+            .mail_only((&digest.subject, &digest.body), &digest.message_id_part)
+    }
+}
+
 /// Runs tonight's night (or the replay's nights), telling `note` as it goes.
 pub fn run(mut ask: WatchAsk, note: &mut dyn FnMut(&str)) -> anyhow::Result<Watched> {
     let repo = Repo::open(&ask.repo_dir)?;
@@ -80,12 +102,12 @@ pub fn run(mut ask: WatchAsk, note: &mut dyn FnMut(&str)) -> anyhow::Result<Watc
         work_dir: ask.work.root().to_path_buf(),
         watch: Watch::default(),
     };
-    let mut hunting = Hunting {
-        dir: ask.work.root().join(HUNTS),
-        follow: &mut follow,
-    };
     let mut all = Watched::default();
     for clock in clocks {
+        let mut hunting = Hunting {
+            dir: ask.work.root().join(HUNTS),
+            follow: &mut follow,
+        };
         let w = watch::watch_night_hunting(
             store.as_mut(),
             &mut labs,
@@ -94,6 +116,12 @@ pub fn run(mut ask: WatchAsk, note: &mut dyn FnMut(&str)) -> anyhow::Result<Watc
             Some(&mut hunting),
             note,
         )?;
+        let mut digests = Digests {
+            notifier: &follow.notifier,
+            dir: ask.work.root().join(DIGESTS),
+        };
+        let period = (&ask.config, clock);
+        watch::digest::after_night(store.as_mut(), &line, period, &mut digests, note)?;
         all.nights.extend(w.nights);
         all.measured.extend(w.measured);
         all.changes.extend(w.changes);

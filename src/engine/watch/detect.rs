@@ -21,21 +21,54 @@ use crate::model::Commit;
 use crate::store::points::{Point, points};
 use crate::store::{ChangeKind, ChangeRow, ChangeStatus, Night, RunRow, Store, series_key};
 
+/// What the tests of a night read: the nights of the window (the last
+/// `cfg.window`) and every run. The side-by-side runs are not stored, so
+/// a night reads these once, after its runs, for both tests and for its
+/// points; only the changes are read again as the tests add to them.
+#[derive(Debug, Clone, Copy)]
+pub struct Window<'a> {
+    pub recent: &'a [Night],
+    pub runs: &'a [RunRow],
+}
+
+impl<'a> Window<'a> {
+    /// The window of `nights` (every night of the branch, oldest first).
+    pub fn of(nights: &'a [Night], runs: &'a [RunRow], cfg: &WatchConfig) -> Window<'a> {
+        Window {
+            recent: &nights[nights.len().saturating_sub(cfg.window)..],
+            runs,
+        }
+    }
+}
+
 /// Finds new changes in every series, confirms or dismisses each (and
-/// any left a candidate by an earlier night); returns them.
+/// any left a candidate by an earlier night); returns them. Reads the
+/// window from the store: see [`changes_in`].
 pub fn changes(
     store: &mut dyn Store,
     labs: &mut [ProfileLab],
     cfg: &WatchConfig,
     note: &mut dyn FnMut(&str),
 ) -> anyhow::Result<Vec<ChangeRow>> {
+    let (nights, runs) = (store.nights(&cfg.branch)?, store.runs(&cfg.branch)?);
+    changes_in(store, labs, Window::of(&nights, &runs, cfg), cfg, note)
+}
+
+/// [`changes`] over `window`, read by the caller.
+pub fn changes_in(
+    store: &mut dyn Store,
+    labs: &mut [ProfileLab],
+    Window { recent, runs }: Window,
+    cfg: &WatchConfig,
+    note: &mut dyn FnMut(&str),
+) -> anyhow::Result<Vec<ChangeRow>> {
     // Read once: what one series adds below never covers another's.
-    let (recent, runs, known) = read_window(store, cfg)?;
+    let known = store.changes(&cfg.branch)?;
     let mut found = Vec::new();
     for (profile, lab) in labs.iter().enumerate() {
         for &clients in &lab.clients {
             let series = series_key(&lab.name, clients);
-            let pts = points(&recent, &runs, Some(&series));
+            let pts = points(recent, runs, Some(&series));
             for mut change in candidates(&pts, &series, &known, &cfg.detect) {
                 change.id = store.add_change(&change)?;
                 let next = neighbours(&pts, &change);
@@ -56,7 +89,7 @@ pub fn changes(
     let mut out = Vec::new();
     for (profile, clients, change, next) in found {
         let lab = &mut labs[profile];
-        let settled = settle(store, (lab, clients), change, &runs, cfg, note)?;
+        let settled = settle(store, (lab, clients), change, runs, cfg, note)?;
         let dismissed = settled.status == ChangeStatus::Dismissed;
         out.push(settled);
         if !dismissed {
@@ -71,7 +104,7 @@ pub fn changes(
                 continue;
             }
             other.id = store.add_change(&other)?;
-            let settled = settle(store, (lab, clients), other, &runs, cfg, note)?;
+            let settled = settle(store, (lab, clients), other, runs, cfg, note)?;
             let confirmed = settled.status == ChangeStatus::Confirmed;
             out.push(settled);
             if confirmed {
@@ -80,21 +113,6 @@ pub fn changes(
         }
     }
     Ok(out)
-}
-
-/// The nights the tests read (the last `cfg.window`), every run and the
-/// changes already known.
-pub(super) fn read_window(
-    store: &mut dyn Store,
-    cfg: &WatchConfig,
-) -> anyhow::Result<(Vec<Night>, Vec<RunRow>, Vec<ChangeRow>)> {
-    let nights = store.nights(&cfg.branch)?;
-    let recent = nights[nights.len().saturating_sub(cfg.window)..].to_vec();
-    Ok((
-        recent,
-        store.runs(&cfg.branch)?,
-        store.changes(&cfg.branch)?,
-    ))
 }
 
 /// The pairs of measured commits beside `change`'s: the one before it and

@@ -16,7 +16,7 @@
 //! already known covers every split inside it, so the change points do
 //! not raise it again either.
 
-use super::detect::{read_window, settle};
+use super::detect::{Window, settle};
 use super::{ProfileLab, WatchConfig};
 use crate::core::stats::{Alternative, mann_whitney_u, median};
 use crate::store::points::{Point, points};
@@ -50,21 +50,25 @@ impl DriftOptions {
     }
 }
 
-/// Finds a drift candidate in every series and measures it side by side;
-/// returns the drifts settled (or left candidates) tonight.
+/// Finds a drift candidate in every series of `window` (read by the
+/// caller) and measures it side by side; returns the drifts settled (or
+/// left candidates) tonight. The changes are read here, after the change
+/// points added theirs.
 pub fn changes(
     store: &mut dyn Store,
     labs: &mut [ProfileLab],
+    window: Window,
     cfg: &WatchConfig,
     note: &mut dyn FnMut(&str),
 ) -> anyhow::Result<Vec<ChangeRow>> {
-    let (recent, runs, known) = read_window(store, cfg)?;
+    let Window { recent, runs } = window;
+    let known = store.changes(&cfg.branch)?;
     let options = DriftOptions::for_watch(cfg);
     let mut out = Vec::new();
     for lab in labs.iter_mut() {
         for clients in lab.clients.clone() {
             let series = series_key(&lab.name, clients);
-            let pts = points(&recent, &runs, Some(&series));
+            let pts = points(recent, runs, Some(&series));
             let Some(mut drift) = candidate(&pts, &series, &known, &options) else {
                 continue;
             };
@@ -74,7 +78,7 @@ pub fn changes(
                 nights_between(&pts, &drift)
             ));
             drift.id = store.add_change(&drift)?;
-            out.push(settle(store, (lab, clients), drift, &runs, cfg, note)?);
+            out.push(settle(store, (lab, clients), drift, runs, cfg, note)?);
         }
     }
     Ok(out)

@@ -11,7 +11,7 @@ use super::{ProfileLab, WatchConfig};
 use crate::lab::RunSpec;
 use crate::model::{Commit, Prepared, RunOutcome};
 use crate::store::{Night, NightStatus, Role, RunRow, Store, series_key};
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// What measuring a night did.
@@ -55,6 +55,7 @@ pub fn night(
     ));
     let mut made = Made::default();
     let mut unbuildable: HashSet<(usize, String)> = HashSet::new();
+    let mut broken: BTreeMap<String, String> = BTreeMap::new();
     let mut spent = (0usize, 0.0f64);
     for slot in slots(night, labs, cfg.rounds) {
         let key = (
@@ -84,6 +85,9 @@ pub fn night(
                 anyhow::bail!(why);
             }
             unbuildable.insert((slot.profile, slot.commit.to_string()));
+            broken
+                .entry(slot.commit.to_string())
+                .or_insert_with(|| error_line(&reason).to_string());
             continue;
         }
         let spec = RunSpec {
@@ -103,13 +107,30 @@ pub fn night(
         }
         spent = (spent.0 + 1, spent.1 + began.elapsed().as_secs_f64());
     }
-    // A build broken on the branch is news, kept with the night.
-    let mut broken: Vec<&str> = unbuildable.iter().map(|(_, c)| short(c)).collect();
-    broken.sort();
-    broken.dedup();
+    // A build broken on the branch is news, kept with the night: each
+    // commit with its build's first error line.
+    let broken: Vec<String> = broken
+        .iter()
+        .map(|(c, why)| match why.as_str() {
+            "" => short(c).to_string(),
+            _ => format!("{} ({why})", short(c)),
+        })
+        .collect();
     let reason = (!broken.is_empty()).then(|| format!("does not build: {}", broken.join(", ")));
     store.finish_night(night.id, NightStatus::Done, reason.as_deref())?;
     Ok(made)
+}
+
+/// The line of a build's failure that says what went wrong: the first
+/// with `error` in it (a build's reason begins with where its log is,
+/// and quotes the compiler's or configure's errors after), else the
+/// first that is not empty.
+pub(super) fn error_line(reason: &str) -> &str {
+    let mut lines = reason.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.clone().next().unwrap_or("");
+    lines
+        .find(|l| l.to_ascii_lowercase().contains("error"))
+        .unwrap_or(first)
 }
 
 /// The runs of a night, in the order they are made: per profile and

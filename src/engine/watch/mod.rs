@@ -10,12 +10,14 @@
 //! start, and no run is made or stored twice. Then each series is read
 //! for change points and every new candidate is confirmed or dismissed
 //! ([`detect`]). A confirmed drop is then hunted to its commit and the
-//! finding told once ([`hunt`]), when the caller asks for hunts.
+//! finding told once ([`hunt`]), when the caller asks for hunts. Once a
+//! period (a week) the caller has its digest told ([`digest`]).
 //!
 //! Like the other engines this knows nothing of flags or work dirs: the
 //! labs (one per profile), the store and the branch's line are given.
 
 pub mod detect;
+pub mod digest;
 pub mod drift;
 pub mod finding;
 pub mod hunt;
@@ -72,6 +74,8 @@ pub struct WatchConfig {
     pub budget: Option<Budget>,
     /// The machine's facts, as JSON, stored with every run.
     pub machine: Option<String>,
+    /// Days a digest covers ([`digest`]); 0: no digest.
+    pub digest_every: u32,
 }
 
 /// The detector's setting: the looser one of the study behind it
@@ -110,6 +114,7 @@ impl WatchConfig {
             },
             budget: None,
             machine: None,
+            digest_every: 7,
         }
     }
 }
@@ -186,9 +191,15 @@ pub fn watch_night_hunting(
             break;
         }
     }
+    // Read once: confirming a change measures again but stores no run,
+    // and a hunt keeps its runs in its own journal.
+    let all_nights = store.nights(&cfg.branch)?;
+    let runs = store.runs(&cfg.branch)?;
     if out.stopped.is_none() {
-        out.changes = detect::changes(store, labs, cfg, note)?;
-        out.changes.extend(drift::changes(store, labs, cfg, note)?);
+        let window = detect::Window::of(&all_nights, &runs, cfg);
+        out.changes = detect::changes_in(store, labs, window, cfg, note)?;
+        out.changes
+            .extend(drift::changes(store, labs, window, cfg, note)?);
     }
     if let (Some(h), None) = (hunting, &out.stopped) {
         let now = hunt::hunt_changes(store, labs, line, cfg, (h, false), note)?;
@@ -198,8 +209,6 @@ pub fn watch_night_hunting(
         }
         out.stopped = now.stopped;
     }
-    let all_nights = store.nights(&cfg.branch)?;
-    let runs = store.runs(&cfg.branch)?;
     let points = crate::store::points::points(&all_nights, &runs, None);
     let ran: Vec<i64> = out.nights.iter().map(|n| n.id).collect();
     out.measured = points

@@ -245,7 +245,10 @@ fn a_commit_that_does_not_build_is_kept_as_the_nights_news() {
     let nights = store.nights("master").unwrap();
     let tonight = nights.last().unwrap();
     assert_eq!(tonight.status, NightStatus::Done);
-    assert_eq!(tonight.reason.as_deref(), Some("does not build: 0000003d"));
+    assert_eq!(
+        tonight.reason.as_deref(),
+        Some("does not build: 0000003d (simulated build failure)")
+    );
     let runs = store.runs("master").unwrap();
     assert!(runs.iter().all(|r| r.commit != sim_id(61)));
     assert!(
