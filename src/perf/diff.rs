@@ -83,42 +83,34 @@ impl ProfileDiff {
     /// The `n` functions whose self share rose most, largest rise first
     /// (ties: larger total rise, then name).
     pub fn risers(&self, n: usize) -> Vec<&FunctionChange> {
-        self.ranked(n, 1.0)
+        self.ranked(n, FunctionChange::self_change, FunctionChange::total_change)
     }
 
     /// The `n` functions whose total share (with their callees) rose most,
     /// largest rise first (ties: larger self rise, then name).
     pub fn grown(&self, n: usize) -> Vec<&FunctionChange> {
-        let mut grown: Vec<&FunctionChange> = self
-            .functions
-            .iter()
-            .filter(|f| f.total_change() > 0.0)
-            .collect();
-        grown.sort_by(|x, y| {
-            y.total_change()
-                .total_cmp(&x.total_change())
-                .then(y.self_change().total_cmp(&x.self_change()))
-                .then(x.name.cmp(&y.name))
-        });
-        grown.truncate(n);
-        grown
+        self.ranked(n, FunctionChange::total_change, FunctionChange::self_change)
     }
 
     /// The `n` functions whose self share fell most, largest fall first.
     pub fn fallers(&self, n: usize) -> Vec<&FunctionChange> {
-        self.ranked(n, -1.0)
+        self.ranked(n, |f| -f.self_change(), |f| -f.total_change())
     }
 
-    fn ranked(&self, n: usize, sign: f64) -> Vec<&FunctionChange> {
-        let mut moved: Vec<&FunctionChange> = self
-            .functions
-            .iter()
-            .filter(|f| sign * f.self_change() > 0.0)
-            .collect();
+    /// The `n` functions whose `key` is above zero, largest first (ties:
+    /// larger `tie`, then name).
+    fn ranked(
+        &self,
+        n: usize,
+        key: impl Fn(&FunctionChange) -> f64,
+        tie: impl Fn(&FunctionChange) -> f64,
+    ) -> Vec<&FunctionChange> {
+        let mut moved: Vec<&FunctionChange> =
+            self.functions.iter().filter(|f| key(f) > 0.0).collect();
         moved.sort_by(|x, y| {
-            (sign * y.self_change())
-                .total_cmp(&(sign * x.self_change()))
-                .then((sign * y.total_change()).total_cmp(&(sign * x.total_change())))
+            key(y)
+                .total_cmp(&key(x))
+                .then(tie(y).total_cmp(&tie(x)))
                 .then(x.name.cmp(&y.name))
         });
         moved.truncate(n);
