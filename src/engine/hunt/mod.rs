@@ -40,6 +40,8 @@ mod evidence;
 #[cfg(test)]
 mod hosts_tests;
 pub mod posterior;
+#[cfg(test)]
+mod refusal_tests;
 mod rounds;
 mod run_length;
 mod search;
@@ -49,7 +51,7 @@ mod tests;
 
 use budget::{Budget, Costs};
 use evidence::{Evidence, Spans};
-use search::Settled;
+use search::{Refusals, Settled};
 
 /// How many times a range's ends are measured side by side to settle a
 /// doubt about its drop before a further doubt ends its search.

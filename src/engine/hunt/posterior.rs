@@ -10,7 +10,7 @@
 //! runs are evidence too, so the posterior moves away from the pair
 //! without being told.
 
-use super::{Hunt, Measured, Range, Settled};
+use super::{Hunt, Measured, Range, Refusals, Settled};
 use crate::core::bisect::Step;
 use crate::core::posterior::{Noise, Observation, PositionSearch, PosteriorConfig};
 use crate::model::Prepared;
@@ -32,8 +32,12 @@ impl Hunt<'_> {
     pub(super) fn posterior_range(&mut self, range: Range) -> anyhow::Result<Vec<Range>> {
         let n = range.hi - range.lo;
         let mut search = PositionSearch::new(n, PosteriorConfig::default())?;
-        let (mut failures, mut doubts, mut unsure) = (0, 0, 0);
-        let started = self.evidence.total_runs();
+        let mut refusals = Refusals::default();
+        let (mut doubts, mut unsure) = (0, 0);
+        // The cap counts the search's own runs: a refused check's runs
+        // (up to 20 a side each) would otherwise use it up after a few
+        // refusals that walk to the drop.
+        let mut started = self.evidence.total_runs();
         let cap = self.posterior_cap(n);
         // The ends' runs when their drop was last asked about: it is asked
         // again only when they have new ones, as often as the other search
@@ -76,8 +80,10 @@ impl Hunt<'_> {
                     // after failed ones, the next spends less of the error
                     // rate, so the range's checks together spend about
                     // what one does.
-                    self.alpha_share = 1.0 / f64::from(failures + 1);
-                    let settled = self.settle(ends, range, &mut failures);
+                    self.alpha_share = 1.0 / f64::from(refusals.total() + 1);
+                    let before = self.evidence.total_runs();
+                    let settled = self.settle(ends, range, &mut refusals);
+                    started += self.evidence.total_runs() - before;
                     self.alpha_share = 1.0;
                     match settled? {
                         Settled::Done(rest) => return Ok(rest),

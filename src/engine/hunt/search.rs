@@ -12,6 +12,60 @@ use crate::core::decide::Verdict;
 use crate::progress::ProgressEvent;
 use crate::report::findings::Judgement;
 
+/// The side-by-side checks that refused a range's answers. A search that
+/// keeps being refused ends after [`super::HuntConfig::max_verify_failures`];
+/// but refusals that each move the answer the same way, every pair wholly
+/// below (or above) the one refused before it, are a search walking to a
+/// drop that single runs misjudged (a run of commits read on the wrong side
+/// of it on a noisy machine). Those steps are not counted as failures, up to
+/// one a commit of the range, so the walk reaches the commit it was heading
+/// for.
+#[derive(Debug, Default)]
+pub(super) struct Refusals {
+    /// Refusals that did not move on from the one before.
+    failures: u32,
+    /// Refusals that moved on, in the same direction as the walk so far.
+    steps: u32,
+    last: Option<(usize, usize)>,
+    /// Whether the walk goes down the history (`Some(true)`) or up.
+    down: Option<bool>,
+}
+
+impl Refusals {
+    /// Records that the pair `(last_good, first_bad)` was refused; returns
+    /// whether the search has had enough refusals for a range of `len`
+    /// commits.
+    pub(super) fn record(&mut self, pair: (usize, usize), max_failures: u32, len: usize) -> bool {
+        let step = self.last.and_then(|(good, bad)| {
+            let down = if pair.1 <= good {
+                true
+            } else if pair.0 >= bad {
+                false
+            } else {
+                return None;
+            };
+            (self.down.is_none() || self.down == Some(down)).then_some(down)
+        });
+        match step {
+            Some(down) if (self.steps as usize) < len => {
+                self.steps += 1;
+                self.down = Some(down);
+            }
+            _ => {
+                self.failures += 1;
+                self.down = None;
+            }
+        }
+        self.last = Some(pair);
+        self.failures >= max_failures
+    }
+
+    /// Every refusal so far, steps included: each was a look at the data.
+    pub(super) fn total(&self) -> u32 {
+        self.failures + self.steps
+    }
+}
+
 /// What became of a search's answer once it was checked.
 pub(super) enum Settled {
     /// Confirmed (or given up): the parts of the drop left to hunt.
@@ -44,7 +98,7 @@ impl Hunt<'_> {
     /// to hunt.
     fn bisect_range(&mut self, range: Range) -> anyhow::Result<Vec<Range>> {
         let mut bisection = Bisection::new(range.hi - range.lo)?;
-        let mut failures = 0;
+        let mut refusals = Refusals::default();
         let mut unsure_in_a_row = 0;
         let mut doubts = 0;
         loop {
@@ -62,7 +116,7 @@ impl Hunt<'_> {
                 }
                 Step::Done(conclusion) => {
                     let ends = Self::ends_of(range, conclusion);
-                    match self.settle(ends, range, &mut failures)? {
+                    match self.settle(ends, range, &mut refusals)? {
                         Settled::Done(rest) => return Ok(rest),
                         Settled::Again(changes) => {
                             for (pos, outcome) in changes {
@@ -138,12 +192,12 @@ impl Hunt<'_> {
     /// side (pair by pair when unsure commits lie between): a confirmed
     /// answer is recorded and the rest of the drop returned; a failed
     /// check sends the search back, with what its runs say of the two
-    /// commits, until [`super::HuntConfig::max_verify_failures`].
+    /// commits, until the search has had enough refusals ([`Refusals`]).
     pub(super) fn settle(
         &mut self,
         (last_good, first_bad): (usize, usize),
         range: Range,
-        failures: &mut u32,
+        refusals: &mut Refusals,
     ) -> anyhow::Result<Settled> {
         if first_bad > last_good + 1
             && let Some((good, bad, check)) = self.narrow(last_good, first_bad, range)?
@@ -156,7 +210,11 @@ impl Hunt<'_> {
                 .confirmed(last_good, first_bad, range, check)
                 .map(Settled::Done);
         }
-        *failures += 1;
+        let enough = refusals.record(
+            (last_good, first_bad),
+            self.cfg.max_verify_failures,
+            range.hi - range.lo,
+        );
         self.note(format!(
             "{} was not confirmed side by side with {} ({:+.1}%); searching again",
             self.commits[first_bad].short(),
@@ -164,7 +222,7 @@ impl Hunt<'_> {
             check.side_by_side.change.pct
         ));
         let whole = last_good == range.lo && first_bad == range.hi;
-        if *failures >= self.cfg.max_verify_failures || whole {
+        if enough || whole {
             // Checks that keep refusing what the search proposes may mean
             // there is no drop left to find: the range's ends, side by
             // side, tell that from a drop that cannot be pinned.

@@ -920,7 +920,7 @@ fn a_search_given_up_on_a_wandering_machine_says_its_stretch_may_miss() {
     ];
     for (noise, wanders) in noises {
         let mut said = Vec::new();
-        for seed in 0..12u64 {
+        for seed in 0..24u64 {
             let mut lab = SimLab::new(history.clone(), noise.clone(), seed);
             let report = Hunt::new(config, history.commits(), &mut lab, &mut Silent)
                 .run()
