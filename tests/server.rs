@@ -582,7 +582,7 @@ fn an_instrumented_run_gives_statements_percentiles_and_wait_events() {
     let prefix = logs.join("1");
     let mut args = bench::run_args(&select_only_s1(), 2, 3, &server.conn("postgres"));
     let db = args.pop().unwrap();
-    args.extend(bench::instruments::args(&prefix));
+    args.extend(bench::instruments::args(Some(&prefix)));
     args.push(db);
     let sampling = server
         .sample_wait_events(&work.path().join("waits.txt"))

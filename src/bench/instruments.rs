@@ -7,14 +7,26 @@
 use crate::core::why::{Percentiles, StatementLatency};
 use std::path::{Path, PathBuf};
 
-/// Arguments that make a run print per-statement latencies and log every
-/// transaction under `log_prefix` (`<prefix>.<pid>[.<thread>]`).
-pub fn args(log_prefix: &Path) -> Vec<String> {
-    vec![
-        "-r".to_string(),
-        "--log".to_string(),
-        format!("--log-prefix={}", log_prefix.display()),
-    ]
+/// Arguments that make a run print per-statement latencies and, given a
+/// `log_prefix`, log every transaction under it
+/// (`<prefix>.<pid>[.<thread>]`). pgbench before 10 has no
+/// `--log-prefix` ([`refused_log_prefix`]): its runs go without the log,
+/// and so without latency percentiles.
+pub fn args(log_prefix: Option<&Path>) -> Vec<String> {
+    let mut args = vec!["-r".to_string()];
+    if let Some(prefix) = log_prefix {
+        args.push("--log".to_string());
+        args.push(format!("--log-prefix={}", prefix.display()));
+    }
+    args
+}
+
+/// Whether a failed run's words say its pgbench does not know
+/// `--log-prefix` (added in PostgreSQL 10): getopt's "unrecognized
+/// option '--log-prefix=...'".
+pub fn refused_log_prefix(failure: &str) -> bool {
+    failure.contains("--log-prefix")
+        && (failure.contains("unrecognized option") || failure.contains("invalid option"))
 }
 
 /// The per-statement latencies of pgbench's `-r` report, in script order:
@@ -163,8 +175,24 @@ SQL script 2: x.sql
     #[test]
     fn arguments_name_the_prefix() {
         assert_eq!(
-            args(Path::new("/w/runs/why-1")),
+            args(Some(Path::new("/w/runs/why-1"))),
             vec!["-r", "--log", "--log-prefix=/w/runs/why-1"]
         );
+        assert_eq!(args(None), vec!["-r"]);
+    }
+
+    #[test]
+    fn a_pgbench_before_10_is_told_by_its_refusal_of_the_prefix() {
+        // pgbench 9.6's words, through the run's error.
+        let refused = "pgbench failed (exit status: 1); last lines of its output:\n\
+                       /x/bin/pgbench: unrecognized option '--log-prefix=/w/why-1'\n\
+                       Try \"pgbench --help\" for more information.";
+        assert!(refused_log_prefix(refused));
+        assert!(!refused_log_prefix(
+            "pgbench: unrecognized option '--bogus'"
+        ));
+        assert!(!refused_log_prefix(
+            "connection to server failed; --log-prefix=/w"
+        ));
     }
 }

@@ -14,7 +14,7 @@ use crate::lab::RunSpec;
 use crate::model::{LabTotals, Measurement, RunOutcome};
 use crate::placement::Pin;
 use crate::server::{self, BenchError, DataTemplate, Server, ServerError, TemplateSpec};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -180,6 +180,9 @@ pub struct Runs {
     fresh_copy_of: Option<DataTemplate>,
     /// Whether the data folder was checked for copies that share blocks.
     copies_checked: bool,
+    /// pgbench programs that refused `--log-prefix` (before 10): their
+    /// instrumented runs go without the transaction log.
+    without_log_prefix: HashSet<PathBuf>,
     totals: LabTotals,
 }
 
@@ -192,6 +195,7 @@ impl Runs {
             failed_setups: HashMap::new(),
             fresh_copy_of: None,
             copies_checked: false,
+            without_log_prefix: HashSet::new(),
             totals: LabTotals::default(),
         }
     }
@@ -352,18 +356,28 @@ impl Runs {
                 return (failed(&e.into()), None);
             }
         }
-        let mut args = bench::run_args(opts, job.spec.clients, seconds, &conn);
         let limit = server::time_limit(seconds);
         let out = job.output("run");
-        let mut watching = None;
-        if let Some(log_prefix) = &job.transaction_log {
-            // Before the database name, which pgbench wants last.
-            let db = args.pop();
-            args.extend(instruments::args(log_prefix));
-            args.extend(db);
-            watching = Some(Watching::start(running, job, profiler, seconds));
+        let watching = job
+            .transaction_log
+            .as_ref()
+            .map(|_| Watching::start(running, job, profiler, seconds));
+        let mut result = running.run_pgbench(
+            &job.pgbench,
+            &self.measured_args(job, seconds, &conn),
+            &job.pgbench_pin,
+            &out,
+            limit,
+        );
+        if let Err(e) = &result
+            && job.transaction_log.is_some()
+            && instruments::refused_log_prefix(&format!("{e:#}"))
+        {
+            // An old pgbench: the same run again, without the log.
+            self.without_log_prefix.insert(job.pgbench.clone());
+            let args = self.measured_args(job, seconds, &conn);
+            result = running.run_pgbench(&job.pgbench, &args, &job.pgbench_pin, &out, limit);
         }
-        let result = running.run_pgbench(&job.pgbench, &args, &job.pgbench_pin, &out, limit);
         self.totals.runs += 1;
         self.totals.bench_seconds += started.elapsed().as_secs_f64();
         let extras = watching
@@ -384,6 +398,22 @@ impl Runs {
                 (failed(&e.into()), None)
             }
         }
+    }
+}
+
+impl Runs {
+    /// The measured run's arguments: instrumented when the job asks for
+    /// it (the transaction log only where this pgbench takes a prefix).
+    fn measured_args(&self, job: &RunJob, seconds: u32, conn: &Conn) -> Vec<String> {
+        let mut args = bench::run_args(&self.options, job.spec.clients, seconds, conn);
+        if let Some(log_prefix) = &job.transaction_log {
+            // Before the database name, which pgbench wants last.
+            let db = args.pop();
+            let prefix = (!self.without_log_prefix.contains(&job.pgbench)).then_some(log_prefix);
+            args.extend(instruments::args(prefix.map(PathBuf::as_path)));
+            args.extend(db);
+        }
+        args
     }
 }
 

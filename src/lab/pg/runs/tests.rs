@@ -36,6 +36,8 @@ struct Fake {
     fail_starts: u32,
     disk_full: bool,
     fail_output: Option<PathBuf>,
+    /// pgbench refuses `--log-prefix`, as before 10.
+    old_pgbench: bool,
 }
 
 impl Machinery for Fake {
@@ -83,6 +85,7 @@ impl Machinery for Fake {
             calls: self.calls.clone(),
             tps: self.tps,
             fail_output: self.fail_output.clone(),
+            old_pgbench: self.old_pgbench,
         }))
     }
 }
@@ -91,6 +94,7 @@ struct FakeSession {
     calls: Rc<RefCell<Calls>>,
     tps: f64,
     fail_output: Option<PathBuf>,
+    old_pgbench: bool,
 }
 
 impl Session for FakeSession {
@@ -112,11 +116,22 @@ impl Session for FakeSession {
     ) -> Result<PgbenchReport, BenchError> {
         self.calls.borrow_mut().pgbench.push(out.to_path_buf());
         self.calls.borrow_mut().args.push(args.to_vec());
-        if let Some(prefix) = args.iter().find_map(|a| a.strip_prefix("--log-prefix=")) {
-            // What pgbench -r --log writes.
+        let prefix = args.iter().find_map(|a| a.strip_prefix("--log-prefix="));
+        if let (Some(prefix), true) = (prefix, self.old_pgbench) {
+            return Err(BenchError::Failed {
+                command: "pgbench".into(),
+                status: "exit status: 1".into(),
+                tail: format!("pgbench: unrecognized option '--log-prefix={prefix}'"),
+            });
+        }
+        if args.iter().any(|a| a == "-r") {
+            // What pgbench -r writes.
             let table = "statement latencies in milliseconds and failures:\n         \
                          0.050           0  SELECT 1;\n";
             std::fs::write(out, format!("tps = {}\n{table}", self.tps)).unwrap();
+        }
+        if let Some(prefix) = prefix {
+            // What --log writes.
             std::fs::write(format!("{prefix}.77"), "0 0 100 0 1 1\n0 1 300 0 1 2\n").unwrap();
         }
         self.calls.borrow_mut().pgbench_pins.push(pin.clone());
@@ -193,6 +208,7 @@ fn fake() -> (Fake, Rc<RefCell<Calls>>) {
         fail_starts: 0,
         disk_full: false,
         fail_output: None,
+        old_pgbench: false,
     };
     (fake, calls)
 }
@@ -295,6 +311,36 @@ fn an_instrumented_run_reads_statements_percentiles_waits_and_a_profile() {
     assert_eq!(measured.last().map(String::as_str), Some("postgres"));
     // The transaction log was read and removed.
     assert!(!tmp.path().join("log-9.77").exists());
+}
+
+#[test]
+fn a_pgbench_without_log_prefix_is_instrumented_without_the_log() {
+    let (mut fake, calls) = fake();
+    fake.old_pgbench = true;
+    let mut runs = Runs::new(Box::new(fake), options(Builtin::SelectOnly, 0));
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = template_spec("/t/a");
+    for n in [9, 10] {
+        let mut job = job(&spec, n, (Pin::none(), Pin::none()));
+        job.out = tmp.path().join(format!("why-run-{n}"));
+        job.transaction_log = Some(tmp.path().join(format!("log-{n}")));
+        let got = runs.measure_instrumented(job, None).unwrap();
+        let Instrumented::Measured(run) = got else {
+            panic!("{got:?}")
+        };
+        // The statements and the throughput, no percentiles.
+        assert_eq!((run.tps, run.statements.len()), (1234.5, 1));
+        assert_eq!(run.latency, None);
+    }
+    // The first run was refused and made again without the log; the
+    // second went without it at once.
+    let calls = calls.borrow();
+    let logged: Vec<bool> = calls
+        .args
+        .iter()
+        .map(|a| a.iter().any(|w| w.starts_with("--log")))
+        .collect();
+    assert_eq!(logged, [true, false, false]);
 }
 
 fn tps(outcome: &RunOutcome) -> f64 {
