@@ -2,6 +2,7 @@
 //! refusal is a failure, and when it is a step of a walk to the drop.
 
 use super::search::Refusals;
+use super::tests::jitter;
 use super::*;
 use crate::lab::RunSpec;
 use crate::model::{LabTotals, RunOutcome};
@@ -55,8 +56,6 @@ impl Lab for FoolingLab {
         self.totals.runs += 1;
         let pos = self.ids.iter().position(|id| *id == commit.id).unwrap_or(0);
         self.seen[pos] += 1;
-        let hash = spec.run.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40;
-        let jitter = (hash % 1000) as f64 / 1000.0 - 0.5;
         let fooled =
             (self.step..self.step + self.misjudged).contains(&pos) && self.seen[pos] <= self.fooled;
         let level = if pos >= self.step && !fooled {
@@ -64,7 +63,9 @@ impl Lab for FoolingLab {
         } else {
             1000.0
         };
-        Ok(RunOutcome::tps_only(level * (1.0 + 0.02 * jitter)))
+        Ok(RunOutcome::tps_only(
+            level * (1.0 + 0.02 * jitter(spec.run)),
+        ))
     }
 
     fn totals(&self) -> LabTotals {

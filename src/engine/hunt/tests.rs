@@ -8,7 +8,7 @@ use crate::progress::Silent;
 use crate::report::findings::RunSample;
 
 /// A fixed pseudo-random number in [-0.5, 0.5) for each `seed`.
-fn jitter(seed: u64) -> f64 {
+pub(super) fn jitter(seed: u64) -> f64 {
     let hash = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40;
     (hash % 1000) as f64 / 1000.0 - 0.5
 }
@@ -98,8 +98,7 @@ impl Lab for StepLab {
     fn run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
         self.totals.runs += 1;
         let pos = self.ids.iter().position(|id| *id == commit.id);
-        let hash = spec.run.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40;
-        let jitter = (hash % 1000) as f64 / 1000.0 - 0.5;
+        let jitter = jitter(spec.run);
         let level = if pos >= Some(self.step) {
             850.0
         } else {
