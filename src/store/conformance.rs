@@ -93,6 +93,22 @@ pub fn nights_and_runs_come_back_as_stored_and_no_run_twice(open: Open) {
     assert_eq!(runs.len(), 2);
     assert_eq!(runs[0], run(first.id, "b", 0, Role::Candidate, 100.0));
     assert_eq!(runs[1].role, Role::Reference);
+    // Each night's commits come back its own, in their order, however
+    // many nights one read returns.
+    let second = night(2 * 86_400, &["e", "c", "d"]);
+    store.begin_night(&second).unwrap();
+    let mut other = night(2 * 86_400, &["x"]);
+    other.branch = "main".into();
+    store.begin_night(&other).unwrap();
+    let nights = store.nights("master").unwrap();
+    assert_eq!(nights.len(), 2);
+    assert_eq!(nights[0].commits, night(86_400, &["a", "b"]).commits);
+    assert_eq!(nights[1].commits, second.commits);
+    let at = store.night_at("master", 2 * 86_400).unwrap().unwrap();
+    assert_eq!(at.commits, second.commits);
+    let main = store.nights("main").unwrap();
+    assert_eq!(main.len(), 1);
+    assert_eq!(main[0].commits, other.commits);
 }
 
 /// A change is kept once, its status and size move, a drift is kept as

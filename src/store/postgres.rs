@@ -205,41 +205,39 @@ impl PostgresStore {
     }
 
     fn nights_where(&mut self, filter: &str, args: &[&(dyn ToSql + Sync)]) -> NightsResult {
+        let filter = format!("machine = $1 AND {filter}");
         let query = format!(
             "SELECT id, clock, branch, tip, status, reason, reference FROM nights
-             WHERE machine = $1 AND {filter} ORDER BY clock, id"
+             WHERE {filter} ORDER BY clock, id"
         );
         let rows = self.query(&query, args)?;
-        let mut nights = Vec::with_capacity(rows.len());
-        for r in rows {
-            let id: i64 = get(&self.server, &r, 0)?;
-            let status: String = get(&self.server, &r, 4)?;
-            nights.push(Night {
-                id,
-                clock: get(&self.server, &r, 1)?,
-                branch: get(&self.server, &r, 2)?,
-                tip: get(&self.server, &r, 3)?,
-                status: word(&self.server, "status", &status, NightStatus::parse)?,
-                reason: get(&self.server, &r, 5)?,
-                reference: get(&self.server, &r, 6)?,
-                commits: self.commits_of(id)?,
-            });
-        }
-        Ok(nights)
-    }
-
-    fn commits_of(&mut self, night: i64) -> Result<Vec<NightCommit>, StoreError> {
-        let rows = self.query(
-            "SELECT commit_id, subject, committed FROM night_commits
-             WHERE night = $1 ORDER BY position",
-            &[&night],
-        )?;
+        let commits = self.query(&super::schema::commits_query(&filter), args)?;
+        let mut commits = super::schema::by_night(
+            commits
+                .iter()
+                .map(|r| {
+                    let commit = NightCommit {
+                        id: get(&self.server, r, 1)?,
+                        subject: get(&self.server, r, 2)?,
+                        committed: get(&self.server, r, 3)?,
+                    };
+                    Ok((get(&self.server, r, 0)?, commit))
+                })
+                .collect::<Result<Vec<_>, StoreError>>()?,
+        );
         rows.iter()
             .map(|r| {
-                Ok(NightCommit {
-                    id: get(&self.server, r, 0)?,
-                    subject: get(&self.server, r, 1)?,
-                    committed: get(&self.server, r, 2)?,
+                let id: i64 = get(&self.server, r, 0)?;
+                let status: String = get(&self.server, r, 4)?;
+                Ok(Night {
+                    id,
+                    clock: get(&self.server, r, 1)?,
+                    branch: get(&self.server, r, 2)?,
+                    tip: get(&self.server, r, 3)?,
+                    status: word(&self.server, "status", &status, NightStatus::parse)?,
+                    reason: get(&self.server, r, 5)?,
+                    reference: get(&self.server, r, 6)?,
+                    commits: commits.remove(&id).unwrap_or_default(),
                 })
             })
             .collect()

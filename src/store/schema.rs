@@ -1,10 +1,11 @@
-//! What the stores share: the order their migrations are applied in, and
-//! the reading of a stored word (a status, a role, a kind) back into its
-//! enum. Each store keeps its migrations in its own SQL dialect, one list
+//! What the stores share: the order their migrations are applied in, the
+//! reading of a stored word (a status, a role, a kind) back into its enum,
+//! and the commits of many nights read at once. Each store keeps its migrations in its own SQL dialect, one list
 //! each, `list[k]` bringing version `k` to `k + 1`: a new version is one
 //! more entry at the end of both lists.
 
-use super::StoreError;
+use super::{NightCommit, StoreError};
+use std::collections::HashMap;
 use std::ops::Range;
 
 /// The migrations to apply to a database at version `found` to bring it to
@@ -35,6 +36,29 @@ pub fn word<T>(
         what,
         value: value.to_string(),
     })
+}
+
+/// The query that reads the commits of every night a nights query with
+/// `filter` reads, in one go (`night_commits` shares no column name with
+/// `nights` but `night`, so `filter` reads as it does there); rows are
+/// `night, commit_id, subject, committed`, each night's in order.
+pub fn commits_query(filter: &str) -> String {
+    format!(
+        "SELECT c.night, c.commit_id, c.subject, c.committed
+         FROM night_commits c JOIN nights ON nights.id = c.night
+         WHERE {filter} ORDER BY c.night, c.position"
+    )
+}
+
+/// Rows of [`commits_query`] by night.
+pub fn by_night(
+    rows: impl IntoIterator<Item = (i64, NightCommit)>,
+) -> HashMap<i64, Vec<NightCommit>> {
+    let mut nights: HashMap<i64, Vec<NightCommit>> = HashMap::new();
+    for (night, commit) in rows {
+        nights.entry(night).or_default().push(commit);
+    }
+    nights
 }
 
 #[cfg(test)]

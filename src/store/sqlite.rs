@@ -148,29 +148,25 @@ impl SqliteStore {
         Ok(())
     }
 
-    fn commits_of(&self, night: i64) -> Result<Vec<NightCommit>, StoreError> {
+    fn nights_where(&self, filter: &str, args: &[&dyn rusqlite::ToSql]) -> NightsResult {
         let err = sql(&self.path);
         let mut stmt = self
             .conn
-            .prepare(
-                "SELECT commit_id, subject, committed FROM night_commits
-                 WHERE night = ?1 ORDER BY position",
-            )
+            .prepare(&super::schema::commits_query(filter))
             .map_err(&err)?;
-        let rows = stmt
-            .query_map([night], |r| {
-                Ok(NightCommit {
-                    id: r.get(0)?,
-                    subject: r.get(1)?,
-                    committed: r.get(2)?,
-                })
+        let mut commits = super::schema::by_night(
+            stmt.query_map(args, |r| {
+                let commit = NightCommit {
+                    id: r.get(1)?,
+                    subject: r.get(2)?,
+                    committed: r.get(3)?,
+                };
+                Ok((r.get::<_, i64>(0)?, commit))
             })
-            .map_err(&err)?;
-        rows.collect::<Result<_, _>>().map_err(err)
-    }
-
-    fn nights_where(&self, filter: &str, args: &[&dyn rusqlite::ToSql]) -> NightsResult {
-        let err = sql(&self.path);
+            .map_err(&err)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(&err)?,
+        );
         let query = format!(
             "SELECT id, clock, branch, tip, status, reason, reference FROM nights
              WHERE {filter} ORDER BY clock, id"
@@ -202,7 +198,7 @@ impl SqliteStore {
                     status,
                     reason,
                     reference,
-                    commits: self.commits_of(id)?,
+                    commits: commits.remove(&id).unwrap_or_default(),
                 })
             })
             .collect()
