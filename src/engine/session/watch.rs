@@ -193,11 +193,7 @@ fn store_at(work: &WorkDir, given: Option<&StoreAt>) -> StoreAt {
 /// The name this machine's nights are kept under in a shared database:
 /// its host name.
 fn machine_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_string())
-        .ok()
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "localhost".to_string())
+    crate::hosts::this_hostname()
 }
 
 /// The branch given, or master, or main when there is no master.
