@@ -202,6 +202,10 @@ pub enum CpuFinding {
         /// makes the new calls leads here, not among the risers.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         grown: Vec<FunctionChange>,
+        /// The functions the culprit's diff changed, as the profile saw
+        /// them; `None` where the diff could not be read.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        changed: Option<ChangedFunctions>,
         /// Functions of either list whose change is within two standard
         /// errors of sampling.
         may_be_chance: Vec<String>,
@@ -211,6 +215,19 @@ pub enum CpuFinding {
     /// Why there is no comparison (no `perf`, a kernel that refuses it,
     /// a side with no profile).
     Unavailable(String),
+}
+
+/// Where the culprit's diff and its CPU profile meet: of the functions
+/// the commit changed, how the share of each that was sampled moved.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChangedFunctions {
+    /// Changed functions found in either side's profile, the largest rise
+    /// of the total share (with callees) first.
+    pub sampled: Vec<FunctionChange>,
+    /// How many changed functions neither profile sampled.
+    pub unsampled: usize,
+    /// Changed source files outside any function (SQL, macros, data).
+    pub other_files: Vec<String>,
 }
 
 /// One function's share of a side's CPU samples, from 0 to 1: in the

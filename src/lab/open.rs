@@ -107,7 +107,7 @@ pub fn open(
 
 /// The repository of `plan`, with the commits made in the private work
 /// tree (a patch applied) readable too.
-fn open_repo(plan: &LabSpec) -> anyhow::Result<Repo> {
+pub fn open_repo(plan: &LabSpec) -> anyhow::Result<Repo> {
     let repo = Repo::open(&plan.repo_dir)?;
     if plan.private_objects.is_dir() {
         repo.add_object_source(&plan.private_objects)?;

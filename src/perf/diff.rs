@@ -92,6 +92,34 @@ impl ProfileDiff {
         self.ranked(n, FunctionChange::total_change, FunctionChange::self_change)
     }
 
+    /// The functions named in `names` that either profile sampled, the
+    /// largest rise of the total share first, and how many of `names`
+    /// neither sampled. A name matches the compiler's clones of the
+    /// function too (`hlCover.isra.0`, `heap_insert.part.0`); of several,
+    /// the one with the most samples with callees stands for it.
+    pub fn of_functions(&self, names: &[String]) -> (Vec<FunctionChange>, usize) {
+        let mut found: Vec<FunctionChange> = Vec::new();
+        let mut unsampled = 0;
+        for name in names {
+            let weight = |f: &&FunctionChange| f.total_before + f.total_after;
+            let best = self
+                .functions
+                .iter()
+                .filter(|f| f.name.split('.').next() == Some(name.as_str()))
+                .max_by(|x, y| weight(x).total_cmp(&weight(y)));
+            match best {
+                Some(f) => found.push(f.clone()),
+                None => unsampled += 1,
+            }
+        }
+        found.sort_by(|x, y| {
+            y.total_change()
+                .total_cmp(&x.total_change())
+                .then(x.name.cmp(&y.name))
+        });
+        (found, unsampled)
+    }
+
     /// The `n` functions whose self share fell most, largest fall first.
     pub fn fallers(&self, n: usize) -> Vec<&FunctionChange> {
         self.ranked(n, |f| -f.self_change(), |f| -f.total_change())
@@ -271,6 +299,29 @@ mod tests {
         let grown: Vec<&str> = diff.grown(2).iter().map(|f| f.name.as_str()).collect();
         assert_eq!(grown, ["visibilitymap_pin", "ReadBuffer"]);
         assert!(diff.grown(9).iter().all(|f| f.total_change() > 0.0));
+    }
+
+    #[test]
+    fn changed_functions_are_found_under_their_clones_names_and_ranked_by_total() {
+        let before = folded(
+            "postgres;PostgresMain;prsd_headline;hlCover.isra.0;checkcondition_HL 1\n\
+             postgres;PostgresMain;other 9\n",
+        );
+        let after = folded(
+            "postgres;PostgresMain;prsd_headline;hlCover.isra.0;checkcondition_HL 8\n\
+             postgres;PostgresMain;prsd_headline 1\n\
+             postgres;PostgresMain;other 1\n",
+        );
+        let diff = ProfileDiff::between(&before, &after);
+        let names: Vec<String> = ["prsd_headline", "hlCover", "never_called", "other"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let (sampled, unsampled) = diff.of_functions(&names);
+        let order: Vec<&str> = sampled.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(order, ["prsd_headline", "hlCover.isra.0", "other"]);
+        assert_eq!(unsampled, 1);
+        assert!((sampled[1].total_change() - 70.0).abs() < 1e-9);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 
 mod endpoints;
 mod error;
+mod functions;
 mod ident;
 mod line;
 mod patch;
@@ -16,6 +17,7 @@ mod worktree;
 
 pub use endpoints::{Endpoints, ReleaseRef, Resolved};
 pub use error::RepoError;
+pub use functions::CodeChange;
 pub use ident::sender;
 pub use line::Landed;
 pub use patch::as_git_diff;

@@ -3,7 +3,7 @@
 //! blocks of the report's document, each table within 72 columns.
 
 use crate::core::why::{
-    ClientPoint, CpuFinding, FunctionChange, StatementChange, WaitFinding, Why,
+    ChangedFunctions, ClientPoint, CpuFinding, FunctionChange, StatementChange, WaitFinding, Why,
 };
 use crate::model::short_sha as short;
 use crate::report::layout::{Align, Block};
@@ -147,6 +147,7 @@ fn cpu_blocks(cpu: Option<&CpuFinding>) -> Vec<Block> {
         risers,
         fallers,
         grown,
+        changed,
         may_be_chance,
         ..
     }) = cpu
@@ -179,6 +180,9 @@ fn cpu_blocks(cpu: Option<&CpuFinding>) -> Vec<Block> {
                 .collect(),
         });
     }
+    if let Some(changed) = changed {
+        out.extend(changed_blocks(changed));
+    }
     if !grown.is_empty() {
         out.push(Block::Paragraph(
             "share with its callees (total) rose most in (the caller of new work \
@@ -199,6 +203,93 @@ fn cpu_blocks(cpu: Option<&CpuFinding>) -> Vec<Block> {
         out.push(Block::Paragraph(
             "~ within two standard errors of sampling: may be chance alone".into(),
         ));
+    }
+    out
+}
+
+/// Files listed by name where a commit changed code outside functions.
+const OTHER_FILES: usize = 4;
+
+/// Where the culprit's diff meets its profile: the functions it changed
+/// that were sampled, and what else it changed.
+fn changed_blocks(changed: &ChangedFunctions) -> Vec<Block> {
+    let mut out = Vec::new();
+    let mut notes = Vec::new();
+    if !changed.sampled.is_empty() {
+        out.push(Block::Paragraph(
+            "Functions the culprit's diff changed, by the change of their share with \
+             callees (total), and of their share in the function itself (self):"
+                .into(),
+        ));
+        out.push(Block::Table {
+            columns: columns(&[
+                ("changed function", Align::Left),
+                ("parent", Align::Right),
+                ("culprit", Align::Right),
+                ("total", Align::Right),
+                ("self", Align::Right),
+            ]),
+            rows: changed
+                .sampled
+                .iter()
+                .take(CPU_ROWS)
+                .map(|f| {
+                    let mut row = total_row(f);
+                    row.push(format!("{:+.1}pp", f.self_change()));
+                    row
+                })
+                .collect(),
+        });
+    }
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let hidden = changed.sampled.len().saturating_sub(CPU_ROWS);
+    if hidden > 0 {
+        notes.push(format!(
+            "{} it changed, not shown",
+            plural(hidden, "more sampled function", "more sampled functions")
+        ));
+    }
+    if changed.sampled.is_empty() && changed.unsampled > 0 {
+        notes.push(format!(
+            "none of the {} the culprit changed was sampled",
+            plural(changed.unsampled, "function", "functions")
+        ));
+    } else if changed.unsampled > 0 {
+        notes.push(format!(
+            "{} it changed {} never sampled",
+            plural(changed.unsampled, "other function", "other functions"),
+            if changed.unsampled == 1 {
+                "was"
+            } else {
+                "were"
+            }
+        ));
+    }
+    if !changed.other_files.is_empty() {
+        let mut files: Vec<&str> = changed
+            .other_files
+            .iter()
+            .take(OTHER_FILES)
+            .map(String::as_str)
+            .collect();
+        let rest = changed.other_files.len() - files.len();
+        let rest = format!("and {rest} more");
+        if changed.other_files.len() > OTHER_FILES {
+            files.push(&rest);
+        }
+        notes.push(format!(
+            "{} outside any function: {}",
+            if changed.sampled.is_empty() && changed.unsampled == 0 {
+                "the culprit changed no C function; it changed code"
+            } else {
+                "it also changed code"
+            },
+            files.join(", ")
+        ));
+    }
+    if !notes.is_empty() {
+        out.push(Block::List(notes));
     }
     out
 }
@@ -275,5 +366,56 @@ fn seconds(s: f64) -> String {
         format!("{s:.0} s")
     } else {
         format!("{:.1} min", s / 60.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(blocks: &[Block]) -> String {
+        blocks
+            .iter()
+            .map(|b| match b {
+                Block::Paragraph(p) => p.clone(),
+                Block::List(items) => items.join("\n"),
+                Block::Table { rows, .. } => rows
+                    .iter()
+                    .map(|r| r.join(" "))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                _ => String::new(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn a_culprit_that_changed_no_function_names_the_files_it_changed() {
+        let changed = ChangedFunctions {
+            sampled: vec![],
+            unsampled: 0,
+            other_files: (1..=6)
+                .map(|i| format!("src/backend/catalog/f{i}.sql"))
+                .collect(),
+        };
+        let text = texts(&changed_blocks(&changed));
+        assert!(text.contains("changed no C function"), "{text}");
+        assert!(text.contains("f4.sql, and 2 more"), "{text}");
+        assert!(!text.contains("f5.sql"), "{text}");
+    }
+
+    #[test]
+    fn changed_functions_that_were_never_sampled_are_said_so() {
+        let changed = ChangedFunctions {
+            sampled: vec![],
+            unsampled: 3,
+            other_files: vec![],
+        };
+        let text = texts(&changed_blocks(&changed));
+        assert_eq!(
+            text,
+            "none of the 3 functions the culprit changed was sampled"
+        );
     }
 }

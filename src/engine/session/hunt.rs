@@ -246,14 +246,14 @@ impl Running<'_> {
         }
         let clients = super::why::profile_clients(&plan.profile);
         let budget = self.ask.budget;
-        let mut why_lab =
-            super::why::why_lab(&plan.lab_spec(), (budget, report), &hunt.runs(), self.watch)?;
+        let spec = plan.lab_spec();
+        let mut why_lab = super::why::why_lab(&spec, (budget, report), &hunt.runs(), self.watch)?;
         let runs_in: &mut dyn Lab = match why_lab.lab.as_deref_mut() {
             Some(profiled) => profiled,
             None => lab,
         };
         super::why::after_hunt(
-            (runs_in, why_lab.no_profile.as_deref()),
+            (runs_in, why_lab.no_profile.as_deref(), &spec),
             report,
             hunt,
             (&clients, why_runs),

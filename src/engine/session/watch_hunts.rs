@@ -51,7 +51,7 @@ impl Follow for Aftercare {
         let clients = super::why::profile_clients(&spec.profile);
         let mut progress = crate::progress::LogLines::new();
         super::why::after_hunt(
-            (runs_in, why_lab.no_profile.as_deref()),
+            (runs_in, why_lab.no_profile.as_deref(), spec),
             report,
             hunt,
             (&clients, runs),

@@ -2,7 +2,7 @@
 //! sweep, how many runs, within the time budget, kept in the hunt's
 //! folder so a resumed hunt does not make them again.
 
-use crate::core::why::{CpuFinding, Why};
+use crate::core::why::{ChangedFunctions, CpuFinding, Why};
 use crate::engine::hunt::budget::Budget;
 use crate::engine::why::{self, WhyPlan};
 use crate::files::write_file;
@@ -13,6 +13,7 @@ use crate::model::{Commit, LabTotals, short_sha as short};
 use crate::perf::{self, Folded, FunctionChange, ProfileDiff};
 use crate::profile::Profile;
 use crate::progress::{Progress, ProgressEvent};
+use crate::repo::CodeChange;
 use crate::report::findings::HuntReport;
 use crate::workspace::HuntDir;
 use std::path::{Path, PathBuf};
@@ -45,7 +46,7 @@ pub fn sweep_of(profile: &Profile, clients: u32) -> Vec<u32> {
 ///
 /// `no_profile` says why the runs record no CPU profile, when they do not.
 pub fn after_hunt(
-    (lab, no_profile): (&mut dyn Lab, Option<&str>),
+    (lab, no_profile, spec): (&mut dyn Lab, Option<&str>, &LabSpec),
     report: &HuntReport,
     hunt: &HuntDir,
     (profile_clients, runs): (&[u32], usize),
@@ -88,6 +89,7 @@ pub fn after_hunt(
             &mut found_now,
             &hunt.why_profile(&culprit.commit),
             no_profile,
+            code_change(spec, &culprit.parent, &culprit.commit).as_ref(),
         );
         note_builds(&mut found_now, &built, &lab.totals());
         let body = serde_json::to_string_pretty(&found_now)?;
@@ -140,12 +142,28 @@ fn mean_build_seconds(report: &HuntReport) -> Option<f64> {
     (report.totals.builds > 0).then(|| report.totals.build_seconds / report.totals.builds as f64)
 }
 
+/// What `commit` changed against `parent` in the server's source, read
+/// from the hunt's repository (with the private objects of patched
+/// commits); `None` when it cannot be read, and the report then goes
+/// without the part that needs it.
+pub fn code_change(spec: &LabSpec, parent: &str, commit: &str) -> Option<CodeChange> {
+    crate::lab::open::open_repo(spec)
+        .ok()?
+        .code_change(parent, commit)
+        .ok()
+}
+
 /// Adds up the CPU profiles of each side of `why`'s runs and compares
 /// them into `why.cpu`, writing the folded profiles, the table and the
 /// differential flame graph into `dir`; `no_profile` is why there are
 /// none. A profile that cannot be read or written is said in the report,
 /// not an error: the rest of the why-runs stands.
-pub fn compare_profiles(why: &mut Why, dir: &Path, no_profile: Option<&str>) {
+pub fn compare_profiles(
+    why: &mut Why,
+    dir: &Path,
+    no_profile: Option<&str>,
+    change: Option<&CodeChange>,
+) {
     if let Some(reason) = no_profile {
         why.cpu = Some(CpuFinding::Unavailable(reason.to_string()));
         return;
@@ -165,8 +183,8 @@ pub fn compare_profiles(why: &mut Why, dir: &Path, no_profile: Option<&str>) {
         Ok((before, after)) => match perf::write_comparison(dir, &before, &after, &title) {
             Ok(written) => cpu_finding(
                 &written.diff,
-                perf::TABLE_ROWS,
-                why.statements_clients,
+                (perf::TABLE_ROWS, why.statements_clients),
+                change,
                 written.svg,
             ),
             Err(e) => CpuFinding::Unavailable(format!(
@@ -177,8 +195,14 @@ pub fn compare_profiles(why: &mut Why, dir: &Path, no_profile: Option<&str>) {
     });
 }
 
-/// The top `rows` risers and fallers of `diff`, profiled at `clients`.
-fn cpu_finding(diff: &ProfileDiff, rows: usize, clients: u32, flame_graph: PathBuf) -> CpuFinding {
+/// The top `rows` risers and fallers of `diff`, profiled at `clients`,
+/// and how the functions of `change` moved.
+fn cpu_finding(
+    diff: &ProfileDiff,
+    (rows, clients): (usize, u32),
+    change: Option<&CodeChange>,
+    flame_graph: PathBuf,
+) -> CpuFinding {
     let risers: Vec<FunctionChange> = diff.risers(rows).into_iter().cloned().collect();
     let fallers: Vec<FunctionChange> = diff.fallers(rows).into_iter().cloned().collect();
     let grown: Vec<FunctionChange> = diff.grown(rows).into_iter().cloned().collect();
@@ -195,6 +219,14 @@ fn cpu_finding(diff: &ProfileDiff, rows: usize, clients: u32, flame_graph: PathB
         risers,
         fallers,
         grown,
+        changed: change.map(|c| {
+            let (sampled, unsampled) = diff.of_functions(&c.functions);
+            ChangedFunctions {
+                sampled,
+                unsampled,
+                other_files: c.other_files.clone(),
+            }
+        }),
         may_be_chance,
         flame_graph: Some(flame_graph),
     }
@@ -298,17 +330,26 @@ mod tests {
         );
         let mut why = why_with(before, after);
         let out = dir.path().join("why-profile");
-        compare_profiles(&mut why, &out, None);
+        let change = CodeChange {
+            functions: vec!["ExecutorStart".into(), "never_sampled".into()],
+            other_files: vec!["src/backend/catalog/system_views.sql".into()],
+        };
+        compare_profiles(&mut why, &out, None, Some(&change));
         let Some(CpuFinding::Compared {
             risers,
             samples_before,
             flame_graph,
+            changed: Some(changed),
             ..
         }) = &why.cpu
         else {
             panic!("{:?}", why.cpu)
         };
         assert_eq!(risers[0].name, "ExecutorStart", "{risers:?}");
+        assert_eq!(changed.sampled[0].name, "ExecutorStart");
+        assert!(changed.sampled[0].total_change() > 0.0);
+        assert_eq!(changed.unsampled, 1);
+        assert_eq!(changed.other_files, change.other_files);
         assert_eq!(*samples_before, 600, "two runs of 300 samples");
         assert!(flame_graph.as_ref().unwrap().is_file());
         assert!(out.join("before.folded").is_file() && out.join("profile-diff.txt").is_file());
@@ -324,7 +365,7 @@ mod tests {
         );
         let refused = json!({ "unavailable": "no CPU profile: the kernel refused" });
         let mut why = why_with(before, vec![refused]);
-        compare_profiles(&mut why, dir.path(), None);
+        compare_profiles(&mut why, dir.path(), None, None);
         assert_eq!(
             why.cpu,
             Some(CpuFinding::Unavailable(
@@ -333,7 +374,7 @@ mod tests {
         );
 
         let mut gone = why_with(vec![json!({ "folded": "/nonexistent/p.folded" })], vec![]);
-        compare_profiles(&mut gone, dir.path(), None);
+        compare_profiles(&mut gone, dir.path(), None, None);
         assert!(
             matches!(&gone.cpu, Some(CpuFinding::Unavailable(r)) if r.contains("/nonexistent")),
             "{:?}",
@@ -341,12 +382,13 @@ mod tests {
         );
 
         let mut none = why_with(vec![], vec![]);
-        compare_profiles(&mut none, dir.path(), None);
+        compare_profiles(&mut none, dir.path(), None, None);
         assert_eq!(none.cpu, None, "a lab without a profiler");
         compare_profiles(
             &mut none,
             dir.path(),
             Some("no CPU profile: perf is missing"),
+            None,
         );
         assert!(matches!(none.cpu, Some(CpuFinding::Unavailable(_))));
     }
