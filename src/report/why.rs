@@ -279,11 +279,11 @@ fn changed_blocks(changed: &ChangedFunctions) -> Vec<Block> {
             files.push(&rest);
         }
         notes.push(format!(
-            "{} outside any function: {}",
+            "{}, outside any function: {}",
             if changed.sampled.is_empty() && changed.unsampled == 0 {
-                "the culprit changed no C function; it changed code"
+                "the culprit changed no C function; it changed"
             } else {
-                "it also changed code"
+                "it also changed"
             },
             files.join(", ")
         ));
