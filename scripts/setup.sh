@@ -11,6 +11,8 @@ packages=(build-essential bison flex ccache perl pkg-config git dpkg-dev
           postgresql-15 postgresql-client-15 python3)
 # msmtp: a real sendmail-compatible client for the mail tests.
 packages+=(msmtp)
+# libssl-dev: TLS to a shared PostgreSQL store; openssl: its test's certificates.
+packages+=(libssl-dev openssl)
 # linux-perf: CPU profiles of the server (and the test that records one).
 packages+=(linux-perf)
 # chromium: the headless browser that loads the watcher's site in its test.

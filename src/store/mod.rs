@@ -20,6 +20,7 @@ pub mod postgres;
 mod schema;
 pub mod sqlite;
 mod sqlite_digests;
+mod tls;
 
 use serde::{Deserialize, Serialize};
 
@@ -40,6 +41,8 @@ pub enum StoreError {
         #[source]
         source: ::postgres::Error,
     },
+    #[error("the results database {server}: {what}")]
+    Connection { server: String, what: String },
     #[error(
         "the results database {path} has schema version {found}, newer than the {known} this \
          pgbisect knows: run a newer pgbisect, or give another --work-dir or --store"

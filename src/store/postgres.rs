@@ -15,7 +15,8 @@
 //! and runs and changes are inserted with `ON CONFLICT DO NOTHING`, so two
 //! writers of one night store each run once.
 //!
-//! The connection is made without TLS.
+//! The connection is encrypted as the connection string's `sslmode` and
+//! `sslrootcert` say, with libpq's meanings (see [`super::tls`]).
 
 use super::schema::word;
 use super::{
@@ -23,7 +24,7 @@ use super::{
     NightStatus, Role, RunRow, Store, StoreError,
 };
 use ::postgres::types::ToSql;
-use ::postgres::{Client, Config, NoTls, Row};
+use ::postgres::{Client, Config, Row};
 
 /// The migrations, in order: `MIGRATIONS[k]` brings version `k` to `k + 1`,
 /// as the SQLite store's of the same index does.
@@ -120,10 +121,6 @@ pub const VERSION: i64 = MIGRATIONS.len() as i64;
 /// The advisory lock the migrations are applied under ("pgbisect" in ASCII).
 const MIGRATION_LOCK: i64 = 0x7067_6269_7365_6374;
 
-/// What to check when the server cannot be reached.
-const CONNECT_HINT: &str = "cannot connect: is the server running there, and may this user log \
-     in to the database and create tables in it? (the password goes in PGPASSWORD or ~/.pgpass)";
-
 /// What to check when the schema cannot be created or migrated.
 const MIGRATE_HINT: &str =
     "cannot bring the schema up to date: may this user create tables in the database?";
@@ -141,6 +138,11 @@ impl PostgresStore {
     /// a libpq `key=value` string) as machine `machine`, and brings its
     /// schema up to [`VERSION`]; refuses a newer one.
     pub fn connect(conninfo: &str, machine: &str) -> Result<PostgresStore, StoreError> {
+        let (conninfo, tls) =
+            super::tls::split(conninfo).map_err(|what| StoreError::Connection {
+                server: "given to --store".into(),
+                what: format!("cannot read the connection string: {what}"),
+            })?;
         let mut config: Config = conninfo.parse().map_err(|e| StoreError::Postgres {
             server: "given to --store".into(),
             what: "cannot read the connection string".into(),
@@ -148,9 +150,7 @@ impl PostgresStore {
         })?;
         super::pgpass::fill_in(&mut config);
         let server = describe(&config);
-        let client = config
-            .connect(NoTls)
-            .map_err(failed(&server, CONNECT_HINT))?;
+        let client = tls.connect(&config, &server)?;
         let mut store = PostgresStore {
             client,
             server,
