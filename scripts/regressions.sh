@@ -185,6 +185,13 @@ for why in r.get("why", []):
     grown = ", ".join(f"{f['name']} {100 * (f['total_after'] - f['total_before']):+.1f}pp"
                       for f in compared.get("grown", [])[:3])
     print(f"  why {why['commit'][:12]}: with callees rose most: {grown or 'none'}")
+    changed = compared.get("changed")
+    if changed is not None:
+        top = ", ".join(f"{f['name']} {100 * (f['total_after'] - f['total_before']):+.1f}pp"
+                        for f in changed.get("sampled", [])[:3])
+        other = ", ".join(changed.get("other_files", [])[:3])
+        print(f"  why {why['commit'][:12]}: functions the culprit changed, with callees: "
+              f"{top or 'none sampled'}" + (f"; outside functions: {other}" if other else ""))
 print(f"  outcome {outcome}; wall {t.get('wall_seconds', 0):.0f} s; builds {t.get('builds', '?')}; "
       f"runs {t.get('runs', '?')}")
 if want == "no-regression":
