@@ -64,6 +64,10 @@ pub struct Measurement {
     pub latency_ms: Option<f64>,
     /// Failed transactions (pgbench 15+), when printed.
     pub failed_transactions: Option<u64>,
+    /// Latency percentiles of the transactions pgbench logged, when the
+    /// run logged a sample of them (`watch --percentiles`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percentiles: Option<crate::core::why::Percentiles>,
     /// Where the full benchmark output was kept.
     pub output: Option<PathBuf>,
 }
@@ -83,6 +87,7 @@ impl RunOutcome {
             tps,
             latency_ms: None,
             failed_transactions: None,
+            percentiles: None,
             output: None,
         })
     }

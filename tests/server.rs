@@ -566,20 +566,25 @@ fn shared_block_copies_are_detected_without_leaving_files() {
     }
 }
 
-#[test]
-fn an_instrumented_run_gives_statements_percentiles_and_wait_events() {
-    let Some(bin) = pg_bin() else { return };
+/// A started server, and the prefix of a transaction log in a folder
+/// pgbench's user may write.
+fn server_with_log_folder(bin: &Path) -> (tempfile::TempDir, SocketDir, RunningServer, PathBuf) {
     let work = server_work_dir();
     let run_as = RunAs::resolve(None).unwrap();
     let sockets = SocketDir::create(&run_as).unwrap();
-    let server = server_on_copy(&bin, work.path(), &sockets, &[])
+    let server = server_on_copy(bin, work.path(), &sockets, &[])
         .start()
         .unwrap();
-    // pgbench's user writes its transaction log here.
-    let logs = work.path().join("why-logs");
+    let logs = work.path().join("logs");
     std::fs::create_dir(&logs).unwrap();
     run_as.hand_over(&logs).unwrap();
-    let prefix = logs.join("1");
+    (work, sockets, server, logs.join("1"))
+}
+
+#[test]
+fn an_instrumented_run_gives_statements_percentiles_and_wait_events() {
+    let Some(bin) = pg_bin() else { return };
+    let (work, _sockets, server, prefix) = server_with_log_folder(&bin);
     let mut args = bench::run_args(&select_only_s1(), 2, 3, &server.conn("postgres"));
     let db = args.pop().unwrap();
     args.extend(bench::instruments::args(Some(&prefix)));
@@ -635,4 +640,40 @@ fn an_instrumented_run_gives_statements_percentiles_and_wait_events() {
     );
     // The log holds every transaction pgbench counted.
     assert_eq!(Some(p.transactions), report.transactions);
+}
+
+#[test]
+fn a_sampled_transaction_log_holds_about_its_share_of_the_transactions() {
+    let Some(bin) = pg_bin() else { return };
+    let (work, _sockets, server, prefix) = server_with_log_folder(&bin);
+    let mut args = bench::run_args(&select_only_s1(), 1, 3, &server.conn("postgres"));
+    let db = args.pop().unwrap();
+    args.extend(bench::instruments::sampled_log_args(&prefix, 0.1));
+    args.push(db);
+    let output = work.path().join("run.txt");
+    let report = server
+        .run_pgbench(
+            &bin.join("pgbench"),
+            &args,
+            &Pin::none(),
+            &output,
+            time_limit(3),
+        )
+        .unwrap();
+    let files = bench::instruments::log_files(&prefix);
+    let p = bench::instruments::log_percentiles(&files)
+        .unwrap()
+        .expect("logged transactions");
+    assert!(files.iter().all(|f| !f.exists()), "the log is removed");
+    let all = report
+        .transactions
+        .expect("pgbench counts its transactions") as f64;
+    let share = p.transactions as f64 / all;
+    // Thousands of transactions, each logged with probability 0.1.
+    assert!(all > 1000.0, "{all}");
+    assert!((0.07..0.13).contains(&share), "{} of {all}", p.transactions);
+    assert!(
+        p.p50_ms <= p.p95_ms && p.p95_ms <= p.p99_ms && p.p99_ms > 0.0,
+        "{p:?}"
+    );
 }

@@ -21,6 +21,17 @@ pub fn args(log_prefix: Option<&Path>) -> Vec<String> {
     args
 }
 
+/// Arguments that make a plain run log a `share` of its transactions
+/// under `prefix`, for latency percentiles without the cost of a line per
+/// transaction.
+pub fn sampled_log_args(prefix: &Path, share: f64) -> Vec<String> {
+    vec![
+        "--log".to_string(),
+        format!("--log-prefix={}", prefix.display()),
+        format!("--sampling-rate={share}"),
+    ]
+}
+
 /// Whether a failed run's words say its pgbench does not know
 /// `--log-prefix` (added in PostgreSQL 10): getopt's "unrecognized
 /// option '--log-prefix=...'".

@@ -55,6 +55,7 @@ pub(super) fn choices(args: &LabArgs) -> LabChoices {
         pgbench: args.pgbench.clone(),
         run_as: args.run_as.clone(),
         cache_size: args.cache_size,
+        percentiles: None,
     }
 }
 

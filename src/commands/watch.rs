@@ -12,6 +12,7 @@ use crate::engine::session::watch::{self as session, WatchAsk, WatchedProfile};
 use crate::engine::session::watch_site;
 use crate::engine::watch::{WatchConfig, Watched, pick, render};
 use crate::error::{EXIT_CULPRIT_FOUND, EXIT_INCONCLUSIVE, EXIT_NO_REGRESSION, UsageError};
+use crate::lab::open::LabChoices;
 use crate::store::ChangeStatus;
 use crate::store::place::StoreAt;
 use clap::{Args, Subcommand};
@@ -40,6 +41,11 @@ pub struct WatchArgs {
     /// Pairs of runs (commit and reference) per commit and series.
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub rounds: u32,
+    /// Log this share of each run's transactions (above 0, at most 1; e.g.
+    /// 0.01) and keep their 50th, 95th and 99th percentile latency with
+    /// the run (pgbench 10 or later).
+    #[arg(long, value_name = "SHARE", value_parser = share)]
+    pub percentiles: Option<f64>,
     /// End within this much wall time (e.g. 6h); the next start goes on.
     #[arg(long, value_name = "DURATION", conflicts_with = "deadline")]
     pub time_budget: Option<String>,
@@ -277,7 +283,10 @@ fn ask(args: &WatchArgs) -> anyhow::Result<WatchAsk> {
         store: store_at(&args.place)?,
         branch: args.place.branch.clone(),
         profiles: profiles(args, &lab)?,
-        choices: choices(&lab),
+        choices: LabChoices {
+            percentiles: args.percentiles,
+            ..choices(&lab)
+        },
         config,
         replay: replay.map(|(since, until)| (since, until, args.every)),
         notifier: args.tell.notifier()?,
@@ -321,4 +330,14 @@ fn series_name(given: Option<&str>) -> String {
     std::path::Path::new(given)
         .file_stem()
         .map_or_else(|| given.to_string(), |s| s.to_string_lossy().into_owned())
+}
+
+/// A share of transactions: above 0, at most 1.
+fn share(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 1.0 => Ok(v),
+        _ => Err(format!(
+            "`{text}` is not a share of transactions above 0 and at most 1 (e.g. 0.01)"
+        )),
+    }
 }

@@ -459,6 +459,7 @@ mod tests {
                 tps: level * spec.clients as f64 * wobble,
                 latency_ms: None,
                 failed_transactions: None,
+                percentiles: None,
                 output: None,
             }))
         }

@@ -262,6 +262,7 @@ mod tests {
                 tps,
                 latency_ms: None,
                 failed_transactions: None,
+                percentiles: None,
                 output: None,
             }),
             host: None,

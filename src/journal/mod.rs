@@ -322,6 +322,7 @@ mod tests {
                 tps: 100.0,
                 latency_ms: Some(1.0),
                 failed_transactions: None,
+                percentiles: None,
                 output: None,
             }),
             host: None,

@@ -141,6 +141,7 @@ mod tests {
                 tps: 100.0,
                 latency_ms: None,
                 failed_transactions: None,
+                percentiles: None,
                 output: None,
             }),
             host: None,

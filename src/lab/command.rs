@@ -236,6 +236,7 @@ pub(crate) fn read_run(
             tps: report.tps,
             latency_ms: report.latency_ms,
             failed_transactions: report.failed_transactions,
+            percentiles: None,
             output: Some(output),
         }),
         Err(e) => RunOutcome::Failed {

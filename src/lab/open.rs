@@ -30,6 +30,10 @@ pub struct LabChoices {
     pub run_as: Option<String>,
     /// `--cache-size`: installs kept.
     pub cache_size: usize,
+    /// `watch --percentiles`: the share of transactions each run logs,
+    /// read for latency percentiles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percentiles: Option<f64>,
 }
 
 /// Everything a lab is opened with, resolved before: a plain value.
@@ -148,6 +152,7 @@ fn pg_lab(
         pgbench,
         build,
         cache_size: args.cache_size.max(2),
+        percentiles: args.percentiles,
         good: plan.good.clone(),
         bad: plan.bad.clone(),
         placement: profile.placement.clone(),

@@ -217,10 +217,12 @@ fn run_row(
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
         - seconds as i64;
-    let (tps, latency, failed) = match outcome {
-        RunOutcome::Measured(m) if m.is_usable() => (Some(m.tps), m.latency_ms, None),
-        RunOutcome::Measured(m) => (None, None, Some(format!("unusable tps {}", m.tps))),
-        RunOutcome::Failed { reason } => (None, None, Some(reason)),
+    let (tps, latency, percentiles, failed) = match outcome {
+        RunOutcome::Measured(m) if m.is_usable() => {
+            (Some(m.tps), m.latency_ms, m.percentiles, None)
+        }
+        RunOutcome::Measured(m) => (None, None, None, Some(format!("unusable tps {}", m.tps))),
+        RunOutcome::Failed { reason } => (None, None, None, Some(reason)),
     };
     let placement = lab
         .placements
@@ -238,9 +240,9 @@ fn run_row(
         round: slot.round,
         tps,
         latency_avg_ms: latency,
-        latency_p50_ms: None,
-        latency_p95_ms: None,
-        latency_p99_ms: None,
+        latency_p50_ms: percentiles.as_ref().map(|p| p.p50_ms),
+        latency_p95_ms: percentiles.as_ref().map(|p| p.p95_ms),
+        latency_p99_ms: percentiles.as_ref().map(|p| p.p99_ms),
         failed,
         started,
         seconds,

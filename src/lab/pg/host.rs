@@ -232,6 +232,7 @@ mod tests {
                 tps: 812.5,
                 latency_ms: Some(1.2),
                 failed_transactions: None,
+                percentiles: None,
                 output: None,
             })),
             notes: vec!["a note".into()],

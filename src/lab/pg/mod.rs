@@ -78,6 +78,9 @@ pub struct PgLabConfig {
     pub build: BuildSettings,
     /// Installs kept in the cache.
     pub cache_size: usize,
+    /// The share of transactions each measured run logs for latency
+    /// percentiles; `None`: no log (pgbench's own average only).
+    pub percentiles: Option<f64>,
     /// The good endpoint (its pgbench may drive every run).
     pub good: String,
     /// The bad endpoint: with the good one, the versions the profile's
@@ -338,9 +341,26 @@ impl PgLab {
             Err(reason) => return Ok(RunOutcome::Failed { reason }),
         };
         let template = plan.template_spec(&self.place());
-        let job = self.job(&plan, &template)?;
+        let mut job = self.job(&plan, &template)?;
+        if let Some(share) = self.cfg.percentiles {
+            let logs = self.transaction_logs("logs")?;
+            job.sampled_log = Some((
+                logs.join(format!("{:05}-{}", spec.run, commit.short())),
+                share,
+            ));
+        }
         let runs = &mut self.runs;
         strays::run_marked(&self.marks.token(), || runs.measure(job))
+    }
+
+    /// The folder `name` of the runs' folder, where pgbench's user writes
+    /// its transaction logs.
+    fn transaction_logs(&self, name: &str) -> anyhow::Result<PathBuf> {
+        let logs = self.cfg.runs_dir.join(name);
+        crate::folders::create_dir_for(&logs, self.cfg.run_as.uid())
+            .with_context(|| format!("cannot create {}", logs.display()))?;
+        self.cfg.run_as.hand_over(&logs)?;
+        Ok(logs)
     }
 
     /// [`PgLab::measure`] with instruments, its files named `why-...`
@@ -356,10 +376,7 @@ impl PgLab {
         };
         let template = plan.template_spec(&self.place());
         let mut job = self.job(&plan, &template)?;
-        let logs = self.cfg.runs_dir.join("why-logs");
-        crate::folders::create_dir_for(&logs, self.cfg.run_as.uid())
-            .with_context(|| format!("cannot create {}", logs.display()))?;
-        self.cfg.run_as.hand_over(&logs)?;
+        let logs = self.transaction_logs("why-logs")?;
         job.transaction_log = Some(logs.join(format!("{:05}-{}", spec.run, commit.short())));
         let (runs, profiler) = (&mut self.runs, self.profiler.as_mut());
         strays::run_marked(&self.marks.token(), || match profiler {

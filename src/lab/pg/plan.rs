@@ -117,6 +117,7 @@ impl RunPlan {
             spec: self.spec(),
             out: place.runs_dir.join(out),
             transaction_log: None,
+            sampled_log: None,
         }
     }
 }

@@ -155,6 +155,10 @@ pub struct RunJob<'a> {
     /// pgbench's transaction log under this prefix (in a folder pgbench's
     /// user may write), wait events sampled into `<out>-waits.txt`.
     pub transaction_log: Option<PathBuf>,
+    /// A plain run's transaction log: its prefix, and the share of
+    /// transactions logged (`--sampling-rate`), read for latency
+    /// percentiles and removed.
+    pub sampled_log: Option<(PathBuf, f64)>,
 }
 
 impl RunJob<'_> {
@@ -370,7 +374,7 @@ impl Runs {
             limit,
         );
         if let Err(e) = &result
-            && job.transaction_log.is_some()
+            && (job.transaction_log.is_some() || job.sampled_log.is_some())
             && instruments::refused_log_prefix(&format!("{e:#}"))
         {
             // An old pgbench: the same run again, without the log.
@@ -383,12 +387,18 @@ impl Runs {
         let extras = watching
             .zip(job.transaction_log.as_deref())
             .map(|(w, log)| w.finish(&out, log));
+        let percentiles = job.sampled_log.as_ref().and_then(|(prefix, _)| {
+            instruments::log_percentiles(&instruments::log_files(prefix))
+                .ok()
+                .flatten()
+        });
         match result {
             Ok(report) => (
                 RunOutcome::Measured(Measurement {
                     tps: report.tps,
                     latency_ms: report.latency_ms,
                     failed_transactions: report.failed_transactions,
+                    percentiles,
                     output: Some(out),
                 }),
                 extras,
@@ -406,13 +416,16 @@ impl Runs {
     /// it (the transaction log only where this pgbench takes a prefix).
     fn measured_args(&self, job: &RunJob, seconds: u32, conn: &Conn) -> Vec<String> {
         let mut args = bench::run_args(&self.options, job.spec.clients, seconds, conn);
+        let takes_prefix = !self.without_log_prefix.contains(&job.pgbench);
+        // Before the database name, which pgbench wants last.
+        let db = args.pop();
         if let Some(log_prefix) = &job.transaction_log {
-            // Before the database name, which pgbench wants last.
-            let db = args.pop();
-            let prefix = (!self.without_log_prefix.contains(&job.pgbench)).then_some(log_prefix);
+            let prefix = takes_prefix.then_some(log_prefix);
             args.extend(instruments::args(prefix.map(PathBuf::as_path)));
-            args.extend(db);
+        } else if let Some((prefix, share)) = job.sampled_log.as_ref().filter(|_| takes_prefix) {
+            args.extend(instruments::sampled_log_args(prefix, *share));
         }
+        args.extend(db);
         args
     }
 }

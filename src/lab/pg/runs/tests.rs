@@ -251,6 +251,7 @@ fn pinned_run(
 fn job(spec: &TemplateSpec, run: u64, (server_pin, pgbench_pin): (Pin, Pin)) -> RunJob<'_> {
     RunJob {
         transaction_log: None,
+        sampled_log: None,
         template: spec,
         server: Server {
             bin: PathBuf::from("/install/bin"),
@@ -341,6 +342,41 @@ fn a_pgbench_without_log_prefix_is_instrumented_without_the_log() {
         .map(|a| a.iter().any(|w| w.starts_with("--log")))
         .collect();
     assert_eq!(logged, [true, false, false]);
+}
+
+#[test]
+fn a_plain_run_with_a_sampled_log_reads_its_percentiles_and_removes_the_log() {
+    for old_pgbench in [false, true] {
+        let (mut fake, calls) = fake();
+        fake.old_pgbench = old_pgbench;
+        let mut runs = Runs::new(Box::new(fake), options(Builtin::SelectOnly, 0));
+        let tmp = tempfile::tempdir().unwrap();
+        let spec = template_spec("/t/a");
+        let mut job = job(&spec, 3, (Pin::none(), Pin::none()));
+        job.out = tmp.path().join("run-3");
+        job.sampled_log = Some((tmp.path().join("log-3"), 0.05));
+        let RunOutcome::Measured(m) = runs.measure(job).unwrap() else {
+            panic!("not measured")
+        };
+        let calls = calls.borrow();
+        let first = &calls.args[0];
+        assert!(
+            first.contains(&"--sampling-rate=0.05".to_string()),
+            "{first:?}"
+        );
+        assert!(!first.contains(&"-r".to_string()), "a plain run: {first:?}");
+        assert_eq!(first.last().map(String::as_str), Some("postgres"));
+        if old_pgbench {
+            // Refused, and made again without the log.
+            assert_eq!(calls.args.len(), 2);
+            assert!(!calls.args[1].iter().any(|a| a.starts_with("--log")));
+            assert_eq!(m.percentiles, None);
+        } else {
+            let p = m.percentiles.expect("percentiles");
+            assert_eq!((p.p50_ms, p.p99_ms, p.transactions), (0.1, 0.3, 2));
+            assert!(!tmp.path().join("log-3.77").exists(), "the log is removed");
+        }
+    }
 }
 
 fn tps(outcome: &RunOutcome) -> f64 {
