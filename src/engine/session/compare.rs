@@ -159,7 +159,7 @@ fn why_runs(
         &mut found,
         &out_dir.join("why-profile"),
         no_profile.as_deref(),
-        super::why::code_change(spec, &a.id, &b.id).as_ref(),
+        super::why::code_change(spec, &a.id, &b.id),
     );
     super::why::note_builds(&mut found, &built, &why_lab.totals());
     Ok(found)

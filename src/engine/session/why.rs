@@ -89,7 +89,7 @@ pub fn after_hunt(
             &mut found_now,
             &hunt.why_profile(&culprit.commit),
             no_profile,
-            code_change(spec, &culprit.parent, &culprit.commit).as_ref(),
+            code_change(spec, &culprit.parent, &culprit.commit),
         );
         note_builds(&mut found_now, &built, &lab.totals());
         let body = serde_json::to_string_pretty(&found_now)?;
@@ -144,13 +144,12 @@ fn mean_build_seconds(report: &HuntReport) -> Option<f64> {
 
 /// What `commit` changed against `parent` in the server's source, read
 /// from the hunt's repository (with the private objects of patched
-/// commits); `None` when it cannot be read, and the report then goes
-/// without the part that needs it.
-pub fn code_change(spec: &LabSpec, parent: &str, commit: &str) -> Option<CodeChange> {
+/// commits); why not, when it cannot be read (the report then says so,
+/// and goes without the part that needs it).
+pub fn code_change(spec: &LabSpec, parent: &str, commit: &str) -> Result<CodeChange, String> {
     crate::lab::open::open_repo(spec)
-        .ok()?
-        .code_change(parent, commit)
-        .ok()
+        .and_then(|repo| Ok(repo.code_change(parent, commit)?))
+        .map_err(|e| format!("the functions {} changed were not read: {e:#}", short(commit)))
 }
 
 /// Adds up the CPU profiles of each side of `why`'s runs and compares
@@ -162,7 +161,7 @@ pub fn compare_profiles(
     why: &mut Why,
     dir: &Path,
     no_profile: Option<&str>,
-    change: Option<&CodeChange>,
+    change: Result<CodeChange, String>,
 ) {
     if let Some(reason) = no_profile {
         why.cpu = Some(CpuFinding::Unavailable(reason.to_string()));
@@ -171,6 +170,7 @@ pub fn compare_profiles(
     if why.profiles_before.is_empty() && why.profiles_after.is_empty() {
         return;
     }
+    let change = change.map_err(|why_not| why.notes.push(why_not)).ok();
     let sides = side_profile(&why.profiles_before)
         .and_then(|before| side_profile(&why.profiles_after).map(|after| (before, after)));
     let title = format!(
@@ -184,7 +184,7 @@ pub fn compare_profiles(
             Ok(written) => cpu_finding(
                 &written.diff,
                 (perf::TABLE_ROWS, why.statements_clients),
-                change,
+                change.as_ref(),
                 written.svg,
             ),
             Err(e) => CpuFinding::Unavailable(format!(
@@ -334,7 +334,7 @@ mod tests {
             functions: vec!["ExecutorStart".into(), "never_sampled".into()],
             other_files: vec!["src/backend/catalog/system_views.sql".into()],
         };
-        compare_profiles(&mut why, &out, None, Some(&change));
+        compare_profiles(&mut why, &out, None, Ok(change.clone()));
         let Some(CpuFinding::Compared {
             risers,
             samples_before,
@@ -365,7 +365,7 @@ mod tests {
         );
         let refused = json!({ "unavailable": "no CPU profile: the kernel refused" });
         let mut why = why_with(before, vec![refused]);
-        compare_profiles(&mut why, dir.path(), None, None);
+        compare_profiles(&mut why, dir.path(), None, Err(String::new()));
         assert_eq!(
             why.cpu,
             Some(CpuFinding::Unavailable(
@@ -374,21 +374,22 @@ mod tests {
         );
 
         let mut gone = why_with(vec![json!({ "folded": "/nonexistent/p.folded" })], vec![]);
-        compare_profiles(&mut gone, dir.path(), None, None);
+        compare_profiles(&mut gone, dir.path(), None, Err("diff unread".into()));
         assert!(
             matches!(&gone.cpu, Some(CpuFinding::Unavailable(r)) if r.contains("/nonexistent")),
             "{:?}",
             gone.cpu
         );
+        assert_eq!(gone.notes, ["diff unread"], "why the changed functions are missing");
 
         let mut none = why_with(vec![], vec![]);
-        compare_profiles(&mut none, dir.path(), None, None);
+        compare_profiles(&mut none, dir.path(), None, Err(String::new()));
         assert_eq!(none.cpu, None, "a lab without a profiler");
         compare_profiles(
             &mut none,
             dir.path(),
             Some("no CPU profile: perf is missing"),
-            None,
+            Err(String::new()),
         );
         assert!(matches!(none.cpu, Some(CpuFinding::Unavailable(_))));
     }
