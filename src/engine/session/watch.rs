@@ -229,11 +229,25 @@ fn lab_specs(ask: &WatchAsk, line: &[Landed], reference: Option<String>) -> Vec<
                 good: reference.clone().unwrap_or_else(|| tip.clone()),
                 bad: tip.clone(),
                 choices: ask.choices.clone(),
-                setups: super::decide_setups(&p.profile, &p.clients),
+                // A hunt's why-runs sweep other client counts too.
+                setups: super::decide_setups(&p.profile, &watched_clients(p)),
             };
             (p.name.clone(), spec)
         })
         .collect()
+}
+
+/// The client counts a profile's runs are made at: its series', and the
+/// why-runs' sweep of the hunts started from them.
+fn watched_clients(p: &WatchedProfile) -> Vec<u32> {
+    let mut all: Vec<u32> = p
+        .clients
+        .iter()
+        .flat_map(|&c| super::hunt_clients(&p.profile, c))
+        .collect();
+    all.sort_unstable();
+    all.dedup();
+    all
 }
 
 /// A lab per profile, opened from its spec.
@@ -295,4 +309,21 @@ fn now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_series_at_2_clients_has_setups_for_its_why_runs_at_1_too() {
+        let p = WatchedProfile {
+            name: "smoke".into(),
+            profile: Profile::default(),
+            clients: vec![2],
+        };
+        let all = watched_clients(&p);
+        assert!(all.contains(&1) && all.contains(&2), "{all:?}");
+        assert!(all.windows(2).all(|w| w[0] < w[1]), "{all:?}");
+    }
 }
