@@ -279,7 +279,7 @@ replay() { # VARIANT
   stop_sink
   echo "  exit code $code; output $vw/watch.txt, log $vw/watch.log"
   cost "$wd" "$(( t1 - t0 ))" || echo "  wall $(( t1 - t0 )) s; no results database to read"
-  echo "  builds made in the work dir: $(builds_made "$wd" "$vw/started")"
+  echo "  builds: $(builds_made "$wd" "$vw/started")"
 
   local db="$wd/watch.sqlite" findings digests
   findings=$(mails "$box" | sed -n 's/^findings //p')
