@@ -10,6 +10,10 @@
 # unpacks it) or a PostgreSQL tree given as PGBISECT_PG_SOURCE. Prints the
 # SHAs of the injected commits. With SECOND_SLOW = 0 no slowdown is
 # injected (a no-regression history).
+#
+# Commit N is dated N * PGBISECT_HISTORY_STEP seconds (default 3600, an
+# hour) after 2026-01-01 00:00 UTC; 86400 gives a commit a day, a history
+# for `pgbisect watch --replay`.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 dest=${1:?usage: make-history.sh DEST [COMMITS] [FIRST_SLOW] [SECOND_SLOW]}
@@ -17,6 +21,8 @@ commits=${2:-40}
 first_slow=${3:-12}
 second_slow=${4:-29}
 spin=${PGBISECT_SPIN:-20000}
+step=${PGBISECT_HISTORY_STEP:-3600}
+case $step in ''|*[!0-9]*|0) echo "make-history.sh: PGBISECT_HISTORY_STEP must be a positive number of seconds" >&2; exit 2 ;; esac
 source=${PGBISECT_PG_SOURCE:-$here/.pgbisect-test-cache/postgresql-15}
 [ -f "$source/configure" ] || { echo "make-history.sh: no PostgreSQL source in $source; run scripts/setup.sh" >&2; exit 1; }
 
@@ -29,8 +35,8 @@ export GIT_AUTHOR_NAME="pgbisect history" GIT_AUTHOR_EMAIL="history@example.org"
 export GIT_COMMITTER_NAME="$GIT_AUTHOR_NAME" GIT_COMMITTER_EMAIL="$GIT_AUTHOR_EMAIL"
 # Fixed dates make the same source give the same SHAs, so rerunning a hunt
 # on a remade history continues it instead of starting over.
-dated() { # N: commit N's date, an hour after commit N-1's
-  export GIT_AUTHOR_DATE="$(( 1767225600 + 3600 * $1 )) +0000" GIT_COMMITTER_DATE="$(( 1767225600 + 3600 * $1 )) +0000"
+dated() { # N: commit N's date, $step seconds after commit N-1's
+  export GIT_AUTHOR_DATE="$(( 1767225600 + step * $1 )) +0000" GIT_COMMITTER_DATE="$(( 1767225600 + step * $1 )) +0000"
 }
 git init -q -b main
 git add -A
