@@ -15,7 +15,7 @@ const QUOTED_ERRORS: usize = 3;
 /// How many lines of the tail a failure reason quotes when no line says `error:`.
 const QUOTED_TAIL: usize = 8;
 
-/// `<work_dir>/logs/build-<commit>.log`: configure, make and install output.
+/// `<work_dir>/logs/build-<commit>-<key>.log`: configure, make and install output.
 pub(crate) struct BuildLog {
     path: PathBuf,
     file: File,

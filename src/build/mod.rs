@@ -17,7 +17,8 @@
 //! - installs go to `<work_dir>/installs/<commit>-<settings hash>/`, each
 //!   finished by a stamp written last, kept up to a count, least recently
 //!   used evicted first; ccache is used when on `PATH`;
-//! - the output goes to `<work_dir>/logs/build-<commit>.log`; a commit that
+//! - the output goes to `<work_dir>/logs/build-<commit>-<key>.log`, named as
+//!   its install is; a commit that
 //!   does not build is an ordinary outcome ([`BuildOutcome::Failed`], a
 //!   skip), trouble with the machine is a [`BuildError`].
 
@@ -302,7 +303,9 @@ impl Builder {
         });
         let key = self.install_key(&patch_texts, &steps);
         compat::record(&self.build_root, commit, &steps)?;
-        let log_path = self.logs.join(format!("build-{commit}.log"));
+        // Named as the install is: a build with other flags (frame pointers
+        // for the why-runs) keeps a log of its own.
+        let log_path = self.logs.join(format!("build-{commit}-{key}.log"));
         if let Some(prefix) = self.cache.lookup(commit, &key) {
             return Ok(BuildOutcome::Installed {
                 prefix,

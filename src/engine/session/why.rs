@@ -149,7 +149,12 @@ fn mean_build_seconds(report: &HuntReport) -> Option<f64> {
 pub fn code_change(spec: &LabSpec, parent: &str, commit: &str) -> Result<CodeChange, String> {
     crate::lab::open::open_repo(spec)
         .and_then(|repo| Ok(repo.code_change(parent, commit)?))
-        .map_err(|e| format!("the functions {} changed were not read: {e:#}", short(commit)))
+        .map_err(|e| {
+            format!(
+                "the functions {} changed were not read: {e:#}",
+                short(commit)
+            )
+        })
 }
 
 /// Adds up the CPU profiles of each side of `why`'s runs and compares
@@ -380,7 +385,11 @@ mod tests {
             "{:?}",
             gone.cpu
         );
-        assert_eq!(gone.notes, ["diff unread"], "why the changed functions are missing");
+        assert_eq!(
+            gone.notes,
+            ["diff unread"],
+            "why the changed functions are missing"
+        );
 
         let mut none = why_with(vec![], vec![]);
         compare_profiles(&mut none, dir.path(), None, Err(String::new()));
