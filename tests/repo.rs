@@ -288,48 +288,6 @@ fn reads_files_and_changed_paths_without_a_checkout() {
     assert!(repo.changed_paths(&first, &first).unwrap().is_empty());
 }
 
-#[test]
-fn a_commits_code_change_names_the_functions_it_edited_added_and_removed() {
-    let mut t = TestRepo::new();
-    let file = "src/backend/tsearch/wparser_def.c";
-    let before = "static bool\nhlCover(int *p)\n{\n\treturn *p > 0;\n}\n\n\
-                  static int\nold_helper(void)\n{\n\treturn 1;\n}\n\n\
-                  Datum\nprsd_headline(int a)\n{\n\treturn a;\n}\n";
-    let after = "static bool\nhlCover(int *p)\n{\n\treturn *p > 1;\n}\n\n\
-                 static int\nnew_helper(void)\n{\n\treturn 2;\n}\n\n\
-                 Datum\nprsd_headline(int a)\n{\n\treturn a;\n}\n";
-    let first = t.commit(
-        "first",
-        &[
-            (file, Some(before)),
-            ("src/include/utils/rel.h", Some("#define A 1\n")),
-            ("src/backend/catalog/system_views.sql", Some("select 1;\n")),
-        ],
-    );
-    let second = t.commit(
-        "second",
-        &[
-            (file, Some(after)),
-            ("src/include/utils/rel.h", Some("#define A 2\n")),
-            ("src/backend/catalog/system_views.sql", Some("select 2;\n")),
-            ("src/test/regress/sql/tsearch.sql", Some("select;\n")),
-            ("doc/src/sgml/func.sgml", Some("<para/>\n")),
-        ],
-    );
-    let change = t.open().code_change(&first, &second).unwrap();
-    assert_eq!(change.functions, ["hlCover", "new_helper", "old_helper"]);
-    assert_eq!(
-        change.other_files,
-        [
-            "src/backend/catalog/system_views.sql",
-            "src/include/utils/rel.h"
-        ]
-    );
-    let none = t.open().code_change(&second, &second).unwrap();
-    assert!(none.functions.is_empty() && none.other_files.is_empty());
-    assert!(t.open().code_change("nope", &second).is_err());
-}
-
 /// Everything that says what state the user's repository is in.
 fn user_state(t: &TestRepo) -> (String, String, Vec<u8>, BTreeSet<PathBuf>) {
     let mut git_files = BTreeSet::new();
