@@ -63,6 +63,10 @@ struct Cli {
     /// Pairs of runs (the commit's and the reference's) a commit a night.
     #[arg(long, default_value_t = 3)]
     rounds: u32,
+    /// At most this many pairs where the series' pairs scattered (as
+    /// `pgbisect watch --max-rounds`; default: --rounds, a fixed count).
+    #[arg(long)]
+    max_rounds: Option<u32>,
     /// Noise models (see above).
     #[arg(long, value_delimiter = ',', default_values_t = ["gaussian:2".to_string()])]
     models: Vec<String>,
@@ -229,6 +233,7 @@ fn trial(cli: &Cli, model: &Model, kind: Kind, seed: u64) -> anyhow::Result<Tria
         backfill: cli.backfill,
         per_night: cli.per_night,
         rounds: cli.rounds,
+        max_rounds: cli.max_rounds.unwrap_or(cli.rounds),
         ..WatchConfig::new("master")
     };
     let mut out = Trial {
@@ -345,8 +350,13 @@ fn main() -> anyhow::Result<()> {
         .flat_map(|m| cli.series.iter().map(move |s| (m, s)))
         .collect();
     println!(
-        "per night {}, {} pairs of runs a commit, {} nights watched, {} trials a row, seed {}",
-        cli.per_night, cli.rounds, cli.nights, cli.trials, cli.seed
+        "per night {}, {} to {} pairs of runs a commit, {} nights watched, {} trials a row, seed {}",
+        cli.per_night,
+        cli.rounds,
+        cli.max_rounds.unwrap_or(cli.rounds),
+        cli.nights,
+        cli.trials,
+        cli.seed
     );
     println!(
         "| noise | series | false confirmed per 100 nights | confirmed | within 2 nights \

@@ -41,6 +41,11 @@ pub struct WatchArgs {
     /// Pairs of runs (commit and reference) per commit and series.
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub rounds: u32,
+    /// At most this many pairs where a series' pairs scattered over the
+    /// last nights, enough that a 5% step stands out in one night
+    /// (--rounds: never more).
+    #[arg(long, value_name = "N", default_value_t = 12)]
+    pub max_rounds: u32,
     /// Log this share of each run's transactions (above 0, at most 1; e.g.
     /// 0.01) and keep their 50th, 95th and 99th percentile latency with
     /// the run (pgbench 10 or later).
@@ -266,6 +271,7 @@ fn ask(args: &WatchArgs) -> anyhow::Result<WatchAsk> {
     let mut config = WatchConfig::new(args.place.branch.as_deref().unwrap_or("master"));
     (config.per_night, config.backfill, config.rounds) =
         (args.per_night, args.backfill, args.rounds);
+    config.max_rounds = args.max_rounds.max(args.rounds);
     config.digest_every = args.digest_every;
     config.budget = super::hunt::budget(&TimeLimit {
         budget: args.time_budget.clone(),

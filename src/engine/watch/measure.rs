@@ -7,7 +7,7 @@
 //! commit, series, round, role); what is stored is not run again, so a
 //! night killed half way goes on where it stopped.
 
-use super::{ProfileLab, WatchConfig};
+use super::{ProfileLab, WatchConfig, rounds};
 use crate::lab::RunSpec;
 use crate::model::{Commit, Prepared, RunOutcome};
 use crate::store::{Night, NightStatus, Role, RunRow, Store, series_key};
@@ -40,8 +40,9 @@ pub fn night(
     cfg: &WatchConfig,
     note: &mut dyn FnMut(&str),
 ) -> anyhow::Result<Made> {
-    let stored: HashSet<(String, String, u32, Role)> = store
-        .runs(&night.branch)?
+    let runs = store.runs(&night.branch)?;
+    let pairs = pairs_tonight(&runs, night.id, labs, cfg, note);
+    let stored: HashSet<(String, String, u32, Role)> = runs
         .into_iter()
         .filter(|r| r.night == night.id)
         .map(|r| (r.commit, r.series, r.round, r.role))
@@ -57,7 +58,7 @@ pub fn night(
     let mut unbuildable: HashSet<(usize, String)> = HashSet::new();
     let mut broken: BTreeMap<String, String> = BTreeMap::new();
     let mut spent = (0usize, 0.0f64);
-    for slot in slots(night, labs, cfg.rounds) {
+    for slot in slots(night, labs, &pairs) {
         let key = (
             slot.commit.to_string(),
             series_key(&labs[slot.profile].name, slot.clients),
@@ -133,14 +134,52 @@ pub(super) fn error_line(reason: &str) -> &str {
         .unwrap_or(first)
 }
 
+/// The pairs each series' commits get tonight, by series: `--rounds`,
+/// or more where the series' pairs scattered over the last nights (see
+/// [`rounds`]), said when more.
+fn pairs_tonight(
+    runs: &[RunRow],
+    night: i64,
+    labs: &[ProfileLab],
+    cfg: &WatchConfig,
+    note: &mut dyn FnMut(&str),
+) -> BTreeMap<String, u32> {
+    let spreads = rounds::spreads(runs, night);
+    let mut out = BTreeMap::new();
+    for lab in labs {
+        for &clients in &lab.clients {
+            let series = series_key(&lab.name, clients);
+            let spread = spreads.get(&series).copied();
+            let pairs = rounds::pairs_for(spread, cfg.rounds, cfg.max_rounds);
+            if let (Some(s), true) = (spread, pairs > cfg.rounds) {
+                note(&format!(
+                    "{series}: {pairs} pairs a commit tonight (its pairs scattered by {:.1}% \
+                     over the last nights)",
+                    100.0 * s.sigma
+                ));
+            }
+            out.insert(series, pairs);
+        }
+    }
+    out
+}
+
 /// The runs of a night, in the order they are made: per profile and
-/// client count, per commit, `rounds` pairs, the reference first in
+/// client count, per commit, its series' pairs, the reference first in
 /// even rounds and second in odd ones. Rounds are counted over the whole
 /// night, so a reference run's key names its pair.
-fn slots<'a>(night: &'a Night, labs: &[ProfileLab], rounds: u32) -> Vec<Slot<'a>> {
+fn slots<'a>(
+    night: &'a Night,
+    labs: &[ProfileLab],
+    pairs: &BTreeMap<String, u32>,
+) -> Vec<Slot<'a>> {
     let mut out = Vec::new();
     for (profile, lab) in labs.iter().enumerate() {
         for &clients in &lab.clients {
+            let rounds = pairs
+                .get(&series_key(&lab.name, clients))
+                .copied()
+                .unwrap_or(1);
             let mut round = 0;
             for commit in &night.commits {
                 for r in 0..rounds {

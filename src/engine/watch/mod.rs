@@ -26,6 +26,7 @@ mod hunt_tests;
 pub mod measure;
 pub mod pick;
 mod render;
+pub mod rounds;
 mod since;
 #[cfg(test)]
 mod tests;
@@ -61,8 +62,11 @@ pub struct WatchConfig {
     /// Days a first night backfills, one commit a day.
     pub backfill: usize,
     /// Pairs of runs (the commit's and the reference's) per commit, series
-    /// and night.
+    /// and night: at least.
     pub rounds: u32,
+    /// At most: a series whose pairs scattered over the last nights gets
+    /// more pairs, up to this ([`rounds`]).
+    pub max_rounds: u32,
     /// Runs a side when a change is measured again side by side.
     pub confirm_runs: usize,
     /// Nights the change-point test reads, back from tonight.
@@ -102,6 +106,7 @@ impl WatchConfig {
             per_night: 3,
             backfill: 30,
             rounds: 3,
+            max_rounds: 3,
             confirm_runs: 5,
             window: 60,
             detect: looser_detector(),

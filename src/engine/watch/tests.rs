@@ -6,8 +6,8 @@ use super::*;
 use crate::lab::sim::{History, NoiseModel, SimLab, sim_id};
 use crate::lab::{Lab, RunSpec};
 use crate::model::{Commit, LabTotals, Prepared, RunOutcome};
-use crate::store::ChangeStatus;
 use crate::store::sqlite::SqliteStore;
+use crate::store::{ChangeStatus, Role};
 
 /// Three commits a day, position `p` landing at `p * 8` hours.
 fn line(len: usize) -> Vec<Landed> {
@@ -312,4 +312,54 @@ fn replay_clocks_are_the_ends_of_every_nth_day() {
         [11 * DAY - 1, 14 * DAY - 1, 17 * DAY - 1, 20 * DAY - 1]
     );
     assert_eq!(replay_clocks(10 * DAY, 10 * DAY, 1), [11 * DAY - 1]);
+}
+
+#[test]
+fn a_series_whose_pairs_scatter_gets_more_pairs_the_next_night_and_a_quiet_one_does_not() {
+    // The pairs each commit of the second night got, and the notes.
+    let pairs_of_second_night = |cv: f64| {
+        let (_dir, mut store) = fresh_store();
+        let cfg = WatchConfig {
+            backfill: 5,
+            max_rounds: 20,
+            ..config()
+        };
+        let mut labs = vec![ProfileLab {
+            name: "sim".into(),
+            clients: vec![8],
+            lab: Box::new(SimLab::new(history(None), NoiseModel::Gaussian { cv }, 7)),
+            placements: vec![],
+        }];
+        // The first night backfills at 3 pairs a commit: the spread's
+        // first reading.
+        night_of(&mut store, &mut labs, 20, &cfg).unwrap();
+        let mut notes = Vec::new();
+        watch_night(
+            &mut store,
+            &mut labs,
+            &line(150),
+            end_of_day(21),
+            &cfg,
+            &mut |n| notes.push(n.to_string()),
+        )
+        .unwrap();
+        let last = store.nights("master").unwrap().last().unwrap().id;
+        let runs: Vec<_> = store
+            .runs("master")
+            .unwrap()
+            .into_iter()
+            .filter(|r| r.night == last && r.role == Role::Candidate)
+            .collect();
+        let commits: std::collections::BTreeSet<_> =
+            runs.iter().map(|r| r.commit.clone()).collect();
+        (runs.len() / commits.len(), notes)
+    };
+    let (quiet, _) = pairs_of_second_night(0.005);
+    assert_eq!(quiet, 3, "a quiet series keeps --rounds");
+    let (busy, notes) = pairs_of_second_night(0.08);
+    assert!(busy > 3, "{busy} pairs");
+    assert!(
+        notes.iter().any(|n| n.contains("pairs a commit tonight")),
+        "{notes:?}"
+    );
 }
