@@ -39,7 +39,9 @@ wait_for() {
   done
 }
 # True when the pid in file $1 is a live process.
-alive() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+# PIDFILE NAME: the pid file names a live process called NAME (a pid file
+# left from before a reboot may name a process that took the number since).
+alive() { [ -s "$1" ] && [ "$(cat "/proc/$(cat "$1")/comm" 2>/dev/null)" = "$2" ]; }
 
 # ---- sshd on 127.0.0.1:2222, three names for it ----------------------------
 conf_dir=/etc/pgbisect-hosts
@@ -65,7 +67,7 @@ MaxSessions 100
 Subsystem sftp internal-sftp
 CONF
 /usr/sbin/sshd -t -f "$conf_dir/sshd_config" || die "sshd refuses $conf_dir/sshd_config"
-if ! alive /run/sshd-pgbisect.pid; then
+if ! alive /run/sshd-pgbisect.pid sshd; then
   /usr/sbin/sshd -f "$conf_dir/sshd_config" || die "sshd did not start"
 fi
 # The names, in a file of their own (tests add names to a copy of it) and
@@ -99,7 +101,7 @@ chown -R munge:munge /etc/munge /var/lib/munge /var/log/munge /run/munge
 chmod 700 /etc/munge && chmod 400 /etc/munge/munge.key && chmod 755 /run/munge
 if ! munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
   pid=/run/munge/munged.pid
-  if alive "$pid"; then kill "$(cat "$pid")"; sleep 1; fi
+  if alive "$pid" munged; then kill "$(cat "$pid")"; sleep 1; fi
   rm -f /run/munge/munge.socket.2*
   runuser -u munge -- /usr/sbin/munged --force || die "munged did not start"
   wait_for 20 sh -c 'munge -n | unmunge' || die "munge does not answer"
@@ -145,14 +147,14 @@ if ! cmp -s /etc/slurm/slurm.conf.new /etc/slurm/slurm.conf; then
 else
   rm -f /etc/slurm/slurm.conf.new
 fi
-if ! alive /run/slurmctld.pid || ! scontrol ping 2>/dev/null | grep -q UP; then
-  alive /run/slurmctld.pid && kill "$(cat /run/slurmctld.pid)" && sleep 2
+if ! alive /run/slurmctld.pid slurmctld || ! scontrol ping 2>/dev/null | grep -q UP; then
+  alive /run/slurmctld.pid slurmctld && kill "$(cat /run/slurmctld.pid)" && sleep 2
   slurmctld || die "slurmctld did not start: $(tail -5 /var/log/slurm/slurmctld.log)"
   wait_for 30 sh -c 'scontrol ping | grep -q UP' || die "slurmctld does not answer: $(tail -5 /var/log/slurm/slurmctld.log)"
 elif [ "$changed" = yes ]; then
   scontrol reconfigure
 fi
-if ! alive /run/slurmd.pid; then
+if ! alive /run/slurmd.pid slurmd; then
   slurmd || die "slurmd did not start: $(tail -5 /var/log/slurm/slurmd.log)"
 elif [ "$changed" = yes ]; then
   kill "$(cat /run/slurmd.pid)" && sleep 2 && slurmd
