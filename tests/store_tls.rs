@@ -6,9 +6,9 @@
 
 mod common;
 
-use common::pg::{select_only_s1, server_on_copy, server_work_dir, template_spec};
+use common::pg::{server_work_dir, started_s1_with};
 use common::*;
-use pgbisect::server::{DataTemplate, RunAs, RunningServer, SocketDir};
+use pgbisect::server::{RunAs, RunningServer, SocketDir};
 use pgbisect::store::postgres::PostgresStore;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -110,18 +110,14 @@ fn tls_server() -> Option<(RunningServer, Certs, SocketDir, tempfile::TempDir)> 
     let run_as = RunAs::resolve(None).unwrap();
     let sockets = SocketDir::create(&run_as).unwrap();
     let certs = certs(work.path(), &run_as);
-    let spec = template_spec(&bin, work.path(), "s1", select_only_s1(), &run_as);
-    let (template, _) = DataTemplate::ensure(&spec).unwrap();
     let (cert, key) = (
         certs.cert.display().to_string(),
         certs.key.display().to_string(),
     );
-    let server = server_on_copy(
+    let server = started_s1_with(
         &bin,
-        &template,
         work.path(),
-        "run",
-        sockets.path(),
+        ("s1", &sockets),
         &run_as,
         &[
             ("listen_addresses", "127.0.0.1"),
@@ -129,9 +125,7 @@ fn tls_server() -> Option<(RunningServer, Certs, SocketDir, tempfile::TempDir)> 
             ("ssl_cert_file", &cert),
             ("ssl_key_file", &key),
         ],
-    )
-    .start()
-    .unwrap();
+    );
     server.psql("CREATE DATABASE perf").unwrap();
     Some((server, certs, sockets, work))
 }

@@ -17,7 +17,6 @@
 //! - `verify-full`: as `verify-ca`, and the certificate names the host.
 
 use super::StoreError;
-use ::postgres::config::SslMode;
 use ::postgres::{Client, Config, NoTls};
 use native_tls::{Certificate, TlsConnector};
 use postgres_native_tls::MakeTlsConnector;
@@ -211,7 +210,7 @@ impl TlsChoice {
                 source,
             }
         };
-        if self.mode == TlsMode::Disable || config.get_ssl_mode() == SslMode::Disable {
+        if self.mode == TlsMode::Disable {
             return config.connect(NoTls).map_err(failed);
         }
         let connector = self.connector().map_err(|what| StoreError::Connection {

@@ -95,9 +95,28 @@ pub fn started_s1(
     sockets: &SocketDir,
     run_as: &RunAs,
 ) -> RunningServer {
+    started_s1_with(bin, work, (name, sockets), run_as, &[])
+}
+
+/// [`started_s1`] with server `settings`.
+pub fn started_s1_with(
+    bin: &Path,
+    work: &Path,
+    (name, sockets): (&str, &SocketDir),
+    run_as: &RunAs,
+    settings: &[(&str, &str)],
+) -> RunningServer {
     let spec = template_spec(bin, work, name, select_only_s1(), run_as);
     let (template, _) = DataTemplate::ensure(&spec).unwrap();
-    server_on_copy(bin, &template, work, "run", sockets.path(), run_as, &[])
-        .start()
-        .unwrap()
+    server_on_copy(
+        bin,
+        &template,
+        work,
+        "run",
+        sockets.path(),
+        run_as,
+        settings,
+    )
+    .start()
+    .unwrap()
 }

@@ -343,24 +343,25 @@ impl PgLab {
         let template = plan.template_spec(&self.place());
         let mut job = self.job(&plan, &template)?;
         if let Some(share) = self.cfg.percentiles {
-            let logs = self.transaction_logs("logs")?;
-            job.sampled_log = Some((
-                logs.join(format!("{:05}-{}", spec.run, commit.short())),
-                share,
-            ));
+            job.sampled_log = Some((self.transaction_log("logs", commit, spec)?, share));
         }
         let runs = &mut self.runs;
         strays::run_marked(&self.marks.token(), || runs.measure(job))
     }
 
-    /// The folder `name` of the runs' folder, where pgbench's user writes
-    /// its transaction logs.
-    fn transaction_logs(&self, name: &str) -> anyhow::Result<PathBuf> {
-        let logs = self.cfg.runs_dir.join(name);
+    /// The prefix of a run's transaction log, in the folder `folder` of
+    /// the runs' folder, which pgbench's user may write.
+    fn transaction_log(
+        &self,
+        folder: &str,
+        commit: &Commit,
+        spec: RunSpec,
+    ) -> anyhow::Result<PathBuf> {
+        let logs = self.cfg.runs_dir.join(folder);
         crate::folders::create_dir_for(&logs, self.cfg.run_as.uid())
             .with_context(|| format!("cannot create {}", logs.display()))?;
         self.cfg.run_as.hand_over(&logs)?;
-        Ok(logs)
+        Ok(logs.join(format!("{:05}-{}", spec.run, commit.short())))
     }
 
     /// [`PgLab::measure`] with instruments, its files named `why-...`
@@ -376,8 +377,7 @@ impl PgLab {
         };
         let template = plan.template_spec(&self.place());
         let mut job = self.job(&plan, &template)?;
-        let logs = self.transaction_logs("why-logs")?;
-        job.transaction_log = Some(logs.join(format!("{:05}-{}", spec.run, commit.short())));
+        job.transaction_log = Some(self.transaction_log("why-logs", commit, spec)?);
         let (runs, profiler) = (&mut self.runs, self.profiler.as_mut());
         strays::run_marked(&self.marks.token(), || match profiler {
             Some(p) => runs.measure_instrumented(job, Some(p.as_mut())),
