@@ -738,6 +738,14 @@ else
   host_hunt "$w" "$slurmchatty" "$slurm_section" --max-runs 4
   probe hostcap "Slurm: 5 MB of output then tps: measured, the ends kept with a line saying what was cut" eval '[ "$(tps_seen "$w" | wc -l)" -ge 1 ] && grep -q "bytes of output cut by pgbisect" "$(ls "$w"/hunts/*/runs/* | head -1)"'
 fi
+# ---------------------------------------------------------------------
+# Probes kept in files of their own, one topic a file, with the helpers
+# above (probe, hunt, refused, has, profile ...) in scope.
+for part in "$here"/scripts/reliability.d/*.sh; do
+  [ -e "$part" ] || continue
+  # shellcheck source=/dev/null
+  . "$part"
+done
 echo
 printf '%-46s %s\n' "probe" "held / tried"
 for kind in input kill hang link "${extra_kinds[@]}"; do
