@@ -96,8 +96,13 @@ impl Default for LogLines {
     }
 }
 
-/// The text of one event, shared by every reporter that prints lines.
+/// The text of one event, shared by every reporter that prints lines:
+/// one line, with a commit subject's control characters written out.
 pub fn describe(event: &ProgressEvent) -> String {
+    crate::shown::visible_line(&event_text(event)).into_owned()
+}
+
+fn event_text(event: &ProgressEvent) -> String {
     match event {
         ProgressEvent::Phase(p) => format!("== {p}"),
         ProgressEvent::Preparing { commit } => format!("preparing {commit}"),

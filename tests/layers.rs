@@ -17,8 +17,8 @@ const FLOORS: &[(&str, &[&str])] = &[
     (
         "core",
         &[
-            "error", "model", "time", "files", "folders", "capture", "proc", "strays", "core",
-            "lab",
+            "error", "model", "time", "files", "folders", "capture", "proc", "shown", "strays",
+            "core", "lab",
         ],
     ),
     (

@@ -59,7 +59,7 @@ pub fn load(hunt: &HuntDir) -> anyhow::Result<HuntReport> {
 pub(super) fn command(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     let work = args.at.work_dir()?;
     if let Some(progress) = still_running(&work, args.at.hunt.as_deref())? {
-        print!("{progress}");
+        print!("{}", crate::shown::visible(&progress));
         return Ok(ExitCode::SUCCESS);
     }
     let hunt = work.choose_hunt(args.at.hunt.as_deref(), RESULT_FILE)?;
@@ -74,7 +74,8 @@ pub(super) fn command(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     }
     match &args.output {
         Some(path) => write_output_file(path, &text)?,
-        None => print!("{text}"),
+        // A terminal, most likely: commit text shows no escapes.
+        None => print!("{}", crate::shown::visible(&text)),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -251,6 +251,26 @@ mod tests {
     }
 
     #[test]
+    fn each_transport_gets_one_kind_of_line_end() {
+        let env = Envelope5322 {
+            from: "pgbisect@bench".into(),
+            to: vec!["perf@example.org".into()],
+            date: 0,
+            host: "bench".into(),
+        };
+        let subject = "Fix\r\x1b[2J the planner\rBcc: x@y";
+        let body = format!("Culprit: ac1d7945 {subject}\n{}\n", "word ".repeat(400));
+        let message = plain_message(&env, subject, &body);
+        // sendmail -t reads LF lines; SMTP's DATA takes CRLF lines.
+        let unix = with_line_ends(&message, "\n");
+        assert!(!unix.contains('\r'), "{unix}");
+        let smtp = with_line_ends(&message, "\r\n");
+        assert_eq!(smtp.matches('\r').count(), smtp.matches('\n').count());
+        assert!(smtp.split("\r\n").all(|l| l.len() <= 998));
+        assert!(!unix.lines().any(|l| l.starts_with("Bcc:")), "{unix}");
+    }
+
+    #[test]
     fn bad_addresses_are_refused_before_sending() {
         let err = envelope("pgbisect@bench", &["not an address".into()]).unwrap_err();
         assert!(format!("{err:#}").contains("not an address"));

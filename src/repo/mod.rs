@@ -24,6 +24,7 @@ pub use patch::as_git_diff;
 pub use worktree::WorkTree;
 
 use crate::model::Commit;
+use crate::shown::visible_line;
 use git2::{ErrorCode, ObjectType, Oid, Repository};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -342,16 +343,16 @@ fn similar_names(rev: &str, names: &[(bool, String)]) -> Vec<String> {
 /// What a report needs to name a commit.
 fn describe(commit: &git2::Commit<'_>) -> Commit {
     let author = commit.author();
+    // Whoever committed wrote these: read with their control characters
+    // written out, so no report, line or mail carries a terminal escape.
+    let shown = |bytes: &[u8]| visible_line(&String::from_utf8_lossy(bytes)).into_owned();
     Commit {
         id: commit.id().to_string(),
-        subject: commit
-            .summary_bytes()
-            .map(|s| String::from_utf8_lossy(s).into_owned())
-            .unwrap_or_default(),
+        subject: commit.summary_bytes().map(shown).unwrap_or_default(),
         author: format!(
             "{} <{}>",
-            String::from_utf8_lossy(author.name_bytes()),
-            String::from_utf8_lossy(author.email_bytes())
+            shown(author.name_bytes()),
+            shown(author.email_bytes())
         ),
         date: rfc3339(author.when()),
     }

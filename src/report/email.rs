@@ -3,7 +3,8 @@
 //!
 //! The body is the text report (72 columns) sent as 8-bit UTF-8; a subject
 //! with non-ASCII characters (a commit subject with an accented author's
-//! word, say) is encoded per RFC 2047. Lines end with CRLF.
+//! word, say) is encoded per RFC 2047. Lines end with CRLF, and none is
+//! longer than a relay takes, whatever the commits it tells of say.
 
 use base64::Engine;
 
@@ -27,21 +28,50 @@ pub fn render(subject: &str, body: &str, id_part: &str, envelope: &Envelope) -> 
 /// whenever it is made: a message sent again under it is dropped as a
 /// repeat by a list or a mail reader that keeps the ids it has seen.
 pub fn stable_message_id(id_part: &str, envelope: &Envelope) -> String {
-    format!(
-        "<pgbisect.{}@{}>",
-        one_line(id_part).replace(|c: char| !c.is_ascii_alphanumeric(), "."),
-        domain(&envelope.from)
-    )
+    let mut part = one_line(id_part).replace(|c: char| !c.is_ascii_alphanumeric(), ".");
+    if part.len() > ID_PART {
+        // A long series name: its start, and a hash of the whole so that
+        // two names that start alike still make two ids.
+        part = format!("{}.{:016x}", &part[..ID_PART], fnv1a(id_part.as_bytes()));
+    }
+    let mut host = domain(&envelope.from);
+    host.truncate(ID_PART);
+    format!("<pgbisect.{part}@{host}>")
 }
 
-/// The whole message under the Message-ID `id` (`<...>`).
+/// Longest part of a Message-ID made of a name (ASCII once made).
+const ID_PART: usize = 200;
+
+/// FNV-1a, 64 bits: the same for the same bytes in every build, as a
+/// Message-ID made again must be.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// Longest line of a message in octets, its CRLF left out (RFC 5321
+/// 4.5.3.1.6, RFC 5322 2.1.1): a relay that keeps the limit answers
+/// "500 Line too long" to a message with a longer one, at every try.
+pub const MAX_LINE: usize = 998;
+
+/// Where a header is folded when it can be (RFC 5322 2.1.1's 78).
+const FOLD_AT: usize = 78;
+
+/// The whole message under the Message-ID `id` (`<...>`). Every message
+/// pgbisect sends is put together here, so this is where the text of
+/// others (commit subjects, authors, profile names) is made fit to send:
+/// a header value is one line with its control characters as spaces,
+/// folded; a body line shows its control characters as escapes (a bare CR
+/// or NUL never reaches the relay) and one longer than [`MAX_LINE`] is
+/// wrapped at a space. Lines end with CRLF.
 pub fn render_with_id(subject: &str, body: &str, id: &str, envelope: &Envelope) -> String {
     let headers = [
-        format!("From: {}", one_line(&envelope.from)),
-        format!("To: {}", one_line(&envelope.to)),
+        folded("From:", &plain_words(&envelope.from)),
+        folded("To:", &plain_words(&envelope.to)),
         format!("Date: {}", rfc5322_date(envelope.date_unix)),
         subject_header(&one_line(subject)),
-        format!("Message-ID: {}", one_line(id)),
+        folded("Message-ID:", &plain_words(id)),
         "MIME-Version: 1.0".to_string(),
         "Content-Type: text/plain; charset=utf-8".to_string(),
         "Content-Transfer-Encoding: 8bit".to_string(),
@@ -49,19 +79,74 @@ pub fn render_with_id(subject: &str, body: &str, id: &str, envelope: &Envelope) 
     let mut out = headers.join("\r\n");
     out.push_str("\r\n\r\n");
     for line in body.lines() {
-        out.push_str(line);
-        out.push_str("\r\n");
+        for piece in wrapped(&crate::shown::visible(line), MAX_LINE) {
+            out.push_str(piece);
+            out.push_str("\r\n");
+        }
     }
     out
 }
 
 /// Headers are one line each: a CR or LF in a value would start a header
-/// of its own.
+/// of its own, and other control characters have no place in one.
 fn one_line(text: &str) -> String {
-    text.split(['\r', '\n'])
-        .filter(|p| !p.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
+    crate::shown::header_value(text)
+}
+
+/// The words of a header value, none too long for a line of its own.
+fn plain_words(text: &str) -> Vec<String> {
+    one_line(text)
+        .split(' ')
+        .flat_map(|w| wrapped(w, MAX_LINE - 1).into_iter().map(str::to_string))
+        .collect()
+}
+
+/// `name` and `words` as one header, folded before a word that would take
+/// its line past [`FOLD_AT`] columns (each word stays whole).
+fn folded(name: &str, words: &[String]) -> String {
+    let mut lines = vec![String::from(name)];
+    for word in words {
+        let Some(last) = lines.last_mut() else {
+            break;
+        };
+        if last.len() + 1 + word.len() > FOLD_AT && last.as_str() != name {
+            lines.push(format!(" {word}"));
+        } else {
+            last.push(' ');
+            last.push_str(word);
+        }
+    }
+    lines.join("\r\n")
+}
+
+/// `line` cut into pieces of at most `max` octets: at the last space that
+/// keeps a piece under the limit (the space dropped), else at the last
+/// whole character that does. A line within the limit is left as it is.
+fn wrapped(mut line: &str, max: usize) -> Vec<&str> {
+    let mut pieces = Vec::new();
+    while line.len() > max {
+        let mut cut = max;
+        while !line.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let space = if line.as_bytes()[cut] == b' ' {
+            Some(cut)
+        } else {
+            line[..cut].rfind(' ')
+        };
+        match space.filter(|&at| at > 0) {
+            Some(at) => {
+                pieces.push(&line[..at]);
+                line = &line[at + 1..];
+            }
+            None => {
+                pieces.push(&line[..cut]);
+                line = &line[cut..];
+            }
+        }
+    }
+    pieces.push(line);
+    pieces
 }
 
 /// The domain of an address such as `Jane <jane@example.org>`, for the
@@ -79,26 +164,18 @@ fn domain(address: &str) -> String {
 }
 
 /// The `Subject:` header, folded so lines stay under 78 columns: ASCII
-/// text folds at spaces, other text becomes RFC 2047 encoded words.
+/// text folds at spaces; other text, a word too long to fold, or text
+/// that could be read as an encoded word becomes RFC 2047 encoded words.
 fn subject_header(subject: &str) -> String {
-    let words: Vec<String> = if subject.is_ascii() {
+    let plain = subject.is_ascii()
+        && !subject.contains("=?")
+        && subject.split(' ').all(|w| w.len() < FOLD_AT - 1);
+    let words: Vec<String> = if plain {
         subject.split(' ').map(str::to_string).collect()
     } else {
         encoded_words(subject)
     };
-    let mut lines = vec![String::from("Subject:")];
-    for word in words {
-        let Some(last) = lines.last_mut() else {
-            break;
-        };
-        if last.len() + 1 + word.len() > 78 && last.trim() != "Subject:" {
-            lines.push(format!(" {word}"));
-        } else {
-            last.push(' ');
-            last.push_str(&word);
-        }
-    }
-    lines.join("\r\n")
+    folded("Subject:", &words)
 }
 
 /// RFC 2047 `B` encoded words, each at most 75 characters and holding
@@ -144,6 +221,10 @@ pub fn rfc5322_date(unix: i64) -> String {
         iso.get(11..19).unwrap_or("00:00:00"),
     )
 }
+
+#[cfg(test)]
+#[path = "email_props.rs"]
+mod props;
 
 #[cfg(test)]
 mod tests {

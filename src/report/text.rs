@@ -28,7 +28,8 @@ pub fn render(doc: &Document) -> String {
     }
     let mut out = lines.join("\n");
     out.push('\n');
-    out
+    // Commit subjects and notes are others' text: no terminal escapes.
+    crate::shown::visible(&out).into_owned()
 }
 
 fn block_lines(block: &Block) -> Vec<String> {

@@ -93,7 +93,7 @@ pub fn run(bench: Bench, ask: &CompareAsk) -> anyhow::Result<Compared> {
         ask.clients,
         ask.runs,
         &ask.decision,
-        &mut |line| eprintln!("{line}"),
+        &mut |line| eprintln!("{}", crate::shown::visible_line(line)),
     )?;
     let why = match ask.why_runs {
         Some(runs) => Some(why_runs(
