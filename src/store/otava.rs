@@ -32,7 +32,9 @@ pub fn csv(points: &[Point], branch: &str) -> String {
         let _ = write!(out, ",{a}");
     }
     for s in &series {
-        let _ = write!(out, ",{s}.ratio,{s}.tps,{s}.reference_tps");
+        for metric in ["ratio", "tps", "reference_tps"] {
+            let _ = write!(out, ",{}", quoted(&format!("{s}.{metric}")));
+        }
     }
     out.push('\n');
     // One row per night and commit, in the points' order.
@@ -54,7 +56,7 @@ pub fn csv(points: &[Point], branch: &str) -> String {
             .find(|p| p.night == night)
             .map_or(0, |p| p.clock);
         let time = crate::time::rfc3339_from_unix(clock + within);
-        let _ = write!(out, "{time},{commit},{},{night}", quoted(branch));
+        let _ = write!(out, "{time},{},{},{night}", quoted(commit), quoted(branch));
         for s in &series {
             match points
                 .iter()
@@ -71,9 +73,11 @@ pub fn csv(points: &[Point], branch: &str) -> String {
     out
 }
 
-/// A field quoted when it holds a comma or a quote.
+/// A field as RFC 4180 has it: quoted, its quotes doubled, when it holds
+/// a comma, a quote or a line break (a series or branch named `x,y`
+/// would shift every column after it).
 fn quoted(field: &str) -> String {
-    if field.contains([',', '"', '\n']) {
+    if field.contains([',', '"', '\r', '\n']) {
         format!("\"{}\"", field.replace('"', "\"\""))
     } else {
         field.to_string()
@@ -128,5 +132,46 @@ mod tests {
         );
         assert_eq!(lines.len(), 4);
         assert_eq!(quoted("a,b"), "\"a,b\"");
+    }
+
+    #[test]
+    fn names_with_commas_quotes_and_line_breaks_keep_their_columns() {
+        let points = [
+            point(1, "aaa", "x,y/c8", 1.0),
+            point(1, "aaa", "say \"hi\"/c1", 0.5),
+            point(2, "bbb", "x,y/c8", 0.25),
+        ];
+        let text = csv(&points, "rel,15\r\n");
+        let rows = fields(&text);
+        assert_eq!(rows.len(), 3, "{text}");
+        assert!(rows.iter().all(|r| r.len() == 4 + 6), "{rows:?}");
+        assert_eq!(rows[0][4], "say \"hi\"/c1.ratio");
+        assert_eq!(rows[0][7], "x,y/c8.ratio");
+        assert_eq!(rows[1][2], "rel,15\r\n");
+        assert_eq!(rows[2][7], "0.250000");
+    }
+
+    /// The rows of RFC 4180 text, read as a CSV reader does.
+    fn fields(text: &str) -> Vec<Vec<String>> {
+        let (mut rows, mut row, mut field) = (Vec::new(), Vec::new(), String::new());
+        let (mut quoting, mut chars) = (false, text.chars().peekable());
+        while let Some(c) = chars.next() {
+            match (quoting, c) {
+                (true, '"') if chars.peek() == Some(&'"') => {
+                    chars.next();
+                    field.push('"');
+                }
+                (true, '"') => quoting = false,
+                (true, c) => field.push(c),
+                (false, '"') => quoting = true,
+                (false, ',') => row.push(std::mem::take(&mut field)),
+                (false, '\n') => {
+                    row.push(std::mem::take(&mut field));
+                    rows.push(std::mem::take(&mut row));
+                }
+                (false, c) => field.push(c),
+            }
+        }
+        rows
     }
 }
