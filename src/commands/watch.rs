@@ -11,7 +11,9 @@ use crate::engine::session::resolved::TimeLimit;
 use crate::engine::session::watch::{self as session, WatchAsk, WatchedProfile};
 use crate::engine::session::watch_site;
 use crate::engine::watch::{WatchConfig, Watched, pick, render};
-use crate::error::{EXIT_CULPRIT_FOUND, EXIT_INCONCLUSIVE, EXIT_NO_REGRESSION, UsageError};
+use crate::error::{
+    EXIT_CULPRIT_FOUND, EXIT_INCONCLUSIVE, EXIT_NO_REGRESSION, EXIT_RUNTIME_ERROR, UsageError,
+};
 use crate::lab::open::LabChoices;
 use crate::store::ChangeStatus;
 use crate::store::place::StoreAt;
@@ -162,7 +164,8 @@ Exit codes:
   2  usage error
   3  the night (or a hunt) stopped at its deadline, or a change is not yet
      confirmed (the next start goes on)
-  4  runtime error";
+  4  runtime error, or a finding or digest not delivered (it stays owed:
+     the next start sends it again)";
 
 /// `pgbisect watch`: flags in, the night's summary out.
 pub(super) fn command(args: &WatchArgs) -> anyhow::Result<ExitCode> {
@@ -184,10 +187,15 @@ pub(super) fn command(args: &WatchArgs) -> anyhow::Result<ExitCode> {
         commit_url(url)?;
     }
     let ask = ask(args)?;
-    let done = session::run(ask, &mut |line| eprintln!("{line}"))?;
-    print!("{}", render(&done));
+    let done = session::run(ask, &mut |line| {
+        eprintln!("{}", crate::shown::visible_line(line));
+    })?;
+    print!("{}", crate::shown::visible(&render(&done)));
     if let Some(dir) = &args.html {
         publish(&args.place, dir, args.commit_url.as_deref())?;
+    }
+    if !done.unsent.is_empty() {
+        return Ok(ExitCode::from(unsent(&done.unsent)));
     }
     Ok(ExitCode::from(exit_code(&done)))
 }
@@ -232,6 +240,23 @@ fn commit_url(url: &str) -> anyhow::Result<()> {
         "--commit-url {url}: no {{sha}} in it, where the commit's id goes"
     ))
     .into())
+}
+
+/// Says which messages did not go out, and that they stay owed; the
+/// exit code that tells cron's reader to look.
+fn unsent(reasons: &[String]) -> u8 {
+    for reason in reasons {
+        eprintln!(
+            "pgbisect: error: not delivered: {}",
+            crate::shown::visible_line(reason)
+        );
+    }
+    eprintln!(
+        "hint: {} message(s) stay owed and the next start sends them again; check the \
+         relay (--smtp) or the local sendmail, e.g. its log, before then",
+        reasons.len()
+    );
+    EXIT_RUNTIME_ERROR
 }
 
 /// 0: a change confirmed tonight; 1: none; 3: a night stopped at its

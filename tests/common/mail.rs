@@ -2,6 +2,7 @@
 //! by scripts/setup.sh): every message it gets is kept as a file.
 
 use std::net::TcpStream;
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -34,19 +35,40 @@ impl MailServer {
 
     /// With extra aiosmtpd options, e.g. `-s SIZE`.
     pub fn start_with(options: &[&str]) -> MailServer {
+        let maildir = tempfile::tempdir().unwrap();
+        let mut handler = vec!["-c".to_string(), "aiosmtpd.handlers.Mailbox".to_string()];
+        handler.push(maildir.path().join("box").display().to_string());
+        MailServer::spawn(maildir, options, &handler)
+    }
+
+    /// A relay as strict as RFC 5321 allows (tests/fixtures/strict_relay.py):
+    /// it refuses a line over 998 octets or a bare CR or LF with 500, and
+    /// every message with 554 while the file `refuse` exists.
+    pub fn strict(refuse: &Path) -> MailServer {
+        let maildir = tempfile::tempdir().unwrap();
+        let handler = [
+            "-c".to_string(),
+            "strict_relay.Strict".to_string(),
+            maildir.path().join("box").display().to_string(),
+            refuse.display().to_string(),
+        ];
+        MailServer::spawn(maildir, &[], &handler)
+    }
+
+    fn spawn(maildir: tempfile::TempDir, options: &[&str], handler: &[String]) -> MailServer {
         require("python3 -c 'import aiosmtpd'", "Python's aiosmtpd");
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port")
             .port();
-        let maildir = tempfile::tempdir().unwrap();
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
         let child = Command::new("python3")
             .args(["-m", "aiosmtpd", "-n"])
             .args(options)
             .arg("-l")
             .arg(format!("127.0.0.1:{port}"))
-            .args(["-c", "aiosmtpd.handlers.Mailbox"])
-            .arg(maildir.path().join("box"))
+            .args(handler)
+            .env("PYTHONPATH", fixtures)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

@@ -8,6 +8,14 @@ use std::process::Command;
 /// A repository on `main` whose commit `i` landed on day `i` of January
 /// 2024 at noon UTC with the throughput level `levels[i]`.
 pub fn dated_history(levels: &[u32]) -> (tempfile::TempDir, Vec<String>) {
+    dated_history_with(levels, |i| format!("commit number {i}"))
+}
+
+/// [`dated_history`], commit `i` with the message `message(i)`.
+pub fn dated_history_with(
+    levels: &[u32],
+    message: impl Fn(usize) -> String,
+) -> (tempfile::TempDir, Vec<String>) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     let git = |args: &[&str], date: &str| {
@@ -35,7 +43,7 @@ pub fn dated_history(levels: &[u32]) -> (tempfile::TempDir, Vec<String>) {
         std::fs::write(root.join("source.c"), format!("/* change {i} */\n")).unwrap();
         git(&["add", "-A"], &date);
         git(
-            &["commit", "-q", "-m", &format!("commit number {i}")],
+            &["commit", "-q", "--cleanup=verbatim", "-m", &message(i)],
             &date,
         );
         shas.push(git(&["rev-parse", "HEAD"], &date));

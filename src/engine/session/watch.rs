@@ -60,6 +60,8 @@ pub const DIGESTS: &str = "digests";
 struct Digests<'a> {
     notifier: &'a Notifier,
     dir: PathBuf,
+    /// Why each digest mailed was not.
+    unsent: Vec<String>,
 }
 
 impl Tell for Digests<'_> {
@@ -67,10 +69,19 @@ impl Tell for Digests<'_> {
         let path = self.dir.join(&digest.file_name);
         crate::folders::create_dir(&self.dir)
             .with_context(|| format!("cannot create {}", self.dir.display()))?;
-        let text = format!("Subject: {}\n\n{}", digest.subject, digest.body);
+        let subject = crate::shown::visible_line(&digest.subject);
+        let text = format!("Subject: {subject}\n\n{}", digest.body);
+        let text = crate::shown::visible(&text);
         crate::files::write_file(&path, &text)?;
-        self.notifier
-            .mail_only((&digest.subject, &digest.body), &digest.message_id_part)
+        let told = self
+            .notifier
+            .mail_only((&digest.subject, &digest.body), &digest.message_id_part);
+        if let Err(e) = &told {
+            let period = digest.file_name.trim_end_matches(".txt");
+            self.unsent
+                .push(format!("the digest of the period to {period}: {e:#}"));
+        }
+        told
     }
 }
 
@@ -101,6 +112,7 @@ pub fn run(mut ask: WatchAsk, note: &mut dyn FnMut(&str)) -> anyhow::Result<Watc
         notifier: ask.notifier,
         work_dir: ask.work.root().to_path_buf(),
         watch: Watch::default(),
+        unsent: Vec::new(),
     };
     let mut all = Watched::default();
     for clock in clocks {
@@ -119,9 +131,12 @@ pub fn run(mut ask: WatchAsk, note: &mut dyn FnMut(&str)) -> anyhow::Result<Watc
         let mut digests = Digests {
             notifier: &follow.notifier,
             dir: ask.work.root().join(DIGESTS),
+            unsent: Vec::new(),
         };
         let period = (&ask.config, clock);
         watch::digest::after_night(store.as_mut(), &line, period, &mut digests, note)?;
+        all.unsent.append(&mut digests.unsent);
+        all.unsent.append(&mut follow.unsent);
         all.nights.extend(w.nights);
         all.measured.extend(w.measured);
         all.changes.extend(w.changes);

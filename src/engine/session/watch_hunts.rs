@@ -24,6 +24,9 @@ pub struct Aftercare {
     pub notifier: Notifier,
     pub work_dir: PathBuf,
     pub watch: Watch,
+    /// Why each finding told tonight was not (its mail refused, its
+    /// command failed).
+    pub unsent: Vec<String>,
 }
 
 impl Follow for Aftercare {
@@ -92,11 +95,16 @@ impl Follow for Aftercare {
             report: Some(finding.hunt.report_text()),
             work_dir: Some(self.work_dir.clone()),
         };
-        self.notifier.deliver_finding(
+        let told = self.notifier.deliver_finding(
             &end,
             (&finding.subject, &finding.body),
             &finding.message_id_part,
-        )
+        );
+        if let Err(e) = &told {
+            self.unsent
+                .push(format!("the finding of {}: {e:#}", finding.change.series));
+        }
+        told
     }
 }
 

@@ -141,6 +141,9 @@ pub struct Watched {
     pub runs: usize,
     /// The hunts of confirmed changes taken up or begun tonight.
     pub hunts: Vec<hunt::Hunted>,
+    /// Why each message that was to go out (a finding, a digest) did not:
+    /// it stays owed and the next start sends it again.
+    pub unsent: Vec<String>,
 }
 
 /// One night at `clock` over `line` (the branch's first parents, oldest
