@@ -74,6 +74,8 @@ pub(super) fn command(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     }
     match &args.output {
         Some(path) => write_output_file(path, &text)?,
+        // The mail is made safe as it is put together, CRLF ends kept.
+        None if args.format.0 == Format::Email => print!("{text}"),
         // A terminal, most likely: commit text shows no escapes.
         None => print!("{}", crate::shown::visible(&text)),
     }
