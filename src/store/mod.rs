@@ -20,6 +20,7 @@ pub mod postgres;
 mod schema;
 pub mod sqlite;
 mod sqlite_digests;
+mod sqlite_file;
 mod tls;
 
 use serde::{Deserialize, Serialize};
@@ -51,6 +52,22 @@ pub enum StoreError {
         path: String,
         found: i64,
         known: i64,
+    },
+    /// A store file (or its folder, or a file beside it) that another
+    /// user could have made or could change; the source says which and
+    /// what to do.
+    #[error("the results database {path} is not safe to open")]
+    Unsafe {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Another watcher holds the store (for this machine).
+    #[error("the results database {store} is in use by another watcher ({who})\nhint: {hint}")]
+    Busy {
+        store: String,
+        who: String,
+        hint: String,
     },
     #[error("the results database {path} holds an unknown {what} `{value}`")]
     Unknown {
