@@ -326,14 +326,18 @@ pub struct ChangeRow {
 pub struct ChangeHunt {
     /// The change's id.
     pub change: i64,
-    /// The hunt's folder (its journal, runs and reports).
+    /// The name of the hunt's folder under the hunts' folder
+    /// (`change-<id>`). Never read back as a place: the watcher derives
+    /// the folder from its work dir and the change's id, whatever is kept
+    /// here (an older pgbisect kept a path).
     pub dir: String,
     /// `culprit-found`, `no-regression` or `inconclusive` once it ended;
     /// `None` while it goes on.
     pub outcome: Option<String>,
     /// The first culprit's full SHA, when one was found.
     pub culprit: Option<String>,
-    /// The text report, once written (`report.json` beside it).
+    /// The text report once written, as `change-<id>/report.txt` (its
+    /// `report.json` beside it); like `dir`, never read back as a place.
     pub report: Option<String>,
     /// When the finding was mailed (seconds since the epoch): never again.
     pub mailed: Option<i64>,
@@ -342,7 +346,7 @@ pub struct ChangeHunt {
 }
 
 impl ChangeHunt {
-    /// A hunt of `change` begun in `dir`.
+    /// A hunt of `change` begun in the folder named `dir`.
     pub fn begun(change: i64, dir: &str) -> ChangeHunt {
         ChangeHunt {
             change,
