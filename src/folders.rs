@@ -166,6 +166,15 @@ pub enum Unsafe {
         path.display()
     )]
     NotAFile { path: PathBuf },
+    #[error(
+        "{} is a symbolic link; pgbisect opens the files it reads back as its own only as \
+         plain files, never through a link\n\
+         hint: remove the link, or give the file's own path (--store \
+         \"sqlite:$(realpath {})\")",
+        path.display(),
+        path.display()
+    )]
+    FileLink { path: PathBuf },
 }
 
 impl From<Unsafe> for io::Error {
@@ -185,7 +194,7 @@ pub fn check_file(path: &Path) -> io::Result<bool> {
     };
     let path = path.to_path_buf();
     if meta.file_type().is_symlink() {
-        return Err(Unsafe::Link { path }.into());
+        return Err(Unsafe::FileLink { path }.into());
     }
     if !meta.is_file() {
         return Err(Unsafe::NotAFile { path }.into());
@@ -334,9 +343,10 @@ mod tests {
         symlink(&file, &link).unwrap();
         let err = check_file(&link).unwrap_err();
         assert!(
-            matches!(unsafe_level(&err), Some(Unsafe::Link { .. })),
+            matches!(unsafe_level(&err), Some(Unsafe::FileLink { .. })),
             "{err}"
         );
+        assert!(err.to_string().contains("--store"), "{err}");
         let err = check_file(tmp.path()).unwrap_err();
         assert!(
             matches!(unsafe_level(&err), Some(Unsafe::NotAFile { .. })),

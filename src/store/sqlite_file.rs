@@ -120,11 +120,11 @@ mod tests {
         mode(&store, 0o644);
         let journal = work.join("watch.sqlite-journal");
         std::os::unix::fs::symlink("/etc/passwd", &journal).unwrap();
-        assert!(matches!(refused(&store), Unsafe::Link { .. }));
+        assert!(matches!(refused(&store), Unsafe::FileLink { .. }));
         std::fs::remove_file(&journal).unwrap();
         let link = work.join("link.sqlite");
         std::os::unix::fs::symlink(&store, &link).unwrap();
-        assert!(matches!(refused(&link), Unsafe::Link { .. }));
+        assert!(matches!(refused(&link), Unsafe::FileLink { .. }));
         checked(&store).unwrap();
     }
 
