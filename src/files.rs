@@ -121,6 +121,33 @@ pub fn append(path: &Path) -> io::Result<File> {
     Ok(file)
 }
 
+/// The body of the plain file at `path`, read without following a link
+/// (`None` when there is no file): a file of the work dir read back as
+/// pgbisect's own, e.g. a hunt's report copied into a site or mailed. A
+/// link or anything but a plain file there is an error, never read
+/// through.
+pub fn read_own(path: &Path) -> io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    let mut file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(explain(path, e)),
+    };
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other(format!(
+            "{} is not a plain file; pgbisect reads back only plain files of its own: remove it",
+            path.display()
+        )));
+    }
+    let mut body = Vec::new();
+    file.read_to_end(&mut body)?;
+    Ok(Some(body))
+}
+
 /// Checks that the open `file` (named `path`) is a plain file of the user
 /// pgbisect runs as with no other name: one pgbisect may write in place.
 pub fn check_own_file(path: &Path, file: &File) -> io::Result<()> {

@@ -12,7 +12,14 @@
 //! - owned by the user pgbisect runs as, or by root (or, for the folders
 //!   handed to the user that runs PostgreSQL, by that user);
 //! - not writable by group or others, unless it has the sticky bit, as
-//!   `/tmp` and `/var/tmp` do (where nobody can rename what others made).
+//!   `/tmp` and `/var/tmp` do (where nobody can rename what others made),
+//!   and is not the last level: in a sticky folder open to all, anyone
+//!   may still add a file of their own where pgbisect would make one (a
+//!   `watch.sqlite`, a `-journal` beside it, a hunt's report), so the
+//!   folder pgbisect writes into is one nobody else may write at all.
+//!
+//! The files pgbisect reads back as its own (the watcher's SQLite store
+//! and its side files) are checked the same way with [`check_file`].
 //!
 //! Folders are created one level at a time, each checked before the next
 //! is made in it, with mode 0755 (less what the umask takes away).
@@ -40,7 +47,7 @@ pub fn create_dir_for(dir: &Path, server: Option<u32>) -> io::Result<()> {
             Err(e) if e.kind() == io::ErrorKind::NotFound => make(level)?,
             Err(e) => return Err(e),
         }
-        check_level(level, if last { server } else { None })?;
+        check_level(level, if last { server } else { None }, last)?;
     }
     Ok(())
 }
@@ -55,7 +62,8 @@ pub fn check_dir(dir: &Path) -> io::Result<()> {
 pub fn check_dir_for(dir: &Path, server: Option<u32>) -> io::Result<()> {
     let dir = absolute(dir)?;
     for level in dir.ancestors().collect::<Vec<_>>().into_iter().rev() {
-        check_level(level, if level == dir { server } else { None })?;
+        let last = level == dir;
+        check_level(level, if last { server } else { None }, last)?;
     }
     Ok(())
 }
@@ -143,6 +151,30 @@ pub enum Unsafe {
         path.display()
     )]
     Writable { path: PathBuf, mode: u32 },
+    #[error(
+        "{} is a folder every user may add files to (mode {mode:04o}): another user could \
+         plant there what pgbisect reads back as its own\n\
+         hint: make a folder of your own in it (`mkdir -m 0755 {}/pgbisect`) and use that, \
+         or pass another --work-dir",
+        path.display(),
+        path.display()
+    )]
+    Shared { path: PathBuf, mode: u32 },
+    #[error(
+        "{} is not a plain file; pgbisect reads and writes only plain files of its own there\n\
+         hint: move it away",
+        path.display()
+    )]
+    NotAFile { path: PathBuf },
+    #[error(
+        "{} is a symbolic link; pgbisect opens the files it reads back as its own only as \
+         plain files, never through a link\n\
+         hint: remove the link, or give the file's own path (--store \
+         \"sqlite:$(realpath {})\")",
+        path.display(),
+        path.display()
+    )]
+    FileLink { path: PathBuf },
 }
 
 impl From<Unsafe> for io::Error {
@@ -151,9 +183,30 @@ impl From<Unsafe> for io::Error {
     }
 }
 
+/// Checks the file `path`, if there is one, as one pgbisect reads back as
+/// its own: a plain file, not a link, owned by this user or root, not
+/// writable by group or others. Whether there is one.
+pub fn check_file(path: &Path) -> io::Result<bool> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    let path = path.to_path_buf();
+    if meta.file_type().is_symlink() {
+        return Err(Unsafe::FileLink { path }.into());
+    }
+    if !meta.is_file() {
+        return Err(Unsafe::NotAFile { path }.into());
+    }
+    check_owner_and_mode(&path, &meta, None, false)?;
+    Ok(true)
+}
+
 /// Checks one level: a real folder, owned by this user, root or
-/// `server`, not writable by group or others unless sticky.
-fn check_level(level: &Path, server: Option<u32>) -> io::Result<()> {
+/// `server`, not writable by group or others unless sticky and not the
+/// `last` level (the one pgbisect writes into).
+fn check_level(level: &Path, server: Option<u32>, last: bool) -> io::Result<()> {
     let meta = std::fs::symlink_metadata(level)?;
     let path = level.to_path_buf();
     if meta.file_type().is_symlink() {
@@ -161,6 +214,10 @@ fn check_level(level: &Path, server: Option<u32>) -> io::Result<()> {
     }
     if !meta.is_dir() {
         return Err(Unsafe::NotAFolder { path }.into());
+    }
+    let mode = meta.permissions().mode() & 0o7777;
+    if last && mode & 0o1000 != 0 && mode & 0o022 != 0 {
+        return Err(Unsafe::Shared { path, mode }.into());
     }
     check_owner_and_mode(level, &meta, server, true)
 }
@@ -247,9 +304,54 @@ mod tests {
             refusal(&w.join("hunts/plan")),
             Unsafe::Writable { .. }
         ));
-        // A sticky folder (as /tmp) is fine: nobody renames what others made.
+        // A sticky folder (as /tmp) is fine on the way: nobody renames
+        // what others made.
         mode(&w.join("hunts"), 0o1777);
         create_dir(&w.join("hunts/plan")).unwrap();
+        // But not as the folder written into: others may add files there.
+        let err = refusal(&w.join("hunts"));
+        assert_eq!(
+            err,
+            Unsafe::Shared {
+                path: w.join("hunts"),
+                mode: 0o1777
+            }
+        );
+        assert!(err.to_string().contains("mkdir -m 0755"), "{err}");
+        assert!(check_dir(&w.join("hunts")).is_err());
+        check_dir(&w.join("hunts/plan")).unwrap();
+    }
+
+    #[test]
+    fn a_file_read_back_is_a_plain_file_of_this_user_closed_to_others() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("watch.sqlite");
+        assert!(!check_file(&file).unwrap(), "none yet");
+        std::fs::write(&file, "").unwrap();
+        mode(&file, 0o644);
+        assert!(check_file(&file).unwrap());
+        mode(&file, 0o666);
+        let err = check_file(&file).unwrap_err();
+        assert!(
+            matches!(
+                unsafe_level(&err),
+                Some(Unsafe::Writable { mode: 0o666, .. })
+            ),
+            "{err}"
+        );
+        let link = tmp.path().join("link.sqlite");
+        symlink(&file, &link).unwrap();
+        let err = check_file(&link).unwrap_err();
+        assert!(
+            matches!(unsafe_level(&err), Some(Unsafe::FileLink { .. })),
+            "{err}"
+        );
+        assert!(err.to_string().contains("--store"), "{err}");
+        let err = check_file(tmp.path()).unwrap_err();
+        assert!(
+            matches!(unsafe_level(&err), Some(Unsafe::NotAFile { .. })),
+            "{err}"
+        );
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! The watcher's results in a real PostgreSQL 15 database
 //! (`PGBISECT_TEST_PG_BIN`, default Debian's binaries): the behaviour the
 //! SQLite store has, run by the same checks; a newer schema refused; two
-//! writers of one database storing each run once; and a `pgbisect watch`
-//! replay kept in the database and exported as the SQLite one is.
+//! writers of one database storing each run once; one watcher per machine
+//! at a time; and a `pgbisect watch` replay kept in the database and
+//! exported as the SQLite one is, whose hunts write where the work dir
+//! says, whatever the database says.
 
 mod common;
 
@@ -11,8 +13,9 @@ use common::watch::{dated_history, replay};
 use common::*;
 use pgbisect::server::{RunAs, RunningServer, SocketDir};
 use pgbisect::store::conformance::{self, night, run};
+use pgbisect::store::place::StoreAt;
 use pgbisect::store::postgres::{PostgresStore, VERSION};
-use pgbisect::store::{Role, Store};
+use pgbisect::store::{Role, Store, StoreError};
 use std::path::Path;
 
 /// A private server, its socket dir and work dir kept with it.
@@ -125,6 +128,30 @@ fn two_writers_store_each_run_once_and_two_machines_keep_their_own_nights() {
     assert_eq!(first.runs("master").unwrap().len(), 40);
 }
 
+#[test]
+fn one_watcher_per_machine_holds_the_database_until_its_connection_ends() {
+    let Some(db) = Db::start() else { return };
+    let conninfo = db.create("locks");
+    let at = |machine: &str| StoreAt::Postgres {
+        conninfo: conninfo.clone(),
+        machine: Some(machine.into()),
+    };
+    let first = at("m1").open_watcher("this-host").unwrap();
+    let err = at("m1").open_watcher("this-host").err().unwrap();
+    let said = err.to_string();
+    assert!(matches!(err, StoreError::Busy { .. }), "{said}");
+    assert!(
+        said.contains("`m1`") && said.contains("--machine"),
+        "{said}"
+    );
+    // Another machine's watcher, and readers, are not held back.
+    let other = at("m2").open_watcher("this-host").unwrap();
+    at("m1").open("this-host").unwrap();
+    drop(first);
+    at("m1").open_watcher("this-host").unwrap();
+    drop(other);
+}
+
 fn watch_with(repo: &Path, work: &Path, args: &[&str]) -> std::process::Output {
     pgbisect_sub("watch", repo, work, args)
 }
@@ -181,10 +208,34 @@ fn a_watch_replay_keeps_its_runs_in_the_database_and_exports_them_as_sqlite_does
         .unwrap()
         .get(0);
     assert_eq!(hunted, 1);
+    // The database keeps the hunt's folder by name, not by path.
+    let (id, dir): (i64, String) = {
+        let row = c
+            .query_one(
+                "SELECT id, hunt_dir FROM changes WHERE hunt_dir IS NOT NULL",
+                &[],
+            )
+            .unwrap();
+        (row.get(0), row.get(1))
+    };
+    assert_eq!(dir, format!("change-{id}"));
+    // Whoever can write the database names another folder for the hunt,
+    // to be hunted again: the watcher still writes in its work dir.
+    let planted = tmp.path().join("planted");
+    c.execute(
+        "UPDATE changes SET hunt_dir = $1, hunt_outcome = NULL, report = NULL, mailed = NULL",
+        &[&planted.to_string_lossy().as_ref()],
+    )
+    .unwrap();
+    let folder = in_pg.join("watch-hunts").join(format!("change-{id}"));
+    std::fs::remove_dir_all(&folder).unwrap();
     // Run again: nothing new is measured or stored.
     let again = watch_with(repo.path(), &in_pg, &with_store);
-    assert_eq!(again.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(1), "{stderr}");
     assert_eq!(count(&mut c, "runs"), 72);
+    assert!(!planted.exists(), "the hunt wrote where the database said");
+    assert!(folder.join("report.txt").is_file(), "{stderr}");
     // The same replay into the work dir's SQLite file exports the same
     // layout: the same columns, rows, times and commits.
     let out = watch_with(repo.path(), &in_file, &args);

@@ -189,6 +189,9 @@ pub fn exit_code_for(err: &anyhow::Error) -> u8 {
             .downcast_ref::<crate::repo::RepoError>()
             .is_some_and(|e| e.is_usage())
         || err.downcast_ref::<crate::workspace::Busy>().is_some()
+        || err
+            .downcast_ref::<crate::store::StoreError>()
+            .is_some_and(|e| matches!(e, crate::store::StoreError::Busy { .. }))
         || err.downcast_ref::<crate::hosts::HostError>().is_some()
         || err
             .downcast_ref::<crate::server::settings::SettingError>()

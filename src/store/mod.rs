@@ -20,6 +20,7 @@ pub mod postgres;
 mod schema;
 pub mod sqlite;
 mod sqlite_digests;
+mod sqlite_file;
 mod tls;
 
 use serde::{Deserialize, Serialize};
@@ -51,6 +52,22 @@ pub enum StoreError {
         path: String,
         found: i64,
         known: i64,
+    },
+    /// A store file (or its folder, or a file beside it) that another
+    /// user could have made or could change; the source says which and
+    /// what to do.
+    #[error("the results database {path} is not safe to open")]
+    Unsafe {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Another watcher holds the store (for this machine).
+    #[error("the results database {store} is in use by another watcher ({who})\nhint: {hint}")]
+    Busy {
+        store: String,
+        who: String,
+        hint: String,
     },
     #[error("the results database {path} holds an unknown {what} `{value}`")]
     Unknown {
@@ -309,14 +326,18 @@ pub struct ChangeRow {
 pub struct ChangeHunt {
     /// The change's id.
     pub change: i64,
-    /// The hunt's folder (its journal, runs and reports).
+    /// The name of the hunt's folder under the hunts' folder
+    /// (`change-<id>`). Never read back as a place: the watcher derives
+    /// the folder from its work dir and the change's id, whatever is kept
+    /// here (an older pgbisect kept a path).
     pub dir: String,
     /// `culprit-found`, `no-regression` or `inconclusive` once it ended;
     /// `None` while it goes on.
     pub outcome: Option<String>,
     /// The first culprit's full SHA, when one was found.
     pub culprit: Option<String>,
-    /// The text report, once written (`report.json` beside it).
+    /// The text report once written, as `change-<id>/report.txt` (its
+    /// `report.json` beside it); like `dir`, never read back as a place.
     pub report: Option<String>,
     /// When the finding was mailed (seconds since the epoch): never again.
     pub mailed: Option<i64>,
@@ -325,7 +346,7 @@ pub struct ChangeHunt {
 }
 
 impl ChangeHunt {
-    /// A hunt of `change` begun in `dir`.
+    /// A hunt of `change` begun in the folder named `dir`.
     pub fn begun(change: i64, dir: &str) -> ChangeHunt {
         ChangeHunt {
             change,

@@ -69,11 +69,35 @@ impl StoreAt {
     pub fn open(&self, this_machine: &str) -> Result<Box<dyn Store>, StoreError> {
         Ok(match self {
             StoreAt::Sqlite(path) => Box::new(SqliteStore::open(path)?),
-            StoreAt::Postgres { conninfo, machine } => Box::new(PostgresStore::connect(
-                conninfo,
-                machine.as_deref().unwrap_or(this_machine),
-            )?),
+            StoreAt::Postgres { .. } => Box::new(self.connect(this_machine)?),
         })
+    }
+
+    /// [`StoreAt::open`] for the watcher: one watcher per store (per
+    /// machine, in a database) at a time, until the store is dropped;
+    /// another one holding it is [`StoreError::Busy`].
+    pub fn open_watcher(&self, this_machine: &str) -> Result<Box<dyn Store>, StoreError> {
+        Ok(match self {
+            StoreAt::Sqlite(path) => Box::new(SqliteStore::open_exclusive(path)?),
+            StoreAt::Postgres { .. } => {
+                let mut store = self.connect(this_machine)?;
+                store.lock_machine()?;
+                Box::new(store)
+            }
+        })
+    }
+
+    fn connect(&self, this_machine: &str) -> Result<PostgresStore, StoreError> {
+        let (conninfo, machine) = match self {
+            StoreAt::Postgres { conninfo, machine } => (conninfo, machine.as_deref()),
+            StoreAt::Sqlite(path) => {
+                return Err(StoreError::Connection {
+                    server: path.display().to_string(),
+                    what: "a SQLite file is not a PostgreSQL database".into(),
+                });
+            }
+        };
+        PostgresStore::connect(conninfo, machine.unwrap_or(this_machine))
     }
 }
 

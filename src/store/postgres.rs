@@ -160,6 +160,29 @@ impl PostgresStore {
         Ok(store)
     }
 
+    /// Takes the watcher's lock of this machine's nights for as long as
+    /// the connection lasts (a session advisory lock: the server lets go
+    /// of it when the connection ends, however the watcher ends); held by
+    /// another connection, it is [`StoreError::Busy`].
+    pub fn lock_machine(&mut self) -> Result<(), StoreError> {
+        let key = machine_lock_key(&self.machine);
+        let taken: bool = self
+            .client
+            .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
+            .map_err(failed(&self.server, "cannot take the watcher's lock"))?
+            .get(0);
+        if taken {
+            return Ok(());
+        }
+        Err(StoreError::Busy {
+            store: self.server.clone(),
+            who: format!("one watching as machine `{}`", self.machine),
+            hint: "wait for it to finish; a second work dir, or a second host with the same \
+                   name, needs a name of its own: give it --machine NAME"
+                .into(),
+        })
+    }
+
     /// The server and database, as errors name them.
     pub fn server(&self) -> &str {
         &self.server
@@ -247,6 +270,17 @@ impl PostgresStore {
 type NightsResult = Result<Vec<Night>, StoreError>;
 
 /// `postgres://user@host:port/dbname` of `config`, never its password.
+/// The advisory lock key of the watcher of `machine`: FNV-1a of the
+/// name, in a space of its own (the prefix), stable across versions.
+fn machine_lock_key(machine: &str) -> i64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in b"pgbisect watch\0".iter().chain(machine.as_bytes()) {
+        hash ^= u64::from(*byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    i64::from_ne_bytes(hash.to_ne_bytes())
+}
+
 fn describe(config: &Config) -> String {
     use postgres::config::Host;
     let user = config.get_user().map_or(String::new(), |u| format!("{u}@"));
@@ -594,6 +628,15 @@ impl Store for PostgresStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_machine_has_its_own_lock_key() {
+        let a = machine_lock_key("bench-1");
+        assert_eq!(a, machine_lock_key("bench-1"));
+        assert_ne!(a, machine_lock_key("bench-2"));
+        assert_ne!(a, machine_lock_key(""));
+        assert_ne!(a, MIGRATION_LOCK);
+    }
 
     #[test]
     fn the_server_is_named_without_its_password() {

@@ -108,44 +108,75 @@ pub const VERSION: i64 = MIGRATIONS.len() as i64;
 pub struct SqliteStore {
     conn: Connection,
     path: String,
+    /// The watcher's lock on the file, when this store was opened by one:
+    /// closed after the connection (fields drop in order).
+    _lock: Option<std::fs::File>,
 }
 
 impl SqliteStore {
-    /// Opens (or creates) the database at `path` and brings its schema up
+    /// Opens (or creates) the database at `path`, once it and its folder
+    /// are found safe ([`super::sqlite_file`]), and brings its schema up
     /// to [`VERSION`]; refuses a newer one.
     pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        Self::open_with(path, false)
+    }
+
+    /// [`SqliteStore::open`] for the watcher: the store is its alone
+    /// until the returned store is dropped; held by another process, it
+    /// is [`StoreError::Busy`].
+    pub fn open_exclusive(path: &Path) -> Result<SqliteStore, StoreError> {
+        Self::open_with(path, true)
+    }
+
+    fn open_with(path: &Path, exclusive: bool) -> Result<SqliteStore, StoreError> {
+        let path = super::sqlite_file::checked(path)?;
+        let lock = match exclusive {
+            true => Some(super::sqlite_file::lock(&path)?),
+            false => None,
+        };
         let shown = path.display().to_string();
-        let conn = Connection::open(path).map_err(sql(&shown))?;
-        let mut store = SqliteStore { conn, path: shown };
+        let flags = rusqlite::OpenFlags::default() | rusqlite::OpenFlags::SQLITE_OPEN_NOFOLLOW;
+        let conn = Connection::open_with_flags(&path, flags).map_err(sql(&shown))?;
+        let mut store = SqliteStore {
+            conn,
+            path: shown,
+            _lock: lock,
+        };
         store.migrate()?;
         Ok(store)
     }
 
+    /// Brings the schema up to date in one immediate transaction: a
+    /// second pgbisect opening a new file at the same moment waits, then
+    /// finds it migrated, instead of adding the same columns again.
     fn migrate(&mut self) -> Result<(), StoreError> {
         let err = sql(&self.path);
         self.conn
-            .execute_batch(
-                "PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;
-                 CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);",
-            )
+            .execute_batch("PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;")
             .map_err(&err)?;
-        let found: Option<i64> = self
+        let tx = self
             .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(&err)?;
+        tx.execute_batch("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);")
+            .map_err(&err)?;
+        let found: Option<i64> = tx
             .query_row("SELECT max(version) FROM schema_version", [], |r| r.get(0))
             .map_err(&err)?;
         let todo = super::schema::pending(found.unwrap_or(0), MIGRATIONS.len(), &self.path)?;
-        for (k, migration) in MIGRATIONS.iter().enumerate().skip(todo.start) {
-            let tx = self.conn.transaction().map_err(&err)?;
-            tx.execute_batch(migration).map_err(&err)?;
-            tx.execute("DELETE FROM schema_version", []).map_err(&err)?;
-            tx.execute(
-                "INSERT INTO schema_version (version) VALUES (?1)",
-                [k as i64 + 1],
-            )
-            .map_err(&err)?;
-            tx.commit().map_err(&err)?;
+        if todo.is_empty() {
+            return tx.commit().map_err(&err);
         }
-        Ok(())
+        for migration in &MIGRATIONS[todo] {
+            tx.execute_batch(migration).map_err(&err)?;
+        }
+        tx.execute("DELETE FROM schema_version", []).map_err(&err)?;
+        tx.execute(
+            "INSERT INTO schema_version (version) VALUES (?1)",
+            [VERSION],
+        )
+        .map_err(&err)?;
+        tx.commit().map_err(&err)
     }
 
     fn nights_where(&self, filter: &str, args: &[&dyn rusqlite::ToSql]) -> NightsResult {

@@ -158,6 +158,13 @@ fn same_file(file: &File, path: &Path) -> bool {
     }
 }
 
+/// The process holding an flock on `file` (another open file of it),
+/// from `/proc/locks`.
+pub fn flock_pid(file: &File) -> Option<u32> {
+    let ino = file.metadata().ok()?.ino();
+    flock_holder(&std::fs::read_to_string("/proc/locks").ok()?, ino)
+}
+
 /// Who holds the flock on `file`, from `/proc/locks`.
 fn holder(file: &File) -> Option<Holder> {
     let ino = file.metadata().ok()?.ino();

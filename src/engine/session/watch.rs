@@ -94,7 +94,7 @@ pub fn run(mut ask: WatchAsk, note: &mut dyn FnMut(&str)) -> anyhow::Result<Watc
     let line = repo.first_parents(&branch, LINE_LIMIT)?;
     let _lock = ask.work.create_and_lock()?;
     let at = store_at(&ask.work, ask.store.as_ref());
-    let mut store = at.open(&machine_name())?;
+    let mut store = at.open_watcher(&machine_name())?;
     let clocks = match ask.replay {
         Some((since, until, every)) => watch::replay_clocks(since, until, every),
         None => vec![now()],
@@ -116,6 +116,9 @@ pub fn run(mut ask: WatchAsk, note: &mut dyn FnMut(&str)) -> anyhow::Result<Watc
     };
     let mut all = Watched::default();
     for clock in clocks {
+        // A replay walks thousands of nights, most of them idle: a signal
+        // stops it between two as it stops a night between two runs.
+        crate::proc::check_interrupt()?;
         let mut hunting = Hunting {
             dir: ask.work.root().join(HUNTS),
             follow: &mut follow,

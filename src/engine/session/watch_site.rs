@@ -2,6 +2,11 @@
 //! work dir's database alone (the pages are made by
 //! [`crate::report::site`]), with the hunt report of every change that
 //! has one copied in beside them.
+//!
+//! The reports are read only from the folder derived from the work dir
+//! and the change's id, its levels checked, and without following links:
+//! `watch publish` often runs as root, and a report link planted in the
+//! work dir must not copy a file of root's into a site others read.
 
 use super::watch::stored;
 use crate::report::site::{self, SiteInput};
@@ -13,7 +18,7 @@ use std::path::{Path, PathBuf};
 /// Where, in the work dir, the hunt of change `id` writes its report
 /// (`report.txt`, and `report.json` beside it).
 pub fn hunt_dir(work: &WorkDir, id: i64) -> PathBuf {
-    work.root().join("watch-hunts").join(format!("change-{id}"))
+    crate::engine::watch::hunt::folder_of(&work.root().join(super::watch::HUNTS), id)
 }
 
 /// What [`publish`] wrote.
@@ -46,6 +51,11 @@ pub fn publish(
     let mut hunted = BTreeSet::new();
     for change in &changes {
         let from = hunt_dir(work, change.id);
+        if !from.exists() {
+            continue;
+        }
+        crate::folders::check_dir(&from)
+            .map_err(|e| crate::workspace::refusal(e, "the hunt's folder"))?;
         let (text, json) = site::hunt_report(change.id);
         if copy(&from.join("report.txt"), &dir.join(text))? {
             hunted.insert(change.id);
@@ -70,11 +80,12 @@ pub fn publish(
     })
 }
 
-/// Copies the file `from` to `to` when there is one; whether there was.
+/// Copies the plain file `from` (never through a link) to `to` when
+/// there is one; whether there was.
 fn copy(from: &Path, to: &Path) -> anyhow::Result<bool> {
-    let body = match std::fs::read(from) {
-        Ok(body) => body,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+    let body = match crate::files::read_own(from) {
+        Ok(Some(body)) => body,
+        Ok(None) => return Ok(false),
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", from.display())),
     };
     crate::files::write_output(to, body)

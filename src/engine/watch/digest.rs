@@ -315,6 +315,7 @@ pub fn after_night(
         .iter()
         .filter(|r| r.written.is_some() && r.sent.is_none())
     {
+        crate::proc::check_interrupt()?;
         told.extend(tell_one(store, line, (row.clone(), clock), tell, note)?);
     }
     let mut open = match rows.iter().rev().find(|r| r.written.is_none()) {
@@ -332,6 +333,7 @@ pub fn after_night(
     }
     open.written = Some(clock);
     open.changes = settled_since(store, &cfg.branch, &rows)?;
+    crate::proc::check_interrupt()?;
     let next = open_period(&cfg.branch, day_start(clock).max(open.end), length);
     told.extend(tell_one(store, line, (open, clock), tell, note)?);
     store.save_digest(&next)?;

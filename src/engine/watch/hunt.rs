@@ -12,6 +12,15 @@
 //! (`report.txt`, `report.json`) and the finding is told ([`Follow::mail`])
 //! and recorded as told, so that it is not told again.
 //!
+//! Nothing read back from the store names a place to write or read: the
+//! store may be shared with other machines, or a file another user could
+//! change, and the watcher runs as root. A change's folder is always
+//! `change-<id>` under the hunts' folder of this work dir ([`folder_of`]);
+//! the store keeps only that name (a path an older pgbisect stored is
+//! ignored), so a work dir moved elsewhere goes on where it is now. The
+//! folder's levels are checked before anything is written or read in it,
+//! and its reports are read without following links.
+//!
 //! The runs the nights stored are not the hunt's evidence: each was made
 //! on its own night, beside the reference, while the hunt decides from
 //! runs of the commits it compares made close together in time; what the
@@ -33,6 +42,7 @@ use crate::report::findings::HuntReport;
 use crate::store::points::Point;
 use crate::store::{ChangeHunt, ChangeKind, ChangeRow, ChangeStatus, Store};
 use crate::workspace::HuntDir;
+use anyhow::Context;
 use std::path::PathBuf;
 
 /// The outcome kept for a change whose commits are no longer on the
@@ -87,7 +97,30 @@ pub struct Hunting<'a> {
 pub struct Hunted {
     pub change: ChangeRow,
     pub hunt: ChangeHunt,
+    /// Its folder ([`folder_of`]).
+    pub folder: PathBuf,
 }
+
+/// The name a change's hunt folder has under the hunts' folder, as the
+/// store keeps it.
+pub fn folder_name(change: i64) -> String {
+    format!("change-{change}")
+}
+
+/// The folder of the hunt of `change`: derived from the hunts' folder and
+/// the change's id, never read from the store.
+pub fn folder_of(hunts: &std::path::Path, change: i64) -> PathBuf {
+    hunts.join(folder_name(change))
+}
+
+/// The hunt's text report as the store keeps it: relative to the hunts'
+/// folder.
+fn stored_report(change: i64) -> String {
+    format!("{}/{REPORT_TEXT}", folder_name(change))
+}
+
+/// The text report's name in a hunt's folder.
+const REPORT_TEXT: &str = "report.txt";
 
 /// What the hunts of one start did.
 #[derive(Debug, Clone, Default)]
@@ -113,6 +146,7 @@ pub fn hunt_changes(
     let mut out = Hunts::default();
     let known = store.hunts(&cfg.branch)?;
     for change in store.changes(&cfg.branch)? {
+        crate::proc::check_interrupt()?;
         let Some((profile, clients)) = super::detect::lab_of(labs, &change.series) else {
             continue;
         };
@@ -124,21 +158,25 @@ pub fn hunt_changes(
         let mut hunt = match known.iter().find(|h| h.change == change.id) {
             Some(h) => h.clone(),
             None if drop && !begun_only => {
-                let dir = hunting.dir.join(format!("change-{}", change.id));
-                let begun = ChangeHunt::begun(change.id, &dir.to_string_lossy());
+                let begun = ChangeHunt::begun(change.id, &folder_name(change.id));
                 store.save_hunt(&begun)?;
                 begun
             }
             None => continue,
         };
-        let folder = HuntDir::at(&hunt.dir);
+        let path = folder_of(&hunting.dir, change.id);
+        let folder = HuntDir::at(&path);
         let before = hunt.clone();
         if hunt.outcome.is_none() {
             let lab = &mut labs[profile];
             let asked = (lab, clients, &folder);
             match hunt_one(asked, &change, line, cfg, hunting.follow, note)? {
                 Ended::Stopped(reason) => {
-                    out.hunted.push(Hunted { change, hunt });
+                    out.hunted.push(Hunted {
+                        change,
+                        hunt,
+                        folder: path,
+                    });
                     out.stopped = Some(reason);
                     break;
                 }
@@ -146,7 +184,7 @@ pub fn hunt_changes(
                 Ended::Report(report) => {
                     hunt.outcome = Some(report.outcome.as_str().to_string());
                     hunt.culprit = report.culprits.first().map(|c| c.commit.clone());
-                    hunt.report = Some(folder.report_text().to_string_lossy().into_owned());
+                    hunt.report = Some(stored_report(change.id));
                 }
             }
             store.save_hunt(&hunt)?;
@@ -164,7 +202,11 @@ pub fn hunt_changes(
         }
         // Only what this start did: an ended, told hunt is not news.
         if hunt != before {
-            out.hunted.push(Hunted { change, hunt });
+            out.hunted.push(Hunted {
+                change,
+                hunt,
+                folder: path,
+            });
         }
     }
     Ok(out)
@@ -281,8 +323,14 @@ fn tell(
     follow: &mut dyn Follow,
     note: &mut dyn FnMut(&str),
 ) -> anyhow::Result<()> {
-    let read = |path: PathBuf| std::fs::read_to_string(&path).ok();
-    let (Some(text), Some(json)) = (read(folder.report_text()), read(report_json(folder))) else {
+    crate::folders::check_dir(folder.dir())
+        .map_err(|e| crate::workspace::refusal(e, "the hunt's folder"))?;
+    let read = |path: PathBuf| {
+        crate::files::read_own(&path)
+            .with_context(|| format!("cannot read {}", path.display()))
+            .map(|body| body.and_then(|b| String::from_utf8(b).ok()))
+    };
+    let (Some(text), Some(json)) = (read(folder.report_text())?, read(report_json(folder))?) else {
         note(&format!(
             "{}: the hunt's reports are missing from {}: not mailed",
             change.series,

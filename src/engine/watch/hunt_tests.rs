@@ -155,9 +155,13 @@ fn a_confirmed_drop_is_hunted_to_its_commit_and_told_once() {
         .path()
         .join("watch-hunts")
         .join(format!("change-{}", h.change));
-    assert_eq!(h.dir, folder.to_string_lossy());
-    let report = folder.join("report.txt");
-    assert_eq!(h.report.as_deref(), Some(report.to_str().unwrap()));
+    // The store keeps names under the hunts' folder, never paths.
+    assert_eq!(h.dir, format!("change-{}", h.change));
+    assert_eq!(
+        h.report.as_deref(),
+        Some(format!("change-{}/report.txt", h.change).as_str())
+    );
+    assert!(folder.join("report.txt").is_file());
     assert!(folder.join("report.json").is_file());
     // The relay refused the first time: told on the next night, once.
     assert!(h.mailed.is_some());
@@ -173,7 +177,7 @@ fn a_confirmed_drop_is_hunted_to_its_commit_and_told_once() {
         "{body}"
     );
     assert!(body.contains("<- after the change"), "{body}");
-    assert!(body.contains(&std::fs::read_to_string(&report).unwrap()));
+    assert!(body.contains(&std::fs::read_to_string(folder.join("report.txt")).unwrap()));
     assert!(id.starts_with("watch.sim/c8."), "{id}");
 }
 
@@ -237,7 +241,7 @@ fn a_hunt_killed_half_way_goes_on_at_the_next_night_and_is_not_hunted_again() {
     let begun = night.hunts();
     assert_eq!(begun.len(), 1);
     assert_eq!(begun[0].outcome, None);
-    let journal = HuntDir::at(&begun[0].dir).journal();
+    let journal = HuntDir::at(dir.path().join("watch-hunts").join(&begun[0].dir)).journal();
     let before = crate::journal::Journal::load(&journal).unwrap().len();
     // The next night takes the hunt up first, from its journal.
     night.said.clear();
@@ -276,4 +280,48 @@ fn a_hunt_killed_half_way_goes_on_at_the_next_night_and_is_not_hunted_again() {
             == 1,
         "{confirmed:?}"
     );
+}
+
+#[test]
+fn a_hunt_folder_planted_in_the_store_is_not_where_the_hunt_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let elsewhere = dir.path().join("elsewhere");
+    let mut store = SqliteStore::open(&dir.path().join("w.sqlite")).unwrap();
+    let mut told = Told::default();
+    let mut night = Nights::new(&mut store, dir.path(), &mut told);
+    let spared = (0..50).map(|d| sim_id(10 * d + 9)).collect();
+    let mut killed = labs(Box::new(KilledInHunt {
+        inner: sim(5),
+        spared,
+        left: 2,
+        hunted: 0,
+    }));
+    let mut day = 14;
+    while night.run(&mut killed, day).is_ok() {
+        day += 1;
+        assert!(day < 30, "never killed: {:?}", night.said);
+    }
+    // Whoever can write the store (or a version that kept paths) names
+    // another folder, and a report in it.
+    let mut planted = night.hunts()[0].clone();
+    planted.dir = elsewhere.to_string_lossy().into_owned();
+    planted.report = None;
+    night.store.save_hunt(&planted).unwrap();
+    let mut labs = labs(Box::new(sim(6)));
+    let w = night.run(&mut labs, day + 1).unwrap();
+    assert!(!elsewhere.exists(), "written where the store said");
+    let folder = dir
+        .path()
+        .join("watch-hunts")
+        .join(format!("change-{}", planted.change));
+    assert!(folder.join("journal.jsonl").is_file());
+    assert!(folder.join("report.txt").is_file());
+    assert_eq!(w.hunts[0].folder, folder);
+    let hunt = &night.hunts()[0];
+    assert_eq!(
+        hunt.report.as_deref(),
+        Some(format!("change-{}/report.txt", hunt.change).as_str())
+    );
+    drop(night);
+    assert_eq!(told.mails.len(), 1);
 }

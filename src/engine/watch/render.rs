@@ -118,8 +118,8 @@ fn hunts(w: &Watched) -> String {
             short(&c.before),
             short(&c.after)
         );
-        if let Some(report) = &h.hunt.report {
-            let _ = writeln!(out, "    report: {report}");
+        if h.hunt.report.is_some() {
+            let _ = writeln!(out, "    report: {}", h.folder.join("report.txt").display());
         }
     }
     out
