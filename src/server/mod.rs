@@ -25,7 +25,9 @@ pub use limits::{
 pub use pgbench::{BenchError, run_pgbench, time_limit};
 pub use registry::{process_start_time, reap_leftovers, stop_server_in};
 pub use run_as::{DEFAULT_USER, RunAs, is_root, lookup_user};
-pub use template::{DataTemplate, TemplateSpec, digest, fresh_copy, setup_digest, shares_blocks};
+pub use template::{
+    DataTemplate, TemplateSpec, digest, fresh_copy, setup_digest, shares_blocks, sibling,
+};
 
 use crate::bench::{Conn, tail_lines};
 use crate::placement::Pin;

@@ -280,7 +280,7 @@ pub fn shares_blocks(dir: &Path) -> bool {
 }
 
 /// `dest` with `suffix` added to its name: a folder beside it.
-fn sibling(dest: &Path, suffix: &str) -> PathBuf {
+pub fn sibling(dest: &Path, suffix: &str) -> PathBuf {
     let mut name = dest.as_os_str().to_owned();
     name.push(suffix);
     PathBuf::from(name)
