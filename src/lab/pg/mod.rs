@@ -395,13 +395,16 @@ impl PgLab {
             "a profile with `scripts` or `setup` runs on this machine only for now: \
              measure it without `--hosts`, or with one `script` and no `setup`"
         );
-        let script =
-            match &self.cfg.options.script {
-                Some(path) => Some(std::fs::read_to_string(path).with_context(|| {
-                    format!("cannot read the pgbench script {}", path.display())
-                })?),
-                None => None,
-            };
+        let script = match &self.cfg.options.script {
+            Some(path) => {
+                // Checked where the profile named it; read as it was.
+                let dir = path.parent().unwrap_or(std::path::Path::new("/"));
+                let named = crate::profile_files::read_in(dir, "script", path)
+                    .map_err(|e| anyhow::anyhow!("the pgbench script: {e}"))?;
+                Some(String::from_utf8_lossy(&named.text).into_owned())
+            }
+            None => None,
+        };
         Ok(host::Request {
             lab: PathBuf::new(),
             run_as: match &self.cfg.run_as {
