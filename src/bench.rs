@@ -73,6 +73,10 @@ pub struct PgbenchOptions {
     /// (tables, functions, `ALTER DATABASE ... SET`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub setup: Option<PathBuf>,
+    /// The setup SQL's text, read once when the profile was loaded: the
+    /// template's name, its marker and what psql runs all come from it.
+    #[serde(skip)]
+    pub setup_sql: Option<Vec<u8>>,
     /// `-M`; prepared when a profile does not say (pgbench's own default
     /// is simple, which mostly measures parsing and planning).
     pub mode: QueryMode,
@@ -102,6 +106,7 @@ impl Default for PgbenchOptions {
             script: None,
             scripts: Vec::new(),
             setup: None,
+            setup_sql: None,
             mode: QueryMode::Prepared,
             clients: 1,
             threads: None,

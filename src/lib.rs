@@ -39,6 +39,7 @@ pub mod perf;
 pub mod placement;
 pub mod proc;
 pub mod profile;
+pub mod profile_files;
 pub mod progress;
 pub mod repo;
 pub mod report;

@@ -184,6 +184,14 @@ pub struct BenchmarkSection {
     pub extra_args: Vec<String>,
     /// `candidate` (each commit's own pgbench) or `fixed:PATH`.
     pub pgbench: Option<String>,
+    /// Digests of the files named above (`setup`, `script`, `scripts.N`),
+    /// taken when the profile was loaded: part of the hunt's identity, so
+    /// that fixed SQL starts a new hunt. Not a key of the TOML.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub file_digests: BTreeMap<String, String>,
+    /// The setup SQL's text, read once with the profile.
+    #[serde(skip)]
+    pub setup_sql: Option<Vec<u8>>,
 }
 
 /// How long a hunt's runs last.
@@ -224,6 +232,11 @@ pub struct HuntSection {
 }
 
 impl BenchmarkSection {
+    /// Whether it names files: a setup, a script or scripts.
+    pub fn names_files(&self) -> bool {
+        self.setup.is_some() || self.script.is_some() || !self.scripts.is_empty()
+    }
+
     /// pgbench options for `clients`, the profile's values over pgbench's
     /// defaults.
     pub fn pgbench_options(&self, clients: u32) -> PgbenchOptions {
@@ -239,6 +252,7 @@ impl BenchmarkSection {
             script: self.script.clone(),
             scripts: self.scripts.clone(),
             setup: self.setup.clone(),
+            setup_sql: self.setup_sql.clone(),
             mode: self.mode.unwrap_or(d.mode),
             clients,
             threads: self.threads,
@@ -328,13 +342,29 @@ impl Profile {
                 source,
             })?;
             let mut profile = Profile::parse(&text, path)?;
-            profile.anchor(path.parent().unwrap_or(Path::new(".")));
+            let dir = match path.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => Path::new("."),
+            };
+            profile
+                .anchor(dir)
+                .map_err(|message| ProfileError::Invalid {
+                    path: path.to_path_buf(),
+                    message,
+                })?;
             return Ok((profile, text));
         }
         match BUNDLED.iter().find(|(n, _)| *n == name_or_path) {
             Some((n, text)) => {
-                let profile =
-                    Profile::parse(text, Path::new(&format!("bisect-profiles/{n}.toml")))?;
+                let path = PathBuf::from(format!("bisect-profiles/{n}.toml"));
+                let profile = Profile::parse(text, &path)?;
+                // A bundled profile has no folder here: it names no files.
+                if profile.benchmark.names_files() {
+                    return Err(ProfileError::Invalid {
+                        path,
+                        message: "a bundled profile names no files".into(),
+                    });
+                }
                 Ok((profile, text.to_string()))
             }
             None => Err(ProfileError::Unknown {
@@ -348,20 +378,57 @@ impl Profile {
         }
     }
 
-    /// Makes relative file paths relative to the profile's directory.
-    fn anchor(&mut self, dir: &Path) {
+    /// Makes relative patch paths relative to the profile's directory
+    /// `dir`, and reads the files the benchmark names from it (see
+    /// [`crate::profile_files`]); why one is refused.
+    fn anchor(&mut self, dir: &Path) -> Result<(), String> {
         for f in &mut self.build.fixups {
             if f.patch.is_relative() {
                 f.patch = dir.join(&f.patch);
             }
         }
         let b = &mut self.benchmark;
-        let scripts = b.scripts.iter_mut().map(|s| &mut s.path);
-        for s in b.script.iter_mut().chain(b.setup.iter_mut()).chain(scripts) {
-            if s.is_relative() {
-                *s = dir.join(&*s);
-            }
+        let mut digests = BTreeMap::new();
+        let mut read = |key: &str, id: String, path: &mut PathBuf| -> Result<Vec<u8>, String> {
+            let named = crate::profile_files::read_in(dir, key, path)?;
+            digests.insert(id, crate::server::digest(&named.text));
+            *path = named.path;
+            Ok(named.text)
+        };
+        if let Some(setup) = &mut b.setup {
+            b.setup_sql = Some(read("setup", "setup".into(), setup)?);
         }
+        if let Some(script) = &mut b.script {
+            read("script", "script".into(), script)?;
+        }
+        for (n, s) in b.scripts.iter_mut().enumerate() {
+            read("scripts", format!("scripts.{n}"), &mut s.path)?;
+        }
+        b.file_digests = digests;
+        Ok(())
+    }
+
+    /// Reads again the setup SQL of a profile kept with a hunt (its path
+    /// made absolute when the hunt began), from the folder it is in; an
+    /// error when it is refused, or its text is no longer the one the
+    /// hunt was made with.
+    pub fn reread_setup(&mut self) -> Result<(), String> {
+        let b = &mut self.benchmark;
+        let Some(setup) = &b.setup else {
+            return Ok(());
+        };
+        let dir = setup.parent().unwrap_or(Path::new("/"));
+        let named = crate::profile_files::read_in(dir, "setup", setup)?;
+        let digest = crate::server::digest(&named.text);
+        if b.file_digests.get("setup").is_some_and(|d| *d != digest) {
+            return Err(format!(
+                "the setup SQL {} changed since the hunt was made: measure with the SQL the \
+                 hunt used, or hunt again",
+                setup.display()
+            ));
+        }
+        b.setup_sql = Some(named.text);
+        Ok(())
     }
 
     fn validate(&self, path: &Path) -> Result<(), ProfileError> {
@@ -370,6 +437,11 @@ impl Profile {
             message,
         };
         let b = &self.benchmark;
+        if !b.file_digests.is_empty() {
+            return Err(invalid(
+                "unknown key `file-digests` in [benchmark]: pgbisect works it out itself".into(),
+            ));
+        }
         if b.command.is_some() && (b.builtin.is_some() || b.script.is_some()) {
             return Err(invalid(
                 "[benchmark] has `command` and pgbench options: keep one of them".into(),
@@ -681,8 +753,13 @@ mod tests {
             "[benchmark]\nsetup = \"schema.sql\"\nscripts = [\"a.sql@9\", \"b.sql@1\"]\n",
         )
         .unwrap();
+        for file in ["schema.sql", "a.sql", "b.sql"] {
+            std::fs::write(dir.path().join(file), "SELECT 1;").unwrap();
+        }
         let p = Profile::load(path.to_str().unwrap()).unwrap();
         let o = p.benchmark.pgbench_options(1);
+        assert_eq!(o.setup_sql.as_deref(), Some(&b"SELECT 1;"[..]));
+        assert_eq!(p.benchmark.file_digests.len(), 3);
         assert_eq!(o.builtin, None);
         assert_eq!(o.setup, Some(dir.path().join("schema.sql")));
         assert_eq!(o.scripts.len(), 2);

@@ -59,6 +59,8 @@ fn setup_sql_makes_the_template_and_weighted_scripts_run_on_it() {
     let (template, built) = DataTemplate::ensure(&spec).unwrap();
     assert!(built);
     assert!(template.dir().join("setup.log").is_file());
+    // psql read the SQL on its input: no copy is left for others to read.
+    assert!(!template.dir().join("setup.sql").exists());
     // The same setup finds the template made; another makes a new one.
     assert!(!DataTemplate::ensure(&spec).unwrap().1);
     let other = case(work.path(), &format!("{SETUP}SELECT 1;\n"));

@@ -25,7 +25,9 @@ pub use limits::{
 pub use pgbench::{BenchError, run_pgbench, time_limit};
 pub use registry::{process_start_time, reap_leftovers, stop_server_in};
 pub use run_as::{DEFAULT_USER, RunAs, is_root, lookup_user};
-pub use template::{DataTemplate, TemplateSpec, digest, fresh_copy, setup_digest, shares_blocks};
+pub use template::{
+    DataTemplate, TemplateSpec, digest, fresh_copy, setup_digest, shares_blocks, sibling,
+};
 
 use crate::bench::{Conn, tail_lines};
 use crate::placement::Pin;
@@ -159,6 +161,8 @@ pub(crate) struct Invocation {
     /// Whether the first signal stops it (the work of a run) or only a
     /// second one (stopping a server).
     pub stop: Stop,
+    /// What it reads on its standard input (nothing when None).
+    pub input: Option<Vec<u8>>,
 }
 
 /// How long a PostgreSQL program may run when its caller says nothing
@@ -184,7 +188,15 @@ impl Invocation {
             pin: Pin::none(),
             limit: COMMAND_LIMIT,
             stop: Stop::OnFirstSignal,
+            input: None,
         }
+    }
+
+    /// The same invocation, given `input` on its standard input: text
+    /// the program's user need not be able to read from a file.
+    pub fn reading(mut self, input: Vec<u8>) -> Self {
+        self.input = Some(input);
+        self
     }
 
     /// The same invocation, stopped after `limit`.
@@ -216,11 +228,14 @@ impl Invocation {
 
     /// Runs to the end (within its limit), capturing stdout and stderr.
     pub fn output(&self, run_as: &RunAs) -> Result<std::process::Output, ServerError> {
-        let expr = self
+        let mut expr = self
             .pin
             .apply(run_as.command(&self.program, self.args.clone()))
             .stdout_capture()
             .stderr_capture();
+        if let Some(input) = &self.input {
+            expr = expr.stdin_bytes(input.clone());
+        }
         let ended =
             proc::run_until(expr, self.limit, self.stop).map_err(|source| ServerError::Spawn {
                 command: self.display(),

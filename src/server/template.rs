@@ -64,6 +64,14 @@ impl DataTemplate {
             == Some(wanted.as_str())
             && template.entered(&spec.run_as)?
         {
+            // Releases before this one kept a copy of the setup SQL there
+            // that every user could read.
+            let old_copy = template.dir.join("setup.sql");
+            if old_copy.exists() {
+                std::fs::remove_file(&old_copy).map_err(|e| {
+                    ServerError::io(format!("cannot remove {}", old_copy.display()), e)
+                })?;
+            }
             return Ok((template, false));
         }
         template.build(spec)?;
@@ -176,22 +184,23 @@ impl DataTemplate {
 
 impl DataTemplate {
     /// Runs the profile's setup SQL with this commit's own psql, stopping
-    /// at the first error; a copy of the SQL and psql's output stay in the
-    /// template's folder. SQL this version refuses makes
-    /// [`ServerError::SetupFailed`] with psql's words.
+    /// at the first error; psql's output stays in the template's folder.
+    /// psql reads the SQL on its standard input, the text read when the
+    /// profile was loaded: no copy is left for other users to read, and
+    /// the SQL run is the one the template is named for. SQL this version
+    /// refuses makes [`ServerError::SetupFailed`] with psql's words.
     fn run_setup(
         &self,
         spec: &TemplateSpec,
         server: &super::RunningServer,
         setup: &Path,
     ) -> Result<(), ServerError> {
-        let sql = std::fs::read(setup).map_err(|e| {
-            ServerError::io(format!("cannot read the setup SQL {}", setup.display()), e)
-        })?;
-        // A copy the server's user can read, whoever owns the profile.
-        let copy = self.dir.join("setup.sql");
-        crate::files::write(&copy, &sql)
-            .map_err(|e| ServerError::io(format!("cannot write {}", copy.display()), e))?;
+        let Some(sql) = spec.options.setup_sql.clone() else {
+            return Err(ServerError::SetupFailed {
+                path: setup.to_path_buf(),
+                tail: "the setup SQL was not read with the profile".into(),
+            });
+        };
         let mut args: Vec<OsString> = ["-X", "-q", "-v", "ON_ERROR_STOP=1"]
             .map(OsString::from)
             .to_vec();
@@ -202,13 +211,8 @@ impl DataTemplate {
                 .into_iter()
                 .map(OsString::from),
         );
-        args.extend([
-            "-d".into(),
-            "postgres".into(),
-            "-f".into(),
-            copy.into_os_string(),
-        ]);
-        let psql = Invocation::new(spec.bin.join("psql"), args);
+        args.extend(["-d".into(), "postgres".into()]);
+        let psql = Invocation::new(spec.bin.join("psql"), args).reading(sql);
         match psql.run(&spec.run_as) {
             Ok(log) => write_log(&self.dir.join("setup.log"), &log),
             Err(ServerError::Command { tail, .. }) => Err(ServerError::SetupFailed {
@@ -235,14 +239,12 @@ fn marker_text(options: &PgbenchOptions) -> String {
     }
 }
 
-/// A digest of the setup SQL's text (64-bit FNV-1a, hex), or of the error
-/// reading it; `None` without setup SQL. Templates of different setups
-/// get different folders and markers.
+/// A digest of the setup SQL's text as it was read with the profile
+/// (64-bit FNV-1a, hex); `None` without setup SQL. Templates of different
+/// setups get different folders and markers.
 pub fn setup_digest(options: &PgbenchOptions) -> Option<String> {
-    let path = options.setup.as_ref()?;
-    let bytes = std::fs::read(path)
-        .unwrap_or_else(|e| format!("unreadable {}: {e}", path.display()).into_bytes());
-    Some(digest(&bytes))
+    options.setup.as_ref()?;
+    Some(digest(options.setup_sql.as_deref().unwrap_or_default()))
 }
 
 /// A digest of `bytes` that stays the same from one build of pgbisect to
@@ -280,7 +282,7 @@ pub fn shares_blocks(dir: &Path) -> bool {
 }
 
 /// `dest` with `suffix` added to its name: a folder beside it.
-fn sibling(dest: &Path, suffix: &str) -> PathBuf {
+pub fn sibling(dest: &Path, suffix: &str) -> PathBuf {
     let mut name = dest.as_os_str().to_owned();
     name.push(suffix);
     PathBuf::from(name)

@@ -120,8 +120,11 @@ pub fn use_saved_profile(
     let Ok(text) = std::fs::read_to_string(path) else {
         return Ok(());
     };
-    let profile: Profile = serde_json::from_str(&text)
+    let mut profile: Profile = serde_json::from_str(&text)
         .with_context(|| format!("cannot read the hunt's profile {}", path.display()))?;
+    profile
+        .reread_setup()
+        .map_err(|e| crate::error::UsageError(format!("in the hunt's profile: {e}")))?;
     let decision = &mut plan.config.decision;
     if let (None, Some(t)) = (threshold, profile.hunt.threshold) {
         decision.threshold = t / 100.0;

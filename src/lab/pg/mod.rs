@@ -7,6 +7,7 @@
 //! error and interrupt.
 
 pub mod host;
+mod key;
 mod plan;
 pub mod pool;
 mod profiler;
@@ -24,6 +25,7 @@ use crate::repo::{Repo, WorkTree};
 use crate::server::{self, RunAs, ServerError, SocketDir, TemplateSpec, settings};
 use crate::strays::{self, Marks};
 use anyhow::Context;
+pub use key::{define_value, package_version};
 pub use plan::{Place, RunPlan};
 pub use profiler::PerfProfiler;
 use runs::{RealMachinery, RunJob, Runs};
@@ -94,29 +96,6 @@ pub struct PgLabConfig {
     pub setups: setup::Setups,
     /// Checks of the machine between runs, kept for the report.
     pub watch: Watch,
-}
-
-/// SQL files initdb runs into every new database: views and functions a
-/// commit can change without a catalog-version bump (32ff26911 changed the
-/// `information_schema.triggers` view so), which the data template must
-/// then not share with its parent.
-const INITDB_SQL: &[&str] = &[
-    "src/backend/catalog/information_schema.sql",
-    "src/backend/catalog/system_views.sql",
-    "src/backend/catalog/system_functions.sql",
-];
-
-/// Eight hex digits of a digest of the [`INITDB_SQL`] files `read` gives
-/// (those missing count as empty).
-fn initdb_sql_digest(
-    read: impl Fn(&str) -> anyhow::Result<Option<Vec<u8>>>,
-) -> anyhow::Result<String> {
-    let mut sql = Vec::new();
-    for file in INITDB_SQL {
-        sql.extend(read(file)?.unwrap_or_default());
-        sql.push(0);
-    }
-    Ok(crate::server::digest(&sql)[..8].to_string())
 }
 
 /// Builds and benchmarks real PostgreSQL commits.
@@ -232,43 +211,16 @@ impl PgLab {
         }
     }
 
-    /// Data-directory format of a commit: major version, catalog and
-    /// control-file versions, read from its headers, and a digest of the
-    /// SQL initdb runs into every database.
+    /// Data-directory format of a commit (see [`key::template_key`]),
+    /// read from its tree.
     fn template_key(&self, commit: &str) -> anyhow::Result<String> {
-        let read = |path: &str, name: &str| -> anyhow::Result<String> {
-            let text = self
-                .repo
-                .read_file(commit, path)?
-                .map(|b| String::from_utf8_lossy(&b).into_owned())
-                .unwrap_or_default();
-            Ok(define_value(&text, name).unwrap_or_else(|| "unknown".into()))
-        };
-        let catalog = read("src/include/catalog/catversion.h", "CATALOG_VERSION_NO")?;
-        let control = read("src/include/catalog/pg_control.h", "PG_CONTROL_VERSION")?;
-        // A new major version starts with the catalog of the last one (the
-        // branch point and the commit after it): the server refuses a data
-        // directory of another major version, so it names the template too.
-        let mut version = String::new();
-        for file in ["configure", "meson.build"] {
-            if let Some(bytes) = self.repo.read_file(commit, file)? {
-                version = package_version(&String::from_utf8_lossy(&bytes)).unwrap_or_default();
-                break;
-            }
-        }
-        let major = if version.is_empty() {
-            String::new()
-        } else {
-            format!("v{version}-")
-        };
-        let sql = initdb_sql_digest(|file| Ok(self.repo.read_file(commit, file)?))?;
-        let setup = crate::server::setup_digest(&self.cfg.options)
-            .map(|d| format!("-setup{}", &d[..8]))
-            .unwrap_or_default();
-        Ok(format!(
-            "{major}cat{catalog}-ctl{control}-sql{sql}-s{}{setup}",
-            self.cfg.options.scale
-        ))
+        let setup = crate::server::setup_digest(&self.cfg.options);
+        key::template_key(
+            |path| Ok(self.repo.read_file(commit, path)?),
+            self.cfg.options.scale,
+            setup.as_deref(),
+            &self.cfg.build,
+        )
     }
 
     fn pgbench_for(&self, commit: &str) -> anyhow::Result<PathBuf> {
@@ -286,7 +238,7 @@ impl PgLab {
     }
 
     /// The data template's folder name for `commit`: one per data format
-    /// (catalog and control-file versions) and scale.
+    /// (versions, WAL format, initdb's SQL, build options) and scale.
     fn template_name(&mut self, commit: &str) -> anyhow::Result<String> {
         if let Some(k) = self.template_keys.get(commit) {
             return Ok(k.clone());
@@ -443,13 +395,16 @@ impl PgLab {
             "a profile with `scripts` or `setup` runs on this machine only for now: \
              measure it without `--hosts`, or with one `script` and no `setup`"
         );
-        let script =
-            match &self.cfg.options.script {
-                Some(path) => Some(std::fs::read_to_string(path).with_context(|| {
-                    format!("cannot read the pgbench script {}", path.display())
-                })?),
-                None => None,
-            };
+        let script = match &self.cfg.options.script {
+            Some(path) => {
+                // Checked where the profile named it; read as it was.
+                let dir = path.parent().unwrap_or(std::path::Path::new("/"));
+                let named = crate::profile_files::read_in(dir, "script", path)
+                    .map_err(|e| anyhow::anyhow!("the pgbench script: {e}"))?;
+                Some(String::from_utf8_lossy(&named.text).into_owned())
+            }
+            None => None,
+        };
         Ok(host::Request {
             lab: PathBuf::new(),
             run_as: match &self.cfg.run_as {
@@ -567,30 +522,6 @@ fn source_major(repo: &Repo, commit: &str) -> Option<settings::Major> {
         })
 }
 
-/// The version a tree calls itself (`9.6devel`, `18beta1`): `configure`'s
-/// `PACKAGE_VERSION='...'`, or `meson.build`'s first `version: '...'`.
-pub fn package_version(text: &str) -> Option<String> {
-    text.lines().find_map(|line| {
-        let line = line.trim();
-        let rest = line
-            .strip_prefix("PACKAGE_VERSION=")
-            .or_else(|| line.strip_prefix("version:"))?;
-        let value = rest.trim().trim_end_matches(',').trim_matches('\'');
-        (!value.is_empty()).then(|| value.to_string())
-    })
-}
-
-/// The value of `#define NAME value` in C header text.
-pub fn define_value(text: &str, name: &str) -> Option<String> {
-    text.lines().find_map(|line| {
-        let mut words = line.split_whitespace();
-        match (words.next(), words.next(), words.next()) {
-            (Some("#define"), Some(n), Some(v)) if n == name => Some(v.to_string()),
-            _ => None,
-        }
-    })
-}
-
 impl Lab for PgLab {
     fn prepare(&mut self, commit: &Commit) -> anyhow::Result<Prepared> {
         self.worktree
@@ -706,46 +637,6 @@ impl Lab for PgLab {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_change_to_the_initdb_sql_alone_makes_another_template() {
-        let files = |view: &'static str| {
-            move |file: &str| -> anyhow::Result<Option<Vec<u8>>> {
-                Ok(match file {
-                    "src/backend/catalog/information_schema.sql" => Some(view.into()),
-                    "src/backend/catalog/system_views.sql" => Some(b"CREATE VIEW v".to_vec()),
-                    _ => None,
-                })
-            }
-        };
-        let before = initdb_sql_digest(files("PARTITION BY oid")).unwrap();
-        let after = initdb_sql_digest(files("PARTITION BY relname")).unwrap();
-        assert_ne!(before, after);
-        assert_eq!(before.len(), 8);
-        assert_eq!(
-            before,
-            initdb_sql_digest(files("PARTITION BY oid")).unwrap()
-        );
-    }
-
-    #[test]
-    fn package_versions_from_configure_and_meson() {
-        let configure = "PACKAGE_NAME='PostgreSQL'\nPACKAGE_VERSION='9.6devel'\n";
-        assert_eq!(package_version(configure).as_deref(), Some("9.6devel"));
-        let meson = "project('postgresql',\n  ['c'],\n  version: '19devel',\n)\n";
-        assert_eq!(package_version(meson).as_deref(), Some("19devel"));
-        assert_eq!(package_version("nothing here\n"), None);
-    }
-
-    #[test]
-    fn reads_defines() {
-        let h = "/* x */\n#define CATALOG_VERSION_NO\t201608131\n";
-        assert_eq!(
-            define_value(h, "CATALOG_VERSION_NO").as_deref(),
-            Some("201608131")
-        );
-        assert_eq!(define_value(h, "OTHER"), None);
-    }
 
     #[test]
     fn pgbench_choice_parses() {

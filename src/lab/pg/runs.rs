@@ -15,6 +15,7 @@ use crate::model::{LabTotals, Measurement, RunOutcome};
 use crate::placement::Pin;
 use crate::server::{self, BenchError, DataTemplate, Server, ServerError, TemplateSpec};
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -180,6 +181,12 @@ pub struct Runs {
     /// without making the template again. Holds the SQL's path and psql's
     /// words.
     failed_setups: HashMap<PathBuf, (PathBuf, String)>,
+    /// The commit's install (`bin`) that made each template made here.
+    made_by: HashMap<PathBuf, PathBuf>,
+    /// Templates a commit's own programs made, after its server did not
+    /// start on the one it shares with other commits: by that one's folder
+    /// and the commit's `bin`.
+    own: HashMap<(PathBuf, PathBuf), TemplateSpec>,
     /// The template the data directory is a copy of, not yet written to.
     fresh_copy_of: Option<DataTemplate>,
     /// Whether the data folder was checked for copies that share blocks.
@@ -197,6 +204,8 @@ impl Runs {
             options,
             templates: HashMap::new(),
             failed_setups: HashMap::new(),
+            made_by: HashMap::new(),
+            own: HashMap::new(),
             fresh_copy_of: None,
             copies_checked: false,
             without_log_prefix: HashSet::new(),
@@ -245,6 +254,7 @@ impl Runs {
             Err(e) => return Err(e),
         };
         if built {
+            self.made_by.insert(spec.dir.clone(), spec.bin.clone());
             self.totals.setup.templates += 1;
             self.totals.setup.template_seconds += started.elapsed().as_secs_f64();
         }
@@ -301,10 +311,41 @@ impl Runs {
         job: RunJob,
         profiler: Option<&mut dyn ServerProfiler>,
     ) -> anyhow::Result<(RunOutcome, Option<Extras>)> {
-        let template = match self.template(job.template) {
+        let shared = self.own_or_shared(job.template);
+        let running = match self.start_on(&shared, &job)? {
+            Start::Running(r) => r,
+            Start::NoTemplate(e) => return Ok((failed(&e), None)),
+            Start::NotStarted(e) => match self.own_template(&shared) {
+                None => return Ok((failed(&e), None)),
+                Some(own) => {
+                    eprintln!(
+                        "pgbisect: note: the server of {} did not start on the data template \
+                         {}, which other programs made ({e:#}); making one with its own",
+                        own.bin.display(),
+                        shared.dir.display()
+                    );
+                    match self.start_on(&own, &job)? {
+                        Start::Running(r) => r,
+                        Start::NoTemplate(e) | Start::NotStarted(e) => {
+                            return Ok((failed(&e), None));
+                        }
+                    }
+                }
+            },
+        };
+        let outcome = self.pgbench_runs(running.as_ref(), &job, profiler);
+        running.stop()?;
+        Ok(outcome)
+    }
+
+    /// A server started on a fresh (or still unwritten) copy of the
+    /// template of `spec`, made first when it is missing; or why not. An
+    /// error ends the hunt (the disk, a refused folder).
+    fn start_on(&mut self, spec: &TemplateSpec, job: &RunJob) -> anyhow::Result<Start> {
+        let template = match self.template(spec) {
             Ok(t) => t,
             Err(e @ ServerError::Refused { .. }) => return Err(e.into()),
-            Err(e) => return Ok((failed(&e.into()), None)),
+            Err(e) => return Ok(Start::NoTemplate(e.into())),
         };
         let setup = Instant::now();
         let data = job.server.data_dir.clone();
@@ -320,17 +361,53 @@ impl Runs {
         let started = self.machinery.start(job.server.clone());
         self.totals.setup.setups += 1;
         self.totals.setup.setup_seconds += setup.elapsed().as_secs_f64();
-        let running = match started {
-            Ok(r) => r,
-            Err(e) if e.ends_the_hunt() => return Err(e.into()),
+        match started {
+            Ok(r) => Ok(Start::Running(r)),
+            Err(e) if e.ends_the_hunt() => Err(e.into()),
             Err(e) => {
                 self.fresh_copy_of = None;
-                return Ok((failed(&e.into()), None));
+                Ok(Start::NotStarted(e.into()))
             }
+        }
+    }
+
+    /// The template a run of `spec`'s commit starts from: the one made
+    /// with its own programs when its server did not start on the shared
+    /// one before.
+    fn own_or_shared(&self, spec: &TemplateSpec) -> TemplateSpec {
+        let key = (spec.dir.clone(), spec.bin.clone());
+        self.own.get(&key).cloned().unwrap_or_else(|| spec.clone())
+    }
+
+    /// A template of the commit's own (initdb, `pgbench -i` and the setup
+    /// SQL of its own install), beside the shared one of `spec`, when its
+    /// server did not start on that one and other programs made it (an
+    /// earlier pgbisect, another commit of the same key): a data directory
+    /// of a WAL or control-file format the key missed makes the server
+    /// stop at start, which is the template's fault, not the commit's.
+    /// None when the commit made it itself, or already has its own: then
+    /// the commit is broken.
+    fn own_template(&mut self, spec: &TemplateSpec) -> Option<TemplateSpec> {
+        let key = (spec.dir.clone(), spec.bin.clone());
+        if self.own.contains_key(&key) || self.made_by.get(&spec.dir) == Some(&spec.bin) {
+            return None;
+        }
+        let suffix = format!(
+            "-own{}",
+            &server::digest(spec.bin.as_os_str().as_bytes())[..8]
+        );
+        let own_pgbench = spec.bin.join("pgbench");
+        let own = TemplateSpec {
+            dir: server::sibling(&spec.dir, &suffix),
+            pgbench: if own_pgbench.is_file() {
+                own_pgbench
+            } else {
+                spec.pgbench.clone()
+            },
+            ..spec.clone()
         };
-        let outcome = self.pgbench_runs(running.as_ref(), &job, profiler);
-        running.stop()?;
-        Ok(outcome)
+        self.own.insert(key, own.clone());
+        Some(own)
     }
 
     /// The warm-ups, then the measured run.
@@ -428,6 +505,15 @@ impl Runs {
         args.extend(db);
         args
     }
+}
+
+/// How a server start on a copy of a template went.
+enum Start {
+    Running(Box<dyn Session>),
+    /// The template could not be made: the run fails.
+    NoTemplate(anyhow::Error),
+    /// The server did not start on the copy.
+    NotStarted(anyhow::Error),
 }
 
 /// What an instrumented run gave besides its throughput.

@@ -11,6 +11,10 @@ use std::rc::Rc;
 #[derive(Debug, Default)]
 struct Calls {
     templates_made: u32,
+    /// The template the data directory was last copied from.
+    copied_from: Option<PathBuf>,
+    /// The folders of the templates asked for, made or found.
+    template_dirs: Vec<PathBuf>,
     /// Templates whose setup SQL was run and failed.
     setups_failed: u32,
     copies: Vec<PathBuf>,
@@ -34,6 +38,10 @@ struct Fake {
     fail_template: bool,
     fail_setup: bool,
     fail_starts: u32,
+    /// Templates are found made (by an earlier pgbisect), not made now.
+    found: bool,
+    /// The server of this `bin` does not start on a copy of this template.
+    refuses: Option<(PathBuf, PathBuf)>,
     disk_full: bool,
     fail_output: Option<PathBuf>,
     /// pgbench refuses `--log-prefix`, as before 10.
@@ -58,12 +66,17 @@ impl Machinery for Fake {
                 tail: "ERROR:  syntax error at or near \"GENERATED\"".into(),
             });
         }
+        self.calls.borrow_mut().template_dirs.push(spec.dir.clone());
+        if self.found && !spec.dir.to_string_lossy().contains("-own") {
+            return Ok((DataTemplate::at(spec.dir.clone()), false));
+        }
         self.calls.borrow_mut().templates_made += 1;
         Ok((DataTemplate::at(spec.dir.clone()), true))
     }
 
-    fn fresh_copy(&mut self, _: &DataTemplate, data: &Path) -> Result<(), ServerError> {
+    fn fresh_copy(&mut self, template: &DataTemplate, data: &Path) -> Result<(), ServerError> {
         self.calls.borrow_mut().copies.push(data.to_path_buf());
+        self.calls.borrow_mut().copied_from = Some(template.dir().to_path_buf());
         Ok(())
     }
 
@@ -75,7 +88,10 @@ impl Machinery for Fake {
             let full = std::io::Error::from_raw_os_error(28);
             return Err(ServerError::io("cannot write the server log", full));
         }
-        if calls.starts <= self.fail_starts {
+        let refused = self.refuses.as_ref().is_some_and(|(bin, dir)| {
+            *bin == server.bin && calls.copied_from.as_ref() == Some(dir)
+        });
+        if calls.starts <= self.fail_starts || refused {
             return Err(ServerError::StopFailed {
                 data_dir: server.data_dir,
                 pid: 1,
@@ -206,6 +222,8 @@ fn fake() -> (Fake, Rc<RefCell<Calls>>) {
         fail_template: false,
         fail_setup: false,
         fail_starts: 0,
+        found: false,
+        refuses: None,
         disk_full: false,
         fail_output: None,
         old_pgbench: false,
@@ -547,4 +565,65 @@ fn setup_sql_that_fails_fails_every_run_of_that_template_with_psqls_words_made_o
     }
     assert_eq!(calls.borrow().setups_failed, 1);
     assert_eq!(calls.borrow().starts, 0);
+}
+
+#[test]
+fn a_server_that_does_not_start_on_a_template_others_made_gets_its_own_once() {
+    let (mut fake, calls) = fake();
+    fake.found = true;
+    fake.fail_starts = 1;
+    let mut runs = Runs::new(Box::new(fake), options(Builtin::TpcbLike, 0));
+    let outcome = run(&mut runs, "/t/a", 1).unwrap();
+    assert!(matches!(outcome, RunOutcome::Measured(_)), "{outcome:?}");
+    // Later runs of the commit start on its own template at once.
+    run(&mut runs, "/t/a", 2).unwrap();
+    let calls = calls.borrow();
+    assert_eq!(calls.starts, 3);
+    assert_eq!(calls.templates_made, 1, "its own template is made once");
+    let own = &calls.template_dirs[1];
+    assert!(own.starts_with("/t") && own != Path::new("/t/a"), "{own:?}");
+    assert_eq!(calls.template_dirs.len(), 2, "{:?}", calls.template_dirs);
+}
+
+#[test]
+fn a_server_that_does_not_start_on_its_own_template_either_fails_the_run() {
+    let (mut fake, calls) = fake();
+    fake.found = true;
+    fake.fail_starts = 3;
+    let mut runs = Runs::new(Box::new(fake), options(Builtin::TpcbLike, 0));
+    for n in 1..=2 {
+        let outcome = run(&mut runs, "/t/a", n).unwrap();
+        assert!(matches!(outcome, RunOutcome::Failed { .. }), "{outcome:?}");
+    }
+    let calls = calls.borrow();
+    assert_eq!(calls.templates_made, 1, "the template is made again once");
+    assert_eq!(calls.starts, 3, "then the commit is judged by its own");
+    assert!(calls.pgbench.is_empty());
+}
+
+#[test]
+fn a_template_another_commit_made_here_is_made_again_for_one_whose_server_refuses_it() {
+    let (mut fake, calls) = fake();
+    fake.refuses = Some((PathBuf::from("/other/bin"), PathBuf::from("/t/a")));
+    let mut runs = Runs::new(Box::new(fake), options(Builtin::TpcbLike, 0));
+    run(&mut runs, "/t/a", 1).unwrap();
+    let mut other = template_spec("/t/a");
+    other.bin = PathBuf::from("/other/bin");
+    let mut job = job(&other, 2, (Pin::none(), Pin::none()));
+    job.server.bin = other.bin.clone();
+    let outcome = runs.measure(job).unwrap();
+    assert!(matches!(outcome, RunOutcome::Measured(_)), "{outcome:?}");
+    let calls = calls.borrow();
+    assert_eq!(calls.templates_made, 2);
+    assert_eq!(calls.starts, 3);
+    assert_ne!(calls.template_dirs[1], PathBuf::from("/t/a"));
+
+    // Its own template refused too: the commit is broken, and the
+    // template its server refused is not made again for it.
+    let (mut fake, calls) = self::fake();
+    fake.refuses = Some((PathBuf::from("/install/bin"), PathBuf::from("/t/a")));
+    let mut runs = Runs::new(Box::new(fake), options(Builtin::TpcbLike, 0));
+    let outcome = run(&mut runs, "/t/a", 1).unwrap();
+    assert!(matches!(outcome, RunOutcome::Failed { .. }), "{outcome:?}");
+    assert_eq!(calls.borrow().templates_made, 1, "it made that one itself");
 }
