@@ -49,6 +49,17 @@ pub trait Session {
     fn server_pid(&self) -> Option<u32> {
         None
     }
+    /// The server's processes now: the postmaster's children and theirs
+    /// (a counted run counts those a pgbench run started).
+    fn server_processes(&self) -> Vec<u32> {
+        self.server_pid()
+            .map(|pid| {
+                let mut tree = crate::perf::record::process_tree(pid);
+                tree.retain(|p| *p != pid);
+                tree
+            })
+            .unwrap_or_default()
+    }
     /// Starts sampling the client backends' wait events into `out`;
     /// `Err` inside says why this server has none (before 9.6).
     fn sample_wait_events(
@@ -301,10 +312,25 @@ impl Runs {
         job: RunJob,
         profiler: Option<&mut dyn ServerProfiler>,
     ) -> anyhow::Result<(RunOutcome, Option<Extras>)> {
+        let running = match self.start_on_copy(&job)? {
+            Ok(r) => r,
+            Err(failed) => return Ok((failed, None)),
+        };
+        let outcome = self.pgbench_runs(running.as_ref(), &job, profiler);
+        running.stop()?;
+        Ok(outcome)
+    }
+
+    /// The job's server started on a fresh (or still unwritten) copy of
+    /// its template; the outcome of the run when that failed.
+    pub(super) fn start_on_copy(
+        &mut self,
+        job: &RunJob,
+    ) -> anyhow::Result<Result<Box<dyn Session>, RunOutcome>> {
         let template = match self.template(job.template) {
             Ok(t) => t,
             Err(e @ ServerError::Refused { .. }) => return Err(e.into()),
-            Err(e) => return Ok((failed(&e.into()), None)),
+            Err(e) => return Ok(Err(failed(&e.into()))),
         };
         let setup = Instant::now();
         let data = job.server.data_dir.clone();
@@ -320,17 +346,14 @@ impl Runs {
         let started = self.machinery.start(job.server.clone());
         self.totals.setup.setups += 1;
         self.totals.setup.setup_seconds += setup.elapsed().as_secs_f64();
-        let running = match started {
-            Ok(r) => r,
-            Err(e) if e.ends_the_hunt() => return Err(e.into()),
+        match started {
+            Ok(r) => Ok(Ok(r)),
+            Err(e) if e.ends_the_hunt() => Err(e.into()),
             Err(e) => {
                 self.fresh_copy_of = None;
-                return Ok((failed(&e.into()), None));
+                Ok(Err(failed(&e.into())))
             }
-        };
-        let outcome = self.pgbench_runs(running.as_ref(), &job, profiler);
-        running.stop()?;
-        Ok(outcome)
+        }
     }
 
     /// The warm-ups, then the measured run.
@@ -395,6 +418,7 @@ impl Runs {
         match result {
             Ok(report) => (
                 RunOutcome::Measured(Measurement {
+                    instructions: None,
                     tps: report.tps,
                     latency_ms: report.latency_ms,
                     failed_transactions: report.failed_transactions,
@@ -519,5 +543,6 @@ fn note_full_copies(data: &Path) {
     );
 }
 
+mod counted;
 #[cfg(test)]
 mod tests;
