@@ -75,7 +75,7 @@ fn counted_runs_of_one_server_agree_to_a_fraction_of_a_percent() {
         };
         let c = m.instructions.expect("a counted run's count");
         assert_eq!(c.counter, counter.name());
-        assert_eq!((c.short.transactions, c.long.transactions), (100, 600));
+        assert!(c.long.transactions > c.short.transactions, "{c:?}");
         assert_eq!(c.short.processes, c.long.processes, "{c:?}");
         assert!(c.short.processes >= 1, "{c:?}");
         counts.push(c.per_transaction);

@@ -126,6 +126,36 @@ pub struct Lengths {
     pub long: u64,
 }
 
+/// The short run of a fitted counted run lasts about this long: its
+/// count is many times the fixed cost of a connection.
+const SHORT_SECONDS: f64 = 1.0;
+
+/// No run shorter than this many transactions a client.
+const MIN_SHORT: u64 = 10;
+
+impl Lengths {
+    /// These lengths fitted to a server that ran the warm-up (`warmup`
+    /// transactions a client) in `seconds`: a workload whose transaction
+    /// takes a second under the counter gets short and long runs of
+    /// [`MIN_SHORT`] and six times that, not the hours the default
+    /// lengths would take; a fast one keeps them. The long run stays as
+    /// many times the short one as before.
+    pub fn fitted(self, seconds: f64) -> Lengths {
+        let each = seconds / self.warmup.max(1) as f64;
+        let fits = if each > 0.0 && each.is_finite() {
+            (SHORT_SECONDS / each) as u64
+        } else {
+            self.short
+        };
+        let short = fits.clamp(MIN_SHORT.min(self.short), self.short);
+        Lengths {
+            short,
+            long: short * (self.long / self.short.max(1)).max(2),
+            ..self
+        }
+    }
+}
+
 impl Default for Lengths {
     /// 200 and 1,200 transactions per client: the lengths whose
     /// difference repeated to 0.2% on PostgreSQL 15's select-only
@@ -192,6 +222,20 @@ mod tests {
         assert!((instructions_change_pct(pct) - 5.0).abs() < 1e-9);
         assert_eq!(Measure::parse("instructions"), Ok(Measure::Instructions));
         assert!(Measure::parse("cycles").unwrap_err().contains("give `tps`"));
+    }
+
+    #[test]
+    fn slow_transactions_get_short_runs_and_fast_ones_keep_theirs() {
+        let default = Lengths::default();
+        // 200 select-only transactions in 0.15 s under cachegrind.
+        assert_eq!(default.fitted(0.15), default);
+        // 200 transactions of 20,000 float rows in 100 s: 0.5 s each.
+        let slow = default.fitted(100.0);
+        assert_eq!((slow.short, slow.long), (10, 60));
+        // 200 in 4 s: 20 ms each, 50 in a second.
+        let mid = default.fitted(4.0);
+        assert_eq!((mid.short, mid.long), (50, 300));
+        assert_eq!(default.fitted(0.0), default);
     }
 
     proptest! {

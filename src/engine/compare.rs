@@ -413,7 +413,7 @@ pub fn table(report: &CompareReport) -> String {
             side(&row.b),
             diff,
             interval,
-            format!("{}/{}", row.a_tps.len(), row.b_tps.len()),
+            format!("{}/{}", row.shown().0.len(), row.shown().1.len()),
             verdict
         );
     }
@@ -573,6 +573,32 @@ mod tests {
             }))
         }
 
+        /// Counts of `40_000 * 100 / level` instructions a transaction,
+        /// 0.1% apart from run to run.
+        fn counted_run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
+            let RunOutcome::Measured(mut m) = self.run(commit, spec)? else {
+                unreachable!("the fake's runs all measure")
+            };
+            let level = self
+                .levels
+                .iter()
+                .find(|(id, _)| *id == commit.id)
+                .map_or(1.0, |(_, l)| *l);
+            let wobble = 1.0 + 0.002 * (((spec.run * 37) % 17) as f64 / 17.0 - 0.5);
+            let window = |n: u64| crate::core::counts::Window {
+                transactions: n,
+                instructions: n * 1000,
+                processes: 2,
+            };
+            m.instructions = Some(crate::core::counts::Counted {
+                per_transaction: 40_000.0 * 100.0 / level * wobble,
+                counter: "fake".into(),
+                short: window(200),
+                long: window(1200),
+            });
+            Ok(RunOutcome::Measured(m))
+        }
+
         fn totals(&self) -> LabTotals {
             LabTotals::default()
         }
@@ -580,6 +606,51 @@ mod tests {
         fn describe(&self) -> String {
             "fake".into()
         }
+    }
+
+    #[test]
+    fn counted_runs_show_instructions_and_a_rise_of_them_is_slower() {
+        // B costs 2% more instructions a transaction: under the noise of
+        // tps, not of counts.
+        let mut lab = lab(100.0 / 1.02);
+        let cfg = DecisionConfig {
+            threshold: 0.01,
+            ..DecisionConfig::default()
+        };
+        let (a, b) = (Commit::bare("a"), Commit::bare("b"));
+        let rows = measure(
+            &mut lab,
+            [(&a, "A"), (&b, "B")],
+            (&[1], 4, Measure::Instructions),
+            &cfg,
+            &mut |_| {},
+        )
+        .unwrap();
+        let row = &rows[0];
+        assert!(row.a_tps.is_empty() && row.b_tps.is_empty(), "{row:?}");
+        assert_eq!((row.a_instructions.len(), row.b_instructions.len()), (4, 4));
+        let c = row.comparison.clone().expect("a comparison");
+        assert_eq!(c.verdict, Verdict::Regressed, "{c:?}");
+        let report = CompareReport {
+            a: a.clone(),
+            b: b.clone(),
+            a_label: "a".into(),
+            b_label: "b".into(),
+            threshold: cfg.threshold,
+            measurement: "fake".into(),
+            measure: Measure::Instructions,
+            measured_on: None,
+            rows,
+            why: None,
+        };
+        let text = table(&report);
+        assert!(text.contains("A instr/tx"), "{text}");
+        assert!(text.contains("  4/4 "), "{text}");
+        let rise = instructions_change_pct(c.change.pct);
+        assert!((1.8..2.2).contains(&rise), "{rise}");
+        assert!(text.contains(&format!("{rise:+.2}%")), "{text}");
+        assert!(text.contains("SLOWER"), "{text}");
+        assert!(text.contains("B costs at least 1.0% more"), "{text}");
     }
 
     fn lab(b_level: f64) -> FakeLab {

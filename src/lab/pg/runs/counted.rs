@@ -21,8 +21,9 @@ const COUNTED_LIMIT: Duration = Duration::from_secs(1800);
 impl Runs {
     /// One server start under `counter` (its launcher in the job's
     /// server), a warm-up, a short and a long run of `lengths`
-    /// transactions per client: the instructions a transaction cost, or
-    /// why the run gave none.
+    /// transactions per client (fitted to how long the warm-up took,
+    /// [`Lengths::fitted`]): the instructions a transaction cost, or why
+    /// the run gave none.
     pub fn count(
         &mut self,
         job: RunJob,
@@ -54,24 +55,14 @@ impl Runs {
         counting: (&dyn Counter, &Launcher),
         lengths: Lengths,
     ) -> anyhow::Result<RunOutcome> {
-        let mut windows = Vec::new();
-        let mut last = None;
-        for (name, per_client) in [
-            ("warmup1", lengths.warmup),
-            ("count-short", lengths.short),
-            ("count-long", lengths.long),
-        ] {
-            self.totals.runs += 1;
-            if name.starts_with("warmup") {
-                self.totals.warmup_runs += 1;
-            }
-            let (window, report) = self.window(running, job, counting, (name, per_client))?;
-            windows.push(window);
-            last = Some(report);
-        }
-        let (short, long) = (windows[1], windows[2]);
+        self.totals.runs += 3;
+        self.totals.warmup_runs += 1;
+        let warming = Instant::now();
+        self.window(running, job, counting, ("warmup1", lengths.warmup))?;
+        let lengths = lengths.fitted(warming.elapsed().as_secs_f64());
+        let (short, _) = self.window(running, job, counting, ("count-short", lengths.short))?;
+        let (long, report) = self.window(running, job, counting, ("count-long", lengths.long))?;
         let per_transaction = per_transaction(&short, &long)?;
-        let report = last.ok_or_else(|| anyhow::anyhow!("no counted run was made"))?;
         Ok(RunOutcome::Measured(Measurement {
             tps: report.tps,
             latency_ms: report.latency_ms,
