@@ -629,7 +629,7 @@ mod tests {
         let row = &rows[0];
         assert!(row.a_tps.is_empty() && row.b_tps.is_empty(), "{row:?}");
         assert_eq!((row.a_instructions.len(), row.b_instructions.len()), (4, 4));
-        let c = row.comparison.clone().expect("a comparison");
+        let c = row.comparison.expect("a comparison");
         assert_eq!(c.verdict, Verdict::Regressed, "{c:?}");
         let report = CompareReport {
             a: a.clone(),
