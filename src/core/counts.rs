@@ -35,6 +35,13 @@ impl Measure {
     }
 }
 
+/// The least noise of counts, as a standard deviation of their logs
+/// ([`crate::core::decide::DecisionConfig::noise_floor`]): counted runs of
+/// one server agree to 0.001-0.3% (BENCHMARKS), and a comparison never
+/// reads a tighter spread than this from four runs that happen to agree
+/// to a millionth.
+pub const NOISE_FLOOR: f64 = 0.001;
+
 /// A number decided on where higher is better, from instructions a
 /// transaction: the transactions a billion instructions buy. A rise of
 /// instructions is then a drop, as a drop of tps is, and every test of a

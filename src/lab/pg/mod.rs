@@ -738,10 +738,18 @@ impl Lab for PgLab {
             .iter()
             .map(|(k, v)| format!("-c {k}={v}"))
             .collect();
-        let notes = if self.notes.is_empty() {
+        let mut notes = self.notes.clone();
+        if let Some((counter, _)) = &self.counting {
+            notes.push(format!(
+                "instructions counted by {} (autovacuum off; -t transactions a client fitted to \
+                 the workload, not -T)",
+                counter.name()
+            ));
+        }
+        let notes = if notes.is_empty() {
             String::new()
         } else {
-            format!("; {}", self.notes.join("; "))
+            format!("; {}", notes.join("; "))
         };
         format!(
             "pgbench {} ({} pgbench); server {}{notes}",
