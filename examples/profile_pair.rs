@@ -236,6 +236,7 @@ fn one_run(side: &Side, lab: &Lab, sampler: Option<Arc<dyn Sampler>>) -> anyhow:
         run_as: lab.run_as.clone(),
         registry_dir: Some(dirs.servers.clone()),
         pin: Pin::none(),
+        launcher: None,
     }
     .start()?;
     let conn = server.conn("postgres");

@@ -15,6 +15,8 @@ packages+=(msmtp)
 packages+=(libssl-dev openssl)
 # linux-perf: CPU profiles of the server (and the test that records one).
 packages+=(linux-perf)
+# valgrind: cachegrind counts the server's instructions (--measure instructions).
+packages+=(valgrind)
 # chromium: the headless browser that loads the watcher's site in its test.
 packages+=(chromium)
 missing=()

@@ -237,6 +237,26 @@ pub fn run_args(
     duration_secs: u32,
     conn: &Conn,
 ) -> Vec<String> {
+    args_for(
+        opts,
+        clients,
+        ["-T", &duration_secs.max(1).to_string()],
+        conn,
+    )
+}
+
+/// The arguments of a counted run: `per_client` transactions a client
+/// (`-t`) instead of a length in seconds.
+pub fn counted_args(
+    opts: &PgbenchOptions,
+    clients: u32,
+    per_client: u64,
+    conn: &Conn,
+) -> Vec<String> {
+    args_for(opts, clients, ["-t", &per_client.max(1).to_string()], conn)
+}
+
+fn args_for(opts: &PgbenchOptions, clients: u32, length: [&str; 2], conn: &Conn) -> Vec<String> {
     let mut args = conn.host_args();
     args.push("-M".to_string());
     args.push(opts.mode.as_arg().to_string());
@@ -263,8 +283,8 @@ pub fn run_args(
         clients.to_string(),
         "-j".to_string(),
         opts.threads_for(clients).to_string(),
-        "-T".to_string(),
-        duration_secs.max(1).to_string(),
+        length[0].to_string(),
+        length[1].to_string(),
     ]);
     args.extend(opts.extra_args.iter().cloned());
     args.push(conn.dbname.clone());

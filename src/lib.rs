@@ -14,7 +14,7 @@
 //! | engine | `engine` | loops over a lab: hunt, compare, judge, simulate, a release against where it left master; `session`: the entry points commands call |
 //! | workspace | `workspace` | the work dir: paths, lock, a hunt's plan key (from the hunt's settings, `core::hunt_config`) |
 //! | labs | `lab` (`pg`, `command`, `replay`, `pool`, `sim`: the simulated labs, `open`: the lab a `LabSpec` names, `held`: the hosts taken), `build`, `server`, `bench`, `hosts` | turning commits into measurements, here or on other hosts |
-//! | services | `repo`, `profile`, `journal`, `store`, `report`, `notify`, `progress`, `machine`, `placement`, `perf` | git, workloads, results on disk, the watcher's database, renderers, telling people, where the server and pgbench run, CPU profiles |
+//! | services | `repo`, `profile`, `journal`, `store`, `report`, `notify`, `progress`, `machine`, `placement`, `perf`, `counts` | git, workloads, results on disk, the watcher's database, renderers, telling people, where the server and pgbench run, CPU profiles, instruction counts |
 //! | core | `core` (`stats`, `decide`, `bisect`, `hunt_config`), `model`, `error`, `time`, `files`, `folders`, `capture`, `proc`, `shown`, `strays` | pure decisions, the shared vocabulary, safe writes and the folders they go in, commands' output and leftovers, others' text made safe to show |
 //!
 //! The `Lab` trait itself (`lab/mod.rs`) belongs to the core's floor: the
@@ -25,6 +25,7 @@ pub mod build;
 pub mod capture;
 pub mod commands;
 pub mod core;
+pub mod counts;
 pub mod engine;
 pub mod error;
 pub mod files;

@@ -68,6 +68,11 @@ pub struct Measurement {
     /// run logged a sample of them (`watch --percentiles`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub percentiles: Option<crate::core::why::Percentiles>,
+    /// The instructions a transaction cost, when the run counted them
+    /// (`--measure instructions`): its `tps` is then that of a server
+    /// slowed by the counter, never a level to report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<crate::core::counts::Counted>,
     /// Where the full benchmark output was kept.
     pub output: Option<PathBuf>,
 }
@@ -84,6 +89,7 @@ impl RunOutcome {
     /// A run that gave only its throughput.
     pub fn tps_only(tps: f64) -> Self {
         RunOutcome::Measured(Measurement {
+            instructions: None,
             tps,
             latency_ms: None,
             failed_transactions: None,

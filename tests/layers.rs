@@ -35,6 +35,7 @@ const FLOORS: &[(&str, &[&str])] = &[
             "bench",
             "placement",
             "perf",
+            "counts",
         ],
     ),
     (

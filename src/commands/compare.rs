@@ -4,10 +4,12 @@
 use super::args::LabArgs;
 use super::output::{check_writable_file, write_output_file};
 use super::plan::{choices, load_profile};
+use crate::core::counts::Measure;
 use crate::core::decide::DecisionConfig;
 use crate::engine::compare::table;
 use crate::engine::session::compare::{self, Bench, CompareAsk, Compared, SideB};
 use crate::error::UsageError;
+use crate::lab::open::LabChoices;
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -42,6 +44,11 @@ pub struct CompareArgs {
     /// Smallest drop called a regression, in percent: 5 or 5%.
     #[arg(long, value_name = "PCT", value_parser = super::args::percent, allow_hyphen_values = true)]
     pub threshold: Option<f64>,
+    /// What decides: `tps`, pgbench's transactions per second, or
+    /// `instructions`, the instructions a transaction costs, counted by
+    /// cachegrind (repeats to about 0.2% where tps moves 3-6%; slower runs).
+    #[arg(long, value_name = "tps|instructions", value_parser = Measure::parse, default_value = "tps")]
+    pub measure: Measure,
     /// Write the result as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -103,19 +110,22 @@ pub(super) fn command(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         why_runs: args.why.then_some(args.why_args.why_runs),
         hosts: args.on.wanted(),
     };
-    let done = compare::run(bench(&args.lab)?, &ask)?;
+    let done = compare::run(bench(&args.lab, args.measure)?, &ask)?;
     write_outputs(&done, args)?;
     Ok(print(&done))
 }
 
 /// Where the comparison measures, from the lab flags.
-fn bench(lab: &LabArgs) -> anyhow::Result<Bench> {
+fn bench(lab: &LabArgs, measure: Measure) -> anyhow::Result<Bench> {
     let (repo_dir, work) = (lab.repo_dir(), lab.work_dir()?);
     Ok(Bench {
         repo_dir,
         work,
         profile: load_profile(lab)?,
-        choices: choices(lab),
+        choices: LabChoices {
+            measure,
+            ..choices(lab)
+        },
     })
 }
 

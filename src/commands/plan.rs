@@ -56,6 +56,7 @@ pub(super) fn choices(args: &LabArgs) -> LabChoices {
         run_as: args.run_as.clone(),
         cache_size: args.cache_size,
         percentiles: None,
+        measure: Default::default(),
     }
 }
 

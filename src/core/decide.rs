@@ -52,6 +52,14 @@ pub struct DecisionConfig {
     /// around it). Set for each look; not a knob.
     #[serde(skip)]
     pub noise_floor: f64,
+    /// The least spread (a standard deviation of logs) an outlier is
+    /// measured against: a run that strays from the others by less than
+    /// 3.5 times this is no outlier, however close the others sit.
+    /// Instruction counts agree to a millionth, and their smallest wobble
+    /// is then many of their own deviations
+    /// ([`crate::core::counts::NOISE_FLOOR`]); 0 for tps.
+    #[serde(skip)]
+    pub outlier_floor: f64,
 }
 
 impl Default for DecisionConfig {
@@ -63,6 +71,7 @@ impl Default for DecisionConfig {
             min_runs: 4,
             max_runs: 20,
             noise_floor: 0.0,
+            outlier_floor: 0.0,
         }
     }
 }
@@ -181,7 +190,7 @@ pub struct Comparison {
 /// `1 - alpha` interval above `-threshold`. Fewer than `min_runs` a side is
 /// always unclear.
 pub fn compare(base: &[f64], new: &[f64], cfg: &DecisionConfig, threshold: f64) -> Comparison {
-    let estimate = estimate_with_floor(base, new, cfg.alpha, cfg.noise_floor);
+    let estimate = estimate_with_floor(base, new, cfg.alpha, (cfg.noise_floor, cfg.outlier_floor));
     let enough = base.len() >= cfg.min_runs && new.len() >= cfg.min_runs;
     let verdict = verdict_of(
         enough,
@@ -201,7 +210,7 @@ pub fn compare(base: &[f64], new: &[f64], cfg: &DecisionConfig, threshold: f64) 
 /// `min_runs` pairs is always unclear.
 pub fn compare_paired(pairs: &[(f64, f64)], cfg: &DecisionConfig, threshold: f64) -> Comparison {
     let ratios: Vec<f64> = pairs.iter().map(|(b, n)| n / b).collect();
-    let clean = pairs.len() >= 3 && !has_outliers(&ratios);
+    let clean = pairs.len() >= 3 && !has_outliers_over(&ratios, cfg.outlier_floor);
     let estimate = clean
         .then(|| paired_t(&ratios, cfg.alpha, cfg.noise_floor))
         .flatten()
@@ -271,13 +280,23 @@ fn verdict_of(
 /// is two-sided at `1 - 2 alpha`, so each side is a one-sided `1 - alpha`
 /// bound.
 pub fn estimate_change(base: &[f64], new: &[f64], alpha: f64) -> (Change, f64, Method) {
-    estimate_with_floor(base, new, alpha, 0.0)
+    estimate_with_floor(base, new, alpha, (0.0, 0.0))
 }
 
 /// [`estimate_change`] with Welch's variances never below `floor`
-/// squared (see [`DecisionConfig::noise_floor`]).
-fn estimate_with_floor(base: &[f64], new: &[f64], alpha: f64, floor: f64) -> (Change, f64, Method) {
-    let clean = base.len() >= 3 && new.len() >= 3 && !has_outliers(base) && !has_outliers(new);
+/// squared (see [`DecisionConfig::noise_floor`]), and outliers measured
+/// against a spread of at least `outliers`
+/// ([`DecisionConfig::outlier_floor`]).
+fn estimate_with_floor(
+    base: &[f64],
+    new: &[f64],
+    alpha: f64,
+    (floor, outliers): (f64, f64),
+) -> (Change, f64, Method) {
+    let clean = base.len() >= 3
+        && new.len() >= 3
+        && !has_outliers_over(base, outliers)
+        && !has_outliers_over(new, outliers);
     if clean && let Some(result) = welch_log(base, new, alpha, floor) {
         return result;
     }
@@ -376,20 +395,36 @@ fn log_mean_var(values: &[f64]) -> (f64, f64, f64) {
 /// True when some value lies more than 3.5 robust standard deviations from
 /// the median (MAD-based).
 pub fn has_outliers(values: &[f64]) -> bool {
+    has_outliers_over(values, 0.0)
+}
+
+/// [`has_outliers`] of values whose noise is known to be at least `floor`
+/// (a standard deviation of logs, [`DecisionConfig::noise_floor`]): a
+/// value that strays from the others by less than the noise does is no
+/// outlier, however close together the others sit (instruction counts
+/// agree to a thousandth, and their smallest wobble is then many MADs).
+fn has_outliers_over(values: &[f64], floor: f64) -> bool {
     if values.len() < 3 {
         return false;
     }
-    let mut logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
-    logs.sort_by(f64::total_cmp);
-    let median = stats::median(&logs);
-    let mut dev: Vec<f64> = logs.iter().map(|x| (x - median).abs()).collect();
-    dev.sort_by(f64::total_cmp);
-    let mad = stats::median(&dev) * 1.4826;
+    let (mad, dev) = robust_spread(values);
+    let mad = mad.max(floor);
     if mad <= 0.0 {
         // Half or more of the values are identical: anything else stands out.
         return dev.last().is_some_and(|d| *d > 0.0);
     }
     dev.last().is_some_and(|d| d / mad > 3.5)
+}
+
+/// The median absolute deviation of the logs of `values`, scaled to a
+/// standard deviation, and their deviations from the median, sorted.
+fn robust_spread(values: &[f64]) -> (f64, Vec<f64>) {
+    let mut logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
+    logs.sort_by(f64::total_cmp);
+    let median = stats::median(&logs);
+    let mut dev: Vec<f64> = logs.iter().map(|x| (x - median).abs()).collect();
+    dev.sort_by(f64::total_cmp);
+    (stats::median(&dev) * 1.4826, dev)
 }
 
 /// Where a candidate stands between the two reference levels.
@@ -578,6 +613,24 @@ mod tests {
     }
 
     #[test]
+    fn counts_that_agree_to_a_millionth_decide_with_their_noise_floor() {
+        // float-overflow-checks, 4 counted runs a side: +6.0% instructions.
+        let parent = [36_136_905.0, 36_137_098.0, 36_137_213.0, 36_137_134.0];
+        let culprit = [38_317_154.0, 38_316_247.0, 38_316_951.0, 38_317_196.0];
+        let buys = |v: &[f64]| v.iter().map(|n| 1e9 / n).collect::<Vec<_>>();
+        let floored = DecisionConfig {
+            noise_floor: 0.001,
+            outlier_floor: 0.001,
+            ..cfg()
+        };
+        let c = compare(&buys(&parent), &buys(&culprit), &floored, 0.05);
+        assert_eq!(c.verdict, Verdict::Regressed, "{c:?}");
+        assert!(c.change.high_pct - c.change.low_pct > 0.05, "{c:?}");
+        let same = compare(&buys(&parent), &buys(&parent), &floored, 0.05);
+        assert_eq!(same.verdict, Verdict::Unchanged, "{same:?}");
+    }
+
+    #[test]
     fn too_few_runs_is_unclear() {
         let c = compare(&[100.0, 100.0], &[50.0, 50.0], &cfg(), 0.05);
         assert_eq!(c.verdict, Verdict::Unclear);
@@ -601,6 +654,11 @@ mod tests {
         assert_eq!(c.method, Method::MannWhitney);
         assert!(has_outliers(&base));
         assert!(!has_outliers(&new));
+        // Counts that agree to a thousandth: their smallest wobble is no
+        // outlier once their noise is known.
+        let counts = [38_317_154.0, 38_316_247.0, 38_316_951.0, 38_317_196.0];
+        assert!(has_outliers(&counts));
+        assert!(!has_outliers_over(&counts, 0.001));
     }
 
     #[test]

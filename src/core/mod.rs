@@ -6,6 +6,7 @@
 
 pub mod bisect;
 pub mod change_points;
+pub mod counts;
 pub mod decide;
 pub mod fingerprint;
 pub mod hunt_config;

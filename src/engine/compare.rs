@@ -12,6 +12,7 @@
 //! in turn; the comparison then sets each host's runs against that
 //! host's only ([`decide::compare_blocked`]).
 
+use crate::core::counts::{Measure, instructions_change_pct, transactions_per_billion};
 use crate::core::decide::{self, Comparison, DecisionConfig, Verdict};
 use crate::core::stats::Sample;
 use crate::lab::{HostRun, Lab, RunSpec};
@@ -77,6 +78,13 @@ pub struct Row {
     /// Runs that gave no result, per side.
     pub a_failed: usize,
     pub b_failed: usize,
+    /// Instructions a transaction, per counted run (`--measure
+    /// instructions`); the runs' tps are then not kept: a counted server
+    /// runs tens of times slower than its own speed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub a_instructions: Vec<f64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub b_instructions: Vec<f64>,
     /// The host of each of `a_tps` and `b_tps`, when the lab measures on
     /// several; empty for this machine alone.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -93,17 +101,32 @@ pub struct Row {
 }
 
 impl Row {
-    /// Fills in the statistics from the runs.
+    /// Fills in the statistics from the runs: of their counts when they
+    /// were counted, of their tps otherwise.
     pub fn analyse(&mut self, cfg: &DecisionConfig) {
-        self.a = Spread::of(&self.a_tps);
-        self.b = Spread::of(&self.b_tps);
+        let (a, b) = self.shown();
+        let (spread_a, spread_b) = (Spread::of(a), Spread::of(b));
+        let enough = a.len() >= 2 && b.len() >= 2;
+        (self.a, self.b) = (spread_a, spread_b);
         let (a, b) = self.samples();
         self.per_host = HostFigures::of(&a, &b);
-        self.comparison = (self.a.is_some()
-            && self.b.is_some()
-            && self.a_tps.len() >= 2
-            && self.b_tps.len() >= 2)
-            .then(|| self.compare(cfg));
+        self.comparison =
+            (self.a.is_some() && self.b.is_some() && enough).then(|| self.compare(cfg));
+    }
+
+    /// Whether the runs were counted.
+    pub fn counted(&self) -> bool {
+        !self.a_instructions.is_empty() || !self.b_instructions.is_empty()
+    }
+
+    /// Both sides' figures as the table shows them: instructions a
+    /// transaction when counted, tps otherwise.
+    fn shown(&self) -> (&[f64], &[f64]) {
+        if self.counted() {
+            (&self.a_instructions, &self.b_instructions)
+        } else {
+            (&self.a_tps, &self.b_tps)
+        }
     }
 
     /// B against A, host by host when the runs were made on several.
@@ -112,23 +135,29 @@ impl Row {
         decide::compare_blocked(&RunSample::blocks(&a, &b), cfg, cfg.threshold)
     }
 
-    /// Both sides' runs with their hosts (none on this machine alone).
+    /// Both sides' runs with their hosts (none on this machine alone), as
+    /// decided on: higher is better, so counts as the transactions a
+    /// billion instructions buy.
     fn samples(&self) -> (Vec<RunSample>, Vec<RunSample>) {
-        let side = |tps: &[f64], hosts: &[String]| -> Vec<RunSample> {
-            let named = hosts.len() == tps.len();
-            tps.iter()
+        let counted = self.counted();
+        let side = |values: &[f64], hosts: &[String]| -> Vec<RunSample> {
+            let named = hosts.len() == values.len();
+            values
+                .iter()
                 .enumerate()
-                .map(|(i, &tps)| RunSample {
+                .map(|(i, &v)| RunSample {
                     run: i as u64 + 1,
-                    tps,
+                    tps: if counted {
+                        transactions_per_billion(v)
+                    } else {
+                        v
+                    },
                     host: hosts.get(i).filter(|_| named).cloned(),
                 })
                 .collect()
         };
-        (
-            side(&self.a_tps, &self.a_hosts),
-            side(&self.b_tps, &self.b_hosts),
-        )
+        let (a, b) = self.shown();
+        (side(a, &self.a_hosts), side(b, &self.b_hosts))
     }
 }
 
@@ -143,6 +172,9 @@ pub struct CompareReport {
     /// Smallest change called a regression, as a fraction.
     pub threshold: f64,
     pub measurement: String,
+    /// What decided: tps, or instructions a transaction.
+    #[serde(default, skip_serializing_if = "Measure::is_tps")]
+    pub measure: Measure,
     /// The hosts that measured, their back end and facts, when not this
     /// machine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -159,8 +191,9 @@ impl CompareReport {
     pub fn sides_without_results(&self) -> Vec<(u32, &'static str)> {
         let mut missing = Vec::new();
         for row in &self.rows {
-            for (tps, side) in [(&row.a_tps, "A"), (&row.b_tps, "B")] {
-                if tps.is_empty() {
+            let (a, b) = row.shown();
+            for (values, side) in [(a, "A"), (b, "B")] {
+                if values.is_empty() {
                     missing.push((row.clients, side));
                 }
             }
@@ -185,8 +218,7 @@ pub enum CompareError {
 pub fn measure(
     lab: &mut dyn Lab,
     sides: [(&Commit, &str); 2],
-    clients: &[u32],
-    runs: usize,
+    (clients, runs, measure): (&[u32], usize, Measure),
     cfg: &DecisionConfig,
     note: &mut dyn FnMut(&str),
 ) -> anyhow::Result<Vec<Row>> {
@@ -206,6 +238,8 @@ pub fn measure(
             clients: c,
             a_tps: vec![],
             b_tps: vec![],
+            a_instructions: vec![],
+            b_instructions: vec![],
             a_failed: 0,
             b_failed: 0,
             a_hosts: vec![],
@@ -237,27 +271,52 @@ pub fn measure(
             run: (i * width) as u64 + 1,
             seconds: None,
         };
-        let round = lab.run_round(commit, spec)?;
+        let round = match measure {
+            Measure::Tps => lab.run_round(commit, spec)?,
+            Measure::Instructions => vec![HostRun {
+                host: None,
+                outcome: lab.counted_run(commit, spec)?,
+            }],
+        };
         // A run that failed because it was stopped is not a failure of the commit.
         crate::proc::check_interrupt()?;
         for HostRun { host, outcome } in round {
-            let (values, hosts, failed) = match slot.side {
-                SideId::A => (&mut row.a_tps, &mut row.a_hosts, &mut row.a_failed),
-                SideId::B => (&mut row.b_tps, &mut row.b_hosts, &mut row.b_failed),
+            let (tps, counts, hosts, failed) = match slot.side {
+                SideId::A => (
+                    &mut row.a_tps,
+                    &mut row.a_instructions,
+                    &mut row.a_hosts,
+                    &mut row.a_failed,
+                ),
+                SideId::B => (
+                    &mut row.b_tps,
+                    &mut row.b_instructions,
+                    &mut row.b_hosts,
+                    &mut row.b_failed,
+                ),
             };
+            let values = if measure.is_tps() { tps } else { counts };
             let label = match &host {
                 Some(h) => format!("{label} on {h}"),
                 None => label.to_string(),
             };
-            if take_run(outcome, slot.clients, &label, values, note) {
+            if take_run(outcome, (slot.clients, measure), &label, values, note) {
                 hosts.extend(host);
             } else {
                 *failed += 1;
             }
         }
     }
+    let cfg = match measure {
+        Measure::Tps => *cfg,
+        Measure::Instructions => DecisionConfig {
+            noise_floor: cfg.noise_floor.max(crate::core::counts::NOISE_FLOOR),
+            outlier_floor: crate::core::counts::NOISE_FLOOR,
+            ..*cfg
+        },
+    };
     for row in &mut rows {
-        row.analyse(cfg);
+        row.analyse(&cfg);
     }
     Ok(rows)
 }
@@ -266,12 +325,26 @@ pub fn measure(
 /// none.
 fn take_run(
     outcome: RunOutcome,
-    clients: u32,
+    (clients, measure): (u32, Measure),
     label: &str,
     values: &mut Vec<f64>,
     note: &mut dyn FnMut(&str),
 ) -> bool {
     match outcome {
+        RunOutcome::Measured(m) if !measure.is_tps() => match m.instructions {
+            Some(c) if c.per_transaction.is_finite() && c.per_transaction > 0.0 => {
+                note(&format!(
+                    "{label} c={clients}: {:.0} instructions a transaction",
+                    c.per_transaction
+                ));
+                values.push(c.per_transaction);
+                true
+            }
+            _ => {
+                note(&format!("{label} c={clients}: the run gave no count"));
+                false
+            }
+        },
         RunOutcome::Measured(m) if m.is_usable() => {
             note(&format!("{label} c={clients}: {:.1} tps", m.tps));
             values.push(m.tps);
@@ -310,25 +383,28 @@ pub fn table(report: &CompareReport) -> String {
     if let Some(hosts) = &report.measured_on {
         let _ = writeln!(out, "measured on: {hosts}");
     }
+    let counted = !report.measure.is_tps();
+    let (a_head, b_head) = if counted {
+        ("A instr/tx", "B instr/tx")
+    } else {
+        ("A tps", "B tps")
+    };
     let _ = writeln!(
         out,
         "\n{:>7} | {:>11} {:>7} | {:>11} {:>7} | {:>7} | {:>19} | {:>4} | verdict",
-        "clients", "A tps", "spread", "B tps", "spread", "diff", "interval", "runs"
+        "clients", a_head, "spread", b_head, "spread", "diff", "interval", "runs"
     );
     let _ = writeln!(out, "{}", "-".repeat(96));
     for row in &report.rows {
         let side = |s: &Option<Spread>| match s {
+            Some(s) if counted => format!("{:>11.0} {:>6.2}%", s.median, s.range_ratio * 100.0),
             Some(s) => format!("{:>11.1} {:>6.1}%", s.median, s.range_ratio * 100.0),
             None => format!("{:>11} {:>7}", "-", "-"),
         };
         let (diff, interval, verdict) = match &row.comparison {
             Some(c) => (
-                format!("{:+.1}%", c.change.pct),
-                format!(
-                    "{:+.1}% .. {:+.1}%",
-                    c.change.low_pct.max(-100.0),
-                    c.change.high_pct.min(1000.0)
-                ),
+                diff_text(c, counted),
+                interval_text(c, counted),
                 format!(
                     "{} ({}%)",
                     verdict_word(c),
@@ -345,7 +421,7 @@ pub fn table(report: &CompareReport) -> String {
             side(&row.b),
             diff,
             interval,
-            format!("{}/{}", row.a_tps.len(), row.b_tps.len()),
+            format!("{}/{}", row.shown().0.len(), row.shown().1.len()),
             verdict
         );
     }
@@ -356,6 +432,17 @@ pub fn table(report: &CompareReport) -> String {
     } else {
         "Welch or Hodges-Lehmann estimate"
     };
+    if counted {
+        let _ = writeln!(
+            out,
+            "\ninstr/tx = instructions the server's backends executed a transaction (median of \
+             the counted runs); spread = (max-min)/max; diff = B's instructions against A's \
+             ({estimate} on the transactions a billion instructions buy); SLOWER = B costs at \
+             least {:.1}% more with confidence",
+            threshold_as_instructions(report.threshold)
+        );
+        return out;
+    }
     let _ = writeln!(
         out,
         "\nspread = (max-min)/max of a side's runs; diff = B against A ({estimate}); \
@@ -363,6 +450,35 @@ pub fn table(report: &CompareReport) -> String {
         report.threshold * 100.0
     );
     out
+}
+
+/// B's change against A: of tps, or of instructions a transaction (a
+/// drop of what a billion instructions buy is a rise of instructions).
+fn diff_text(c: &Comparison, counted: bool) -> String {
+    if counted {
+        format!("{:+.2}%", instructions_change_pct(c.change.pct))
+    } else {
+        format!("{:+.1}%", c.change.pct)
+    }
+}
+
+/// The interval of [`diff_text`]'s change.
+fn interval_text(c: &Comparison, counted: bool) -> String {
+    let (low, high) = (c.change.low_pct.max(-100.0), c.change.high_pct.min(1000.0));
+    if counted {
+        // The higher end of what instructions buy is the lower end of
+        // the instructions.
+        let (low, high) = (instructions_change_pct(high), instructions_change_pct(low));
+        format!("{low:+.2}% .. {high:+.2}%")
+    } else {
+        format!("{low:+.1}% .. {high:+.1}%")
+    }
+}
+
+/// The threshold (a fraction of what instructions buy) as the rise of
+/// instructions it is, in percent.
+fn threshold_as_instructions(threshold: f64) -> f64 {
+    instructions_change_pct(-threshold * 100.0)
 }
 
 /// Each host's medians per client count, when the runs were made on
@@ -456,12 +572,39 @@ mod tests {
             // Deterministic noise of about 1%.
             let wobble = 1.0 + 0.01 * (((spec.run * 7919) % 11) as f64 - 5.0) / 5.0;
             Ok(RunOutcome::Measured(Measurement {
+                instructions: None,
                 tps: level * spec.clients as f64 * wobble,
                 latency_ms: None,
                 failed_transactions: None,
                 percentiles: None,
                 output: None,
             }))
+        }
+
+        /// Counts of `40_000 * 100 / level` instructions a transaction,
+        /// 0.1% apart from run to run.
+        fn counted_run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
+            let RunOutcome::Measured(mut m) = self.run(commit, spec)? else {
+                unreachable!("the fake's runs all measure")
+            };
+            let level = self
+                .levels
+                .iter()
+                .find(|(id, _)| *id == commit.id)
+                .map_or(1.0, |(_, l)| *l);
+            let wobble = 1.0 + 0.002 * (((spec.run * 37) % 17) as f64 / 17.0 - 0.5);
+            let window = |n: u64| crate::core::counts::Window {
+                transactions: n,
+                instructions: n * 1000,
+                processes: 2,
+            };
+            m.instructions = Some(crate::core::counts::Counted {
+                per_transaction: 40_000.0 * 100.0 / level * wobble,
+                counter: "fake".into(),
+                short: window(200),
+                long: window(1200),
+            });
+            Ok(RunOutcome::Measured(m))
         }
 
         fn totals(&self) -> LabTotals {
@@ -471,6 +614,51 @@ mod tests {
         fn describe(&self) -> String {
             "fake".into()
         }
+    }
+
+    #[test]
+    fn counted_runs_show_instructions_and_a_rise_of_them_is_slower() {
+        // B costs 2% more instructions a transaction: under the noise of
+        // tps, not of counts.
+        let mut lab = lab(100.0 / 1.02);
+        let cfg = DecisionConfig {
+            threshold: 0.01,
+            ..DecisionConfig::default()
+        };
+        let (a, b) = (Commit::bare("a"), Commit::bare("b"));
+        let rows = measure(
+            &mut lab,
+            [(&a, "A"), (&b, "B")],
+            (&[1], 4, Measure::Instructions),
+            &cfg,
+            &mut |_| {},
+        )
+        .unwrap();
+        let row = &rows[0];
+        assert!(row.a_tps.is_empty() && row.b_tps.is_empty(), "{row:?}");
+        assert_eq!((row.a_instructions.len(), row.b_instructions.len()), (4, 4));
+        let c = row.comparison.expect("a comparison");
+        assert_eq!(c.verdict, Verdict::Regressed, "{c:?}");
+        let report = CompareReport {
+            a: a.clone(),
+            b: b.clone(),
+            a_label: "a".into(),
+            b_label: "b".into(),
+            threshold: cfg.threshold,
+            measurement: "fake".into(),
+            measure: Measure::Instructions,
+            measured_on: None,
+            rows,
+            why: None,
+        };
+        let text = table(&report);
+        assert!(text.contains("A instr/tx"), "{text}");
+        assert!(text.contains("  4/4 "), "{text}");
+        let rise = instructions_change_pct(c.change.pct);
+        assert!((1.8..2.2).contains(&rise), "{rise}");
+        assert!(text.contains(&format!("{rise:+.2}%")), "{text}");
+        assert!(text.contains("SLOWER"), "{text}");
+        assert!(text.contains("B costs at least 1.0% more"), "{text}");
     }
 
     fn lab(b_level: f64) -> FakeLab {
@@ -499,8 +687,7 @@ mod tests {
         let rows = measure(
             &mut lab,
             [(&a, "A"), (&b, "B")],
-            &[1, 16],
-            6,
+            (&[1, 16], 6, Measure::Tps),
             &cfg,
             &mut |_| {},
         )
@@ -521,6 +708,7 @@ mod tests {
             b_label: "patched".into(),
             threshold: cfg.threshold,
             measurement: "fake".into(),
+            measure: Measure::Tps,
             measured_on: None,
             rows,
             why: None,
@@ -536,7 +724,14 @@ mod tests {
         let mut lab = lab(100.0);
         let (a, b) = (Commit::bare("a"), Commit::bare("b"));
         let cfg = DecisionConfig::default();
-        let rows = measure(&mut lab, [(&a, "A"), (&b, "B")], &[4], 6, &cfg, &mut |_| {}).unwrap();
+        let rows = measure(
+            &mut lab,
+            [(&a, "A"), (&b, "B")],
+            (&[4], 6, Measure::Tps),
+            &cfg,
+            &mut |_| {},
+        )
+        .unwrap();
         let c = rows[0].comparison.unwrap();
         assert_ne!(c.verdict, Verdict::Regressed);
         assert!(c.change.pct.abs() < 2.0);
@@ -560,7 +755,8 @@ mod tests {
             let mut lab = HostsLab::new(&history, &noise, &hosts, 4);
             let ids = history.commits();
             let sides = [(&ids[0], "A"), (&ids[1], "B")];
-            let rows = measure(&mut lab, sides, &[8], 6, &cfg, &mut |_| {}).unwrap();
+            let rows =
+                measure(&mut lab, sides, (&[8], 6, Measure::Tps), &cfg, &mut |_| {}).unwrap();
             let row = &rows[0];
             assert_eq!((row.a_tps.len(), row.a_hosts.len()), (6, 6));
             assert_eq!(lab.rounds, 6);
@@ -580,8 +776,7 @@ mod tests {
         let err = measure(
             &mut lab,
             [(&a, "A"), (&b, "patched")],
-            &[4],
-            3,
+            (&[4], 3, Measure::Tps),
             &DecisionConfig::default(),
             &mut |_| {},
         )
@@ -596,6 +791,8 @@ mod tests {
             clients: 2,
             a_tps: vec![100.0],
             b_tps: vec![],
+            a_instructions: vec![],
+            b_instructions: vec![],
             a_failed: 0,
             b_failed: 3,
             a_hosts: vec![],
@@ -614,6 +811,7 @@ mod tests {
             b_label: String::new(),
             threshold: 0.05,
             measurement: String::new(),
+            measure: Measure::Tps,
             measured_on: None,
             rows: vec![row],
             why: None,

@@ -259,6 +259,7 @@ mod tests {
             clients: 8,
             seconds: None,
             outcome: RunOutcome::Measured(Measurement {
+                instructions: None,
                 tps,
                 latency_ms: None,
                 failed_transactions: None,

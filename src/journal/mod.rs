@@ -319,6 +319,7 @@ mod tests {
             clients: 1,
             seconds: None,
             outcome: RunOutcome::Measured(Measurement {
+                instructions: None,
                 tps: 100.0,
                 latency_ms: Some(1.0),
                 failed_transactions: None,

@@ -138,6 +138,7 @@ mod tests {
             clients: 1,
             seconds: None,
             outcome: RunOutcome::Measured(Measurement {
+                instructions: None,
                 tps: 100.0,
                 latency_ms: None,
                 failed_transactions: None,

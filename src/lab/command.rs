@@ -233,6 +233,7 @@ pub(crate) fn read_run(
     }
     match bench::parse_output(text) {
         Ok(report) => RunOutcome::Measured(Measurement {
+            instructions: None,
             tps: report.tps,
             latency_ms: report.latency_ms,
             failed_transactions: report.failed_transactions,

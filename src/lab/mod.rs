@@ -92,6 +92,16 @@ pub struct HostRun {
     pub outcome: RunOutcome,
 }
 
+/// The error of a lab asked for a counted run it cannot make.
+pub fn cannot_count() -> anyhow::Error {
+    crate::error::UsageError(
+        "this lab cannot count instructions: counts need pgbench and a PostgreSQL server \
+         started here (not a custom benchmark command, not --hosts); measure with --measure tps"
+            .into(),
+    )
+    .into()
+}
+
 /// Turns commits into measurements.
 ///
 /// `Err` is for trouble with the environment (disk full, a missing tool,
@@ -153,6 +163,16 @@ pub trait Lab {
         Ok(Instrumented::Unsupported(
             "a custom benchmark command has no instruments; why-runs need pgbench".into(),
         ))
+    }
+
+    /// One counted run (`--measure instructions`): the instructions a
+    /// transaction costs in [`crate::model::Measurement::instructions`].
+    /// Labs that cannot count say so as an error: a hunt or comparison
+    /// asked to count where nothing can is a mistake to report, not a run
+    /// that failed.
+    fn counted_run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
+        let _ = (commit, spec);
+        Err(cannot_count())
     }
 
     /// Work done so far.

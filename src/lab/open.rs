@@ -3,6 +3,8 @@
 //! pgbench, here or on the hosts a hunt holds.
 
 use crate::build::{BuildSettings, BuildSystem, Fixup};
+use crate::core::counts::{Lengths, Measure};
+use crate::counts::Cachegrind;
 use crate::error::UsageError;
 use crate::lab::command::{CommandLab, Commands, DEFAULT_BENCHMARK_LIMIT, DEFAULT_BUILD_LIMIT};
 use crate::lab::held::Held;
@@ -34,6 +36,9 @@ pub struct LabChoices {
     /// read for latency percentiles.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub percentiles: Option<f64>,
+    /// `--measure`: what decides; with `instructions`, runs are counted.
+    #[serde(default, skip_serializing_if = "Measure::is_tps")]
+    pub measure: Measure,
 }
 
 /// Everything a lab is opened with, resolved before: a plain value.
@@ -66,6 +71,11 @@ pub fn open(
     runs_dir: &Path,
     on: Option<(&Held, &str)>,
 ) -> anyhow::Result<Box<dyn Lab>> {
+    if plan.choices.measure == Measure::Instructions
+        && (plan.profile.benchmark.command.is_some() || on.is_some())
+    {
+        return Err(crate::lab::cannot_count());
+    }
     let repo = open_repo(plan)?;
     if let Some(benchmark) = &plan.profile.benchmark.command {
         let worktree = WorkTree::open_or_create(&repo, &plan.checkout)?;
@@ -159,7 +169,14 @@ fn pg_lab(
         setups: plan.setups.clone(),
         watch: watch.clone(),
     };
-    PgLab::new(cfg, repo)
+    let lab = PgLab::new(cfg, repo)?;
+    Ok(match args.measure {
+        Measure::Tps => lab,
+        Measure::Instructions => {
+            let counter = Cachegrind::find().map_err(|e| UsageError(e.to_string()))?;
+            lab.with_counter(Box::new(counter), Lengths::default())
+        }
+    })
 }
 
 /// Where the why-runs are made.

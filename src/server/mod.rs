@@ -359,6 +359,9 @@ pub struct Server {
     pub registry_dir: Option<PathBuf>,
     /// CPUs and memory node of the postmaster, inherited by its backends.
     pub pin: Pin,
+    /// The program `pg_ctl -p` starts in place of `bin/postgres`: the
+    /// server counted ([`crate::counts::Launcher`]); `None`: `postgres`.
+    pub launcher: Option<PathBuf>,
 }
 
 impl Server {
@@ -473,6 +476,9 @@ impl Server {
         let wait = START_WAIT.as_secs().to_string();
         let mut args: Vec<OsString> = vec!["-w".into(), "-t".into(), wait.into(), "-D".into()];
         args.push(self.data_dir.clone().into());
+        if let Some(program) = &self.launcher {
+            args.extend(["-p".into(), program.clone().into()]);
+        }
         args.extend([
             "-l".into(),
             self.log.clone().into(),

@@ -165,6 +165,7 @@ impl DataTemplate {
             run_as: run_as.clone(),
             registry_dir: spec.registry_dir.clone(),
             pin: crate::placement::Pin::none(),
+            launcher: None,
         }
         .start()?;
         let init = Invocation::new(

@@ -83,6 +83,7 @@ pub fn server_on_copy(
         run_as: run_as.clone(),
         registry_dir: Some(work.join("servers")),
         pin: Pin::none(),
+        launcher: None,
     }
 }
 

@@ -90,8 +90,7 @@ pub fn run(bench: Bench, ask: &CompareAsk) -> anyhow::Result<Compared> {
     let rows = measure(
         lab.as_mut(),
         [(&a, "A"), (&b, "B")],
-        ask.clients,
-        ask.runs,
+        (ask.clients, ask.runs, bench.choices.measure),
         &ask.decision,
         &mut |line| eprintln!("{}", crate::shown::visible_line(line)),
     )?;
@@ -111,6 +110,7 @@ pub fn run(bench: Bench, ask: &CompareAsk) -> anyhow::Result<Compared> {
         b_label,
         threshold: ask.decision.threshold,
         measurement: lab.describe(),
+        measure: bench.choices.measure,
         measured_on: held.as_ref().map(|h| h.describe()),
         rows,
         why,

@@ -15,6 +15,7 @@
 
 use super::{ProfileLab, WatchConfig};
 use crate::core::change_points::{ChangeOptions, change_points_by_group};
+use crate::core::counts::Measure;
 use crate::core::decide::{Comparison, Verdict};
 use crate::engine::compare::{self, Row};
 use crate::model::Commit;
@@ -252,8 +253,7 @@ fn confirm(
         let rows = compare::measure(
             lab.lab.as_mut(),
             [(&before, "before"), (&after, "after")],
-            &[clients],
-            cfg.confirm_runs,
+            (&[clients], cfg.confirm_runs, Measure::Tps),
             &cfg.decision,
             &mut |line| note(&format!("  {line}")),
         )?;

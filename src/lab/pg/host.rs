@@ -229,6 +229,7 @@ mod tests {
     fn the_last_answer_line_of_an_output_is_read() {
         let answer = Answer {
             outcome: Some(RunOutcome::Measured(Measurement {
+                instructions: None,
                 tps: 812.5,
                 latency_ms: Some(1.2),
                 failed_transactions: None,

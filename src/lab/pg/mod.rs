@@ -11,12 +11,14 @@ mod key;
 mod plan;
 pub mod pool;
 mod profiler;
-mod runs;
+pub mod runs;
 pub mod setup;
 
 use crate::bench::{self, PgbenchOptions};
 use crate::build::{BuildOutcome, BuildSettings, Builder};
+use crate::core::counts::Lengths;
 use crate::core::why::Instrumented;
+use crate::counts::Counter;
 use crate::lab::{Lab, LabDirs, RunSpec};
 use crate::machine::steady::{self, Watch};
 use crate::model::{Commit, LabTotals, Prepared, RunOutcome};
@@ -120,6 +122,8 @@ pub struct PgLab {
     pins: HashMap<u32, (Pin, Pin)>,
     /// Records the server's CPU profile during instrumented runs.
     profiler: Option<Box<dyn ServerProfiler>>,
+    /// What counts instructions in counted runs, and their lengths.
+    counting: Option<(Box<dyn Counter>, Lengths)>,
     /// Marks the processes of each run, to stop what a run leaves running.
     marks: Marks,
 }
@@ -180,8 +184,16 @@ impl PgLab {
             limits_checked: HashSet::new(),
             pins: HashMap::new(),
             profiler: None,
+            counting: None,
         }
         .checked_for_clients(clients)
+    }
+
+    /// Counts instructions with `counter` in counted runs
+    /// ([`Lab::counted_run`]), `lengths` transactions a client.
+    pub fn with_counter(mut self, counter: Box<dyn Counter>, lengths: Lengths) -> PgLab {
+        self.counting = Some((counter, lengths));
+        self
     }
 
     /// Checks, once for each client count, that the machine lets that many
@@ -334,6 +346,47 @@ impl PgLab {
         strays::run_marked(&self.marks.token(), || match profiler {
             Some(p) => runs.measure_instrumented(job, Some(p.as_mut())),
             None => runs.measure_instrumented(job, None),
+        })
+    }
+
+    /// A counted run ([`crate::counts`]): the server started under the
+    /// lab's counter, its files named `count-...` apart from timed runs.
+    fn measure_counted(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
+        let Some((counter, lengths)) = self.counting.take() else {
+            return Err(crate::lab::cannot_count());
+        };
+        let done = self.measure_counted_with(commit, spec, (counter.as_ref(), lengths));
+        self.counting = Some((counter, lengths));
+        done
+    }
+
+    fn measure_counted_with(
+        &mut self,
+        commit: &Commit,
+        spec: RunSpec,
+        (counter, lengths): (&dyn Counter, Lengths),
+    ) -> anyhow::Result<RunOutcome> {
+        let plan = match self.plan(commit, spec, "count-")? {
+            Ok(p) => p,
+            Err(reason) => return Ok(RunOutcome::Failed { reason }),
+        };
+        let template = plan.template_spec(&self.place());
+        let mut job = self.job(&plan, &template)?;
+        let dir = self.cfg.runs_dir.join("counted");
+        crate::folders::create_dir(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+        let launcher = counter
+            .launcher(&plan.bin.join("postgres"), &dir, self.cfg.run_as.uid())
+            .with_context(|| format!("cannot prepare the counted server in {}", dir.display()))?;
+        job.server.launcher = Some(launcher.program.clone());
+        // An autovacuum worker started in one window and not the other
+        // is not the transactions' cost.
+        job.server
+            .settings
+            .push(("autovacuum".into(), "off".into()));
+        let runs = &mut self.runs;
+        strays::run_marked(&self.marks.token(), || {
+            runs.count(job, counter, &launcher, lengths)
         })
     }
 
@@ -575,6 +628,13 @@ impl Lab for PgLab {
         Some(self.cfg.options.duration_secs)
     }
 
+    fn counted_run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
+        if let Some(reason) = self.ready_to_run(commit)? {
+            return Ok(RunOutcome::Failed { reason });
+        }
+        self.measure_counted(commit, spec)
+    }
+
     fn instrumented_run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<Instrumented> {
         if let Some(reason) = self.ready_to_run(commit)? {
             return Ok(Instrumented::Failed(reason));
@@ -609,10 +669,18 @@ impl Lab for PgLab {
             .iter()
             .map(|(k, v)| format!("-c {k}={v}"))
             .collect();
-        let notes = if self.notes.is_empty() {
+        let mut notes = self.notes.clone();
+        if let Some((counter, _)) = &self.counting {
+            notes.push(format!(
+                "instructions counted by {} (autovacuum off; -t transactions a client fitted to \
+                 the workload, not -T)",
+                counter.name()
+            ));
+        }
+        let notes = if notes.is_empty() {
             String::new()
         } else {
-            format!("; {}", self.notes.join("; "))
+            format!("; {}", notes.join("; "))
         };
         format!(
             "pgbench {} ({} pgbench); server {}{notes}",

@@ -107,6 +107,7 @@ impl RunPlan {
             run_as: place.run_as.clone(),
             registry_dir: Some(place.dirs.servers.clone()),
             pin: server_pin,
+            launcher: None,
         };
         let out = format!("{label}run-{:05}-{}", self.run, self.commit);
         RunJob {

@@ -50,6 +50,17 @@ pub trait Session {
     fn server_pid(&self) -> Option<u32> {
         None
     }
+    /// The server's processes now: the postmaster's children and theirs
+    /// (a counted run counts those a pgbench run started).
+    fn server_processes(&self) -> Vec<u32> {
+        self.server_pid()
+            .map(|pid| {
+                let mut tree = crate::perf::record::process_tree(pid);
+                tree.retain(|p| *p != pid);
+                tree
+            })
+            .unwrap_or_default()
+    }
     /// Starts sampling the client backends' wait events into `out`;
     /// `Err` inside says why this server has none (before 9.6).
     fn sample_wait_events(
@@ -311,12 +322,29 @@ impl Runs {
         job: RunJob,
         profiler: Option<&mut dyn ServerProfiler>,
     ) -> anyhow::Result<(RunOutcome, Option<Extras>)> {
+        let running = match self.start_on_copy(&job)? {
+            Ok(r) => r,
+            Err(failed) => return Ok((failed, None)),
+        };
+        let outcome = self.pgbench_runs(running.as_ref(), &job, profiler);
+        running.stop()?;
+        Ok(outcome)
+    }
+
+    /// The job's server started on a fresh (or still unwritten) copy of
+    /// its template, or of one made with the commit's own programs when
+    /// its server did not start on the shared one ([`Runs::own_template`]);
+    /// the run's outcome when neither started.
+    pub(super) fn start_on_copy(
+        &mut self,
+        job: &RunJob,
+    ) -> anyhow::Result<Result<Box<dyn Session>, RunOutcome>> {
         let shared = self.own_or_shared(job.template);
-        let running = match self.start_on(&shared, &job)? {
+        Ok(Ok(match self.start_on(&shared, job)? {
             Start::Running(r) => r,
-            Start::NoTemplate(e) => return Ok((failed(&e), None)),
+            Start::NoTemplate(e) => return Ok(Err(failed(&e))),
             Start::NotStarted(e) => match self.own_template(&shared) {
-                None => return Ok((failed(&e), None)),
+                None => return Ok(Err(failed(&e))),
                 Some(own) => {
                     eprintln!(
                         "pgbisect: note: the server of {} did not start on the data template \
@@ -324,18 +352,15 @@ impl Runs {
                         own.bin.display(),
                         shared.dir.display()
                     );
-                    match self.start_on(&own, &job)? {
+                    match self.start_on(&own, job)? {
                         Start::Running(r) => r,
                         Start::NoTemplate(e) | Start::NotStarted(e) => {
-                            return Ok((failed(&e), None));
+                            return Ok(Err(failed(&e)));
                         }
                     }
                 }
             },
-        };
-        let outcome = self.pgbench_runs(running.as_ref(), &job, profiler);
-        running.stop()?;
-        Ok(outcome)
+        }))
     }
 
     /// A server started on a fresh (or still unwritten) copy of the
@@ -472,6 +497,7 @@ impl Runs {
         match result {
             Ok(report) => (
                 RunOutcome::Measured(Measurement {
+                    instructions: None,
                     tps: report.tps,
                     latency_ms: report.latency_ms,
                     failed_transactions: report.failed_transactions,
@@ -605,5 +631,6 @@ fn note_full_copies(data: &Path) {
     );
 }
 
+mod counted;
 #[cfg(test)]
 mod tests;

@@ -281,6 +281,7 @@ fn job(spec: &TemplateSpec, run: u64, (server_pin, pgbench_pin): (Pin, Pin)) -> 
             run_as: RunAs::CurrentUser,
             registry_dir: None,
             pin: server_pin,
+            launcher: None,
         },
         pgbench: PathBuf::from("/install/bin/pgbench"),
         pgbench_pin,

@@ -1,0 +1,266 @@
+//! The arithmetic of instruction counts, apart from what counts them
+//! (`crate::counts`): a counted run is a short and a long pgbench run of
+//! fixed transaction counts, and what the long run did more, over the
+//! transactions it made more, is what a transaction costs: the fixed costs
+//! of a run (a backend's start, its connection, pgbench's first queries)
+//! cancel out.
+
+use serde::{Deserialize, Serialize};
+
+/// What decides: pgbench's transactions per second, or the instructions
+/// a transaction costs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Measure {
+    #[default]
+    Tps,
+    Instructions,
+}
+
+impl Measure {
+    /// Parses `tps` or `instructions`.
+    pub fn parse(text: &str) -> Result<Measure, String> {
+        match text {
+            "tps" => Ok(Measure::Tps),
+            "instructions" => Ok(Measure::Instructions),
+            other => Err(format!(
+                "`{other}` is not a measure: give `tps` (pgbench's transactions per second) \
+                 or `instructions` (instructions a transaction costs, counted by cachegrind)"
+            )),
+        }
+    }
+
+    pub fn is_tps(&self) -> bool {
+        *self == Measure::Tps
+    }
+}
+
+/// The least noise of counts, as a standard deviation of their logs
+/// ([`crate::core::decide::DecisionConfig::noise_floor`]): counted runs of
+/// one server agree to 0.001-0.3% (BENCHMARKS), and a comparison never
+/// reads a tighter spread than this from four runs that happen to agree
+/// to a millionth.
+pub const NOISE_FLOOR: f64 = 0.001;
+
+/// A number decided on where higher is better, from instructions a
+/// transaction: the transactions a billion instructions buy. A rise of
+/// instructions is then a drop, as a drop of tps is, and every test of a
+/// drop serves both measures.
+pub fn transactions_per_billion(per_transaction: f64) -> f64 {
+    1e9 / per_transaction
+}
+
+/// The change of instructions a transaction, in percent, that a change of
+/// `pct` percent in [`transactions_per_billion`] is.
+pub fn instructions_change_pct(pct: f64) -> f64 {
+    (1.0 / (1.0 + pct / 100.0) - 1.0) * 100.0
+}
+
+/// What one pgbench run of a counted run cost.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Window {
+    /// Transactions pgbench completed.
+    pub transactions: u64,
+    /// Instructions of the processes the run started.
+    pub instructions: u64,
+    /// How many processes they were.
+    pub processes: usize,
+}
+
+/// The result of a counted run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Counted {
+    /// Instructions a transaction costs.
+    pub per_transaction: f64,
+    /// The counter's name ([`Counter::name`]).
+    pub counter: String,
+    pub short: Window,
+    pub long: Window,
+}
+
+/// Why two windows give no count per transaction.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CountError {
+    #[error(
+        "the long run completed {long} transactions, not more than the short run's {short}: \
+         no count per transaction can be taken from them"
+    )]
+    NotLonger { short: u64, long: u64 },
+    #[error(
+        "the long run's processes counted {long} instructions, fewer than the short run's \
+         {short}: a process of one of them was not counted (its counts file missing or cut)"
+    )]
+    Fewer { short: u64, long: u64 },
+    #[error(
+        "the short run started {short} processes and the long run {long}: the runs are not \
+         alike (a process of the server's own started or ended in one of them), and their \
+         difference is not the transactions' cost"
+    )]
+    Unlike { short: usize, long: usize },
+}
+
+/// The instructions a transaction costs, from a short and a long run that
+/// started as many processes: what the long run did more, over the
+/// transactions it made more.
+pub fn per_transaction(short: &Window, long: &Window) -> Result<f64, CountError> {
+    if long.transactions <= short.transactions {
+        return Err(CountError::NotLonger {
+            short: short.transactions,
+            long: long.transactions,
+        });
+    }
+    if long.instructions < short.instructions {
+        return Err(CountError::Fewer {
+            short: short.instructions,
+            long: long.instructions,
+        });
+    }
+    if long.processes != short.processes {
+        return Err(CountError::Unlike {
+            short: short.processes,
+            long: long.processes,
+        });
+    }
+    let instructions = (long.instructions - short.instructions) as f64;
+    Ok(instructions / (long.transactions - short.transactions) as f64)
+}
+
+/// The transactions per client of a counted run's three pgbench runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lengths {
+    pub warmup: u64,
+    pub short: u64,
+    pub long: u64,
+}
+
+/// The short run of a fitted counted run lasts about this long: its
+/// count is many times the fixed cost of a connection.
+const SHORT_SECONDS: f64 = 1.0;
+
+/// No run shorter than this many transactions a client.
+const MIN_SHORT: u64 = 10;
+
+impl Lengths {
+    /// These lengths fitted to a server that ran the warm-up (`warmup`
+    /// transactions a client) in `seconds`: a workload whose transaction
+    /// takes a second under the counter gets short and long runs of
+    /// [`MIN_SHORT`] and six times that, not the hours the default
+    /// lengths would take; a fast one keeps them. The long run stays as
+    /// many times the short one as before.
+    pub fn fitted(self, seconds: f64) -> Lengths {
+        let each = seconds / self.warmup.max(1) as f64;
+        let fits = if each > 0.0 && each.is_finite() {
+            (SHORT_SECONDS / each) as u64
+        } else {
+            self.short
+        };
+        let short = fits.clamp(MIN_SHORT.min(self.short), self.short);
+        Lengths {
+            short,
+            long: short * (self.long / self.short.max(1)).max(2),
+            ..self
+        }
+    }
+}
+
+impl Default for Lengths {
+    /// 200 and 1,200 transactions per client: the lengths whose
+    /// difference repeated to 0.2% on PostgreSQL 15's select-only
+    /// workload (BENCHMARKS), about a second each under cachegrind at
+    /// one client.
+    fn default() -> Self {
+        Lengths {
+            warmup: 200,
+            short: 200,
+            long: 1200,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn window(transactions: u64, instructions: u64) -> Window {
+        Window {
+            transactions,
+            instructions,
+            processes: 2,
+        }
+    }
+
+    #[test]
+    fn the_fixed_costs_cancel_out() {
+        // PostgreSQL 15, select-only, one client (DESIGN): 200 and 1,200
+        // transactions.
+        let got = per_transaction(
+            &window(200, 51_140_000 + 46_300_000),
+            &window(1200, 94_930_000 + 46_300_000),
+        )
+        .unwrap();
+        assert!((got - 43_790.0).abs() < 1.0, "{got}");
+    }
+
+    #[test]
+    fn runs_that_cannot_be_set_against_each_other_are_refused() {
+        assert!(matches!(
+            per_transaction(&window(200, 10), &window(200, 20)),
+            Err(CountError::NotLonger { .. })
+        ));
+        assert!(matches!(
+            per_transaction(&window(200, 20), &window(1200, 10)),
+            Err(CountError::Fewer { .. })
+        ));
+        let mut long = window(1200, 30);
+        long.processes = 3;
+        assert!(matches!(
+            per_transaction(&window(200, 20), &long),
+            Err(CountError::Unlike { .. })
+        ));
+    }
+
+    #[test]
+    fn a_rise_of_instructions_is_a_drop_of_what_they_buy() {
+        let before = transactions_per_billion(40_000.0);
+        let after = transactions_per_billion(42_000.0);
+        let pct = (after / before - 1.0) * 100.0;
+        assert!(pct < 0.0);
+        assert!((instructions_change_pct(pct) - 5.0).abs() < 1e-9);
+        assert_eq!(Measure::parse("instructions"), Ok(Measure::Instructions));
+        assert!(Measure::parse("cycles").unwrap_err().contains("give `tps`"));
+    }
+
+    #[test]
+    fn slow_transactions_get_short_runs_and_fast_ones_keep_theirs() {
+        let default = Lengths::default();
+        // 200 select-only transactions in 0.15 s under cachegrind.
+        assert_eq!(default.fitted(0.15), default);
+        // 200 transactions of 20,000 float rows in 100 s: 0.5 s each.
+        let slow = default.fitted(100.0);
+        assert_eq!((slow.short, slow.long), (10, 60));
+        // 200 in 4 s: 20 ms each, 50 in a second.
+        let mid = default.fitted(4.0);
+        assert_eq!((mid.short, mid.long), (50, 300));
+        assert_eq!(default.fitted(0.0), default);
+    }
+
+    proptest! {
+        /// Whatever the fixed cost of a run, the cost of a transaction is
+        /// found exactly when both runs pay the same fixed cost.
+        #[test]
+        fn a_fixed_cost_never_changes_the_count(
+            fixed in 0u64..1_000_000_000,
+            each in 1u64..10_000_000,
+            short in 1u64..10_000,
+            more in 1u64..10_000,
+        ) {
+            let long = short + more;
+            let got = per_transaction(
+                &window(short, fixed + short * each),
+                &window(long, fixed + long * each),
+            ).unwrap();
+            prop_assert!((got - each as f64).abs() < 1e-6 * each as f64);
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! A counted run: the server started under a counter, pgbench made to run
+//! fixed numbers of transactions, and the instructions of the processes
+//! each pgbench run started read once they ended (see `crate::counts`).
+
+use super::{RunJob, Runs, Session, failed};
+use crate::bench;
+use crate::core::counts::{Counted, Lengths, Window, per_transaction};
+use crate::counts::{Counter, Launcher};
+use crate::model::{Measurement, RunOutcome};
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+/// How long the processes of a pgbench run may take to end, and to write
+/// their counts, after pgbench itself has.
+const ENDING: Duration = Duration::from_secs(60);
+
+/// A counted pgbench run may take this long: the counter slows the
+/// server down tens of times, and a transaction count has no clock.
+const COUNTED_LIMIT: Duration = Duration::from_secs(1800);
+
+impl Runs {
+    /// One server start under `counter` (its launcher in the job's
+    /// server), a warm-up, a short and a long run of `lengths`
+    /// transactions per client (fitted to how long the warm-up took,
+    /// [`Lengths::fitted`]): the instructions a transaction cost, or why
+    /// the run gave none.
+    pub fn count(
+        &mut self,
+        job: RunJob,
+        counter: &dyn Counter,
+        launcher: &Launcher,
+        lengths: Lengths,
+    ) -> anyhow::Result<RunOutcome> {
+        let running = match self.start_on_copy(&job)? {
+            Ok(r) => r,
+            Err(failed) => return Ok(failed),
+        };
+        let started = Instant::now();
+        let outcome = self.count_windows(running.as_ref(), &job, (counter, launcher), lengths);
+        self.totals.bench_seconds += started.elapsed().as_secs_f64();
+        running.stop()?;
+        Ok(match outcome {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                self.fresh_copy_of = None;
+                failed(&e)
+            }
+        })
+    }
+
+    fn count_windows(
+        &mut self,
+        running: &dyn Session,
+        job: &RunJob,
+        counting: (&dyn Counter, &Launcher),
+        lengths: Lengths,
+    ) -> anyhow::Result<RunOutcome> {
+        self.totals.runs += 3;
+        self.totals.warmup_runs += 1;
+        let warming = Instant::now();
+        self.window(running, job, counting, ("warmup1", lengths.warmup))?;
+        let lengths = lengths.fitted(warming.elapsed().as_secs_f64());
+        let (short, _) = self.window(running, job, counting, ("count-short", lengths.short))?;
+        let (long, report) = self.window(running, job, counting, ("count-long", lengths.long))?;
+        let per_transaction = per_transaction(&short, &long)?;
+        Ok(RunOutcome::Measured(Measurement {
+            tps: report.tps,
+            latency_ms: report.latency_ms,
+            failed_transactions: report.failed_transactions,
+            percentiles: None,
+            instructions: Some(Counted {
+                per_transaction,
+                counter: counting.0.name().to_string(),
+                short,
+                long,
+            }),
+            output: Some(job.output("count-long")),
+        }))
+    }
+
+    /// One pgbench run of `per_client` transactions a client, and what
+    /// the processes it started counted.
+    fn window(
+        &self,
+        running: &dyn Session,
+        job: &RunJob,
+        (counter, launcher): (&dyn Counter, &Launcher),
+        (name, per_client): (&str, u64),
+    ) -> anyhow::Result<(Window, bench::PgbenchReport)> {
+        let before: BTreeSet<u32> = running.server_processes().into_iter().collect();
+        let counted_before: BTreeSet<u32> = counter.ended(launcher)?.into_keys().collect();
+        let conn = running.conn("postgres");
+        let args = bench::counted_args(&self.options, job.spec.clients, per_client, &conn);
+        let out = job.output(name);
+        let report =
+            running.run_pgbench(&job.pgbench, &args, &job.pgbench_pin, &out, COUNTED_LIMIT)?;
+        // The run's backends end after pgbench has gone; each writes its
+        // counts as it ends.
+        let deadline = Instant::now() + ENDING;
+        while running
+            .server_processes()
+            .iter()
+            .any(|pid| !before.contains(pid))
+        {
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "the server's processes of a counted pgbench run had not ended {}s after it",
+                ENDING.as_secs()
+            );
+            crate::proc::check_interrupt()?;
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let mut window = Window {
+            transactions: report
+                .transactions
+                .unwrap_or(per_client * u64::from(job.spec.clients.max(1))),
+            instructions: 0,
+            processes: 0,
+        };
+        for (pid, n) in counter.ended(launcher)? {
+            if !before.contains(&pid) && !counted_before.contains(&pid) {
+                window.instructions += n;
+                window.processes += 1;
+            }
+        }
+        Ok((window, report))
+    }
+}
