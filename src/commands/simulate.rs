@@ -144,6 +144,9 @@ impl SimulateArgs {
         if self.hosts == 0 {
             return Err(UsageError("--hosts must be at least 1".into()).into());
         }
+        if let Some(path) = &self.json {
+            super::output::check_writable_file(path, "--json")?;
+        }
         if let Some(f) = &self.scenario
             && !simulate::standard_scenarios()
                 .iter()
