@@ -216,3 +216,21 @@ fn every_output_through_a_planted_folder_link_is_refused_with_nothing_written() 
         assert!(!work.join("compare").exists(), "{args:?}: nothing run");
     }
 }
+
+#[test]
+fn simulate_values_that_would_hang_or_panic_are_refused() {
+    let cases: [(&[&str], &str); 6] = [
+        (&["--commits", "0"], "at least 1"),
+        (&["--commits", "2", "--steps", "-10,-20"], "give at least 3"),
+        (&["--unbuildable", "150"], "from 0 to below 100"),
+        (&["--threshold", "0"], "between 0 and 100"),
+        (&["--run-length", "0s"], "above zero"),
+        (&["--trials", "0"], "at least 1"),
+    ];
+    for (flags, said) in cases {
+        let out = bin().arg("simulate").args(flags).output().unwrap();
+        let err = usage_error(&out);
+        assert!(err.contains(said), "{flags:?}: {err}");
+        assert!(out.stdout.is_empty(), "{flags:?}: nothing simulated");
+    }
+}

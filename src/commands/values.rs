@@ -23,6 +23,28 @@ pub fn count_usize(text: &str) -> Result<usize, String> {
     count(text).map(|n| n as usize)
 }
 
+/// A length of time above zero (`30m`, `300s`), in seconds: a run of no
+/// length measures nothing.
+pub fn positive_duration(text: &str) -> Result<f64, String> {
+    match crate::time::parse_duration(text) {
+        Ok(seconds) if seconds > 0.0 => Ok(seconds),
+        _ => Err(format!(
+            "`{text}` is not a length of time above zero: write it as 30m, 300s or 1h30m"
+        )),
+    }
+}
+
+/// A share of commits in percent, 0 or more and below 100 (`5` or `5%`).
+pub fn share_percent(text: &str) -> Result<f64, String> {
+    let number = text.trim().trim_end_matches('%').trim_end();
+    match number.parse::<f64>() {
+        Ok(pct) if (0.0..100.0).contains(&pct) => Ok(pct),
+        _ => Err(format!(
+            "`{text}` is not a percentage from 0 to below 100: write it as 5 or 5%"
+        )),
+    }
+}
+
 /// A web page of a commit: an `http://` or `https://` URL with `{sha}`
 /// where the commit's id goes, without spaces or control characters (it
 /// becomes a link in every page of the site).
@@ -90,6 +112,19 @@ pub fn plain_name(text: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_and_shares_of_the_simulator_are_ones_a_hunt_can_have() {
+        assert_eq!(positive_duration("30m"), Ok(1800.0));
+        for bad in ["0s", "0", "soon", "-1"] {
+            assert!(positive_duration(bad).is_err(), "{bad}");
+        }
+        assert_eq!(share_percent("0"), Ok(0.0));
+        assert_eq!(share_percent("5%"), Ok(5.0));
+        for bad in ["100", "150", "-5", "x", "NaN"] {
+            assert!(share_percent(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn counts_are_at_least_one() {
