@@ -184,6 +184,17 @@ fn every_output_through_a_planted_folder_link_is_refused_with_nothing_written() 
             2,
         ),
         (
+            s(&[
+                "watch",
+                "--store",
+                &format!("sqlite:{}", file("s.db")),
+                "--profile",
+                profile,
+            ]),
+            at.clone(),
+            2,
+        ),
+        (
             s(&["simulate", "--trials", "1", "--json", &file("s.json")]),
             vec![],
             2,

@@ -51,6 +51,8 @@ if [ -e "$ww/watch.sqlite" ]; then
 else
   probe outdir "a night of watch to publish and export from (exit $rc)" false
 fi
+out=$(watch_night --store "sqlite:$p5/out/s.db"); rc=$?
+probe outdir "watch --store sqlite:DIRLINK/s.db: refused before the night" through_refused
 
 # Flag values no night can use: exit 2 at once, saying what to give, no
 # work dir made.

@@ -218,6 +218,10 @@ fn store_at(place: &Place) -> anyhow::Result<Option<StoreAt>> {
         return Ok(None);
     };
     match StoreAt::parse(text) {
+        Some(StoreAt::Sqlite(path)) => {
+            check_writable_file(&path, "--store sqlite:")?;
+            Ok(Some(StoreAt::Sqlite(path)))
+        }
         Some(at) => Ok(Some(at.as_machine(place.machine.clone()))),
         None => Err(UsageError(
             "--store: give postgres://user@host:port/db, a libpq key=value string, or \

@@ -43,6 +43,10 @@ pub enum StoreError {
     },
     #[error("the results database {server}: {what}")]
     Connection { server: String, what: String },
+    /// A database file pgbisect would write through a link, or under a
+    /// folder another user could swap (see [`crate::files::check_output`]).
+    #[error("the results database {path}: {what}")]
+    Unsafe { path: String, what: String },
     #[error(
         "the results database {path} has schema version {found}, newer than the {known} this \
          pgbisect knows: run a newer pgbisect, or give another --work-dir or --store"

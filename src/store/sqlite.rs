@@ -115,6 +115,12 @@ impl SqliteStore {
     /// to [`VERSION`]; refuses a newer one.
     pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
         let shown = path.display().to_string();
+        // SQLite writes the file and its -wal and -shm beside it: a link
+        // there, or on the way, would have them written where it points.
+        crate::files::check_output(path).map_err(|e| StoreError::Unsafe {
+            path: shown.clone(),
+            what: e.to_string(),
+        })?;
         let conn = Connection::open(path).map_err(sql(&shown))?;
         let mut store = SqliteStore { conn, path: shown };
         store.migrate()?;
