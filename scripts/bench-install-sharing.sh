@@ -22,7 +22,11 @@ root=$2
 host=${3:-pgbisect-a}
 ssh_config=${4:-/etc/pgbisect-hosts/ssh_config}
 jobs=${JOBS:-2}
-rm -rf "$root" && mkdir -p "$root/remote"
+. "$(dirname "$0")/private-dir.sh"
+# The folder above ROOT checked before ROOT is emptied: through a link
+# there, `rm -rf` would empty another folder.
+private_dir "$(dirname "$root")" || { echo "bench-install-sharing: cannot write into $(dirname "$root"): give a folder of your own" >&2; exit 2; }
+rm -rf "$root" && private_dir "$root/remote"
 root=$(cd "$root" && pwd)
 prefix=/opt/pgbisect/pgsql
 now() { date +%s.%N; }

@@ -25,10 +25,10 @@ second=${4:-29}
 variants=${5:-select-only read-write no-regression}
 pgbisect="$here/target/release/pgbisect"
 
+. "$here/scripts/private-dir.sh"
+private_dir "$work" || { echo "e2e: cannot write into $work: give a folder of your own" >&2; exit 2; }
 "$here/scripts/setup.sh"
 (cd "$here" && cargo build --release -q)
-mkdir -p "$work"
-chmod 755 "$work"
 
 "$here/scripts/make-history.sh" "$work/postgres" "$commits" "$first" "$second" | tee "$work/history.txt"
 mapfile -t expected < <(sed -n 's/^slow: \([0-9a-f]*\) .*/\1/p' "$work/history.txt")

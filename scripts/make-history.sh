@@ -26,8 +26,12 @@ case $step in ''|*[!0-9]*|0) echo "make-history.sh: PGBISECT_HISTORY_STEP must b
 source=${PGBISECT_PG_SOURCE:-$here/.pgbisect-test-cache/postgresql-15}
 [ -f "$source/configure" ] || { echo "make-history.sh: no PostgreSQL source in $source; run scripts/setup.sh" >&2; exit 1; }
 
+. "$here/scripts/private-dir.sh"
+# The folder above DEST checked before DEST is emptied: through a link
+# there, `rm -rf` would empty another folder.
+private_dir "$(dirname "$dest")" || { echo "make-history.sh: cannot write into $(dirname "$dest"): give a folder of your own" >&2; exit 2; }
 rm -rf "$dest"
-mkdir -p "$dest"
+private_dir "$dest" || exit 2
 cp -a "$source/." "$dest/"
 rm -rf "$dest/debian" "$dest/.pc"
 cd "$dest"

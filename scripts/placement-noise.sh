@@ -34,8 +34,13 @@ SOCK=$WORK/sock
 as_pg() {
   if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
-mkdir -p "$WORK"
-[ "$(id -u)" = 0 ] && chown postgres: "$WORK"
+. "$(dirname "$0")/private-dir.sh"
+# Every level checked (a folder another user made first, or a link, would
+# have root write through what they planted); the last one may be
+# postgres's, whose server writes there.
+PGUID=$( [ "$(id -u)" = 0 ] && id -u postgres || id -u )
+private_dir "$WORK" "$PGUID" || { echo "placement-noise: cannot write into $WORK: give a folder of your own" >&2; exit 2; }
+if [ "$(id -u)" = 0 ]; then chown postgres: "$WORK"; fi
 if [ ! -f "$WORK/data/PG_VERSION" ]; then
   as_pg "$PGBIN/initdb" -D "$WORK/data" >/dev/null
 fi

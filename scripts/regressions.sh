@@ -27,7 +27,9 @@
 #   --window N      commits in the window (default 32)
 #   --control       a window before the culprit; expects no-regression
 #   --work DIR      results and pgbisect's work dir (default
-#                   /var/tmp/pgbisect-regressions)
+#                   /var/tmp/pgbisect-regressions); made if missing, and
+#                   refused unless every level of it is a real folder of
+#                   this user or root that others cannot write
 #   --dry-run       print the window and the command, run nothing
 # Arguments after `--` go to pgbisect as they are (e.g. --run-as, --deadline).
 # PGBISECT names the pgbisect binary (default: this checkout's release build).
@@ -35,6 +37,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 catalogue="$here/bisect-profiles/regressions"
+. "$here/scripts/private-dir.sh"
 
 die() { echo "regressions: $*" >&2; exit 2; }
 
@@ -63,6 +66,10 @@ while [ $# -gt 0 ]; do
     *) [ -z "$name" ] || die "one case at a time (got $name and $1)"; name=$1; shift ;;
   esac
 done
+
+# Checked first: as root, a folder someone else made there first would
+# have the outputs below written through the links they planted in it.
+private_dir "$work" || die "cannot write into $work: pass --work DIR, a folder of your own"
 
 [ -n "$name" ] || die "name a case: $(grep -v '^#' "$catalogue/cases.tsv" | cut -f1 | paste -sd' ')"
 [[ $seed =~ ^[0-9]+$ ]] || die "--seed takes a whole number, not '$seed'"
@@ -131,8 +138,6 @@ bad=${line_of[$end]}
 
 kind=case; [ "$control" = 1 ] && kind=control
 run="$name-$kind-seed$seed"
-mkdir -p "$work"
-chmod 755 "$work"
 echo "regressions: $run: window of $window first-parent commits of $ref"
 echo "  good $good $(git -C "$pg_repo" log -1 --format='%ad %s' --date=short "$good")"
 echo "  bad  $bad $(git -C "$pg_repo" log -1 --format='%ad %s' --date=short "$bad")"

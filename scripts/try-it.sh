@@ -5,10 +5,10 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 work=${1:-/var/tmp/pgbisect-try}
+. "$here/scripts/private-dir.sh"
+private_dir "$work" || { echo "try-it: cannot write into $work: give a folder of your own" >&2; exit 2; }
 "$here/scripts/setup.sh"
 (cd "$here" && cargo build --release -q)
-mkdir -p "$work"
-chmod 755 "$work"
 "$here/scripts/make-history.sh" "$work/postgres" 8 3 6
 set +e
 "$here/target/release/pgbisect" --repo "$work/postgres" --good good --bad bad \

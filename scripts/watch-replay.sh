@@ -79,8 +79,8 @@ else
 fi
 [ -x "$pgbisect" ] || { echo "watch-replay: no pgbisect at $pgbisect" >&2; exit 1; }
 
-mkdir -p "$work"
-chmod 755 "$work"
+. "$here/scripts/private-dir.sh"
+private_dir "$work" || { echo "watch-replay: cannot write into $work: give a folder of your own" >&2; exit 2; }
 day0=1767225600 # 2026-01-01 00:00 UTC, make-history.sh's commit 0
 first_day=$(date -u -d "@$day0" +%F)
 last_day=$(date -u -d "@$(( day0 + 86400 * (nights - 1) ))" +%F)

@@ -64,8 +64,12 @@ pub fn write_output_file(path: &Path, body: &str) -> anyhow::Result<()> {
 }
 
 /// Checks that `path`, named by the user for pgbisect to write, is not a
-/// symbolic link nor anything but a plain file.
+/// symbolic link nor anything but a plain file, and that every folder on
+/// the way to it passes [`crate::folders::check_dir`]: a link to a folder
+/// planted anywhere on the way (`/tmp/reports -> /etc`) would have the
+/// file written where that link points.
 pub fn check_output(path: &Path) -> io::Result<()> {
+    check_folders_of(path)?;
     let Ok(meta) = std::fs::symlink_metadata(path) else {
         return Ok(());
     };
@@ -87,13 +91,39 @@ pub fn check_output(path: &Path) -> io::Result<()> {
     Err(io::Error::other(format!("{} {what}", path.display())))
 }
 
+/// The folder `path` is written into (`.` for a bare file name).
+pub fn folder_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// Checks every level of the folder of `path`, the output named by the
+/// user; a folder missing is left to the write to say.
+fn check_folders_of(path: &Path) -> io::Result<()> {
+    let Err(err) = crate::folders::check_dir(folder_of(path)) else {
+        return Ok(());
+    };
+    match crate::folders::unsafe_level(&err) {
+        Some(level) => Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{} is not written: {}\nhint: give a path whose every folder is a real \
+                 folder (not a link), yours or root's, that other users cannot write",
+                path.display(),
+                level.problem()
+            ),
+        )),
+        None if err.kind() == io::ErrorKind::NotFound => Ok(()),
+        None => Err(err),
+    }
+}
+
 /// A new file in the folder of `path`, to be renamed over it; readable as
 /// a file made with the process's umask would be.
 fn fresh(path: &Path) -> io::Result<tempfile::NamedTempFile> {
-    let folder = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
+    let folder = folder_of(path);
     let name = path
         .file_name()
         .map(|n| format!(".{}.", n.to_string_lossy()))
@@ -354,6 +384,34 @@ mod tests {
         write_output(&tmp.path().join("new.txt"), "new").unwrap();
         write_output(&target, "replaced").unwrap();
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "replaced");
+    }
+
+    #[test]
+    fn an_output_under_a_link_to_a_folder_is_refused_with_nothing_written() {
+        let tmp = tempfile::tempdir().unwrap();
+        let elsewhere = tmp.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        let planted = tmp.path().join("reports");
+        symlink(&elsewhere, &planted).unwrap();
+        for path in [planted.join("out.json"), planted.join("../reports/x.csv")] {
+            let err = write_output(&path, "report").unwrap_err().to_string();
+            assert!(err.contains("is a symbolic link"), "{err}");
+            assert!(
+                err.contains("hint: give a path whose every folder"),
+                "{err}"
+            );
+            assert!(!err.contains("--work-dir"), "{err}");
+        }
+        assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+        // A folder others may write, on the way, is refused too.
+        let open = tmp.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let err = check_output(&open.join("out.json"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("writable by other users"), "{err}");
+        check_output(&tmp.path().join("missing/out.json")).unwrap();
     }
 
     #[test]

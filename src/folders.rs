@@ -177,6 +177,15 @@ pub enum Unsafe {
     FileLink { path: PathBuf },
 }
 
+impl Unsafe {
+    /// What is wrong, without the hint: for a path the user named for an
+    /// output, where another `--work-dir` is no answer.
+    pub fn problem(&self) -> String {
+        let said = self.to_string();
+        said.lines().next().unwrap_or_default().to_string()
+    }
+}
+
 impl From<Unsafe> for io::Error {
     fn from(e: Unsafe) -> io::Error {
         io::Error::new(io::ErrorKind::PermissionDenied, e)

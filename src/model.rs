@@ -55,6 +55,11 @@ pub enum Prepared {
     },
 }
 
+/// The most transactions a second a run is taken to make: a thousand times
+/// what the largest machines reach with pgbench, and far enough below
+/// `f64::MAX` that sums and squares of a hunt's runs stay finite.
+pub const MAX_TPS: f64 = 1e12;
+
 /// One benchmark result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Measurement {
@@ -82,6 +87,35 @@ impl Measurement {
     /// (`tps = 0` is a run in which nothing completed, not a level).
     pub fn is_usable(&self) -> bool {
         self.tps.is_finite() && self.tps > 0.0
+    }
+
+    /// Checks a measurement read back (from a journal): a throughput above
+    /// zero and at most [`MAX_TPS`], latencies finite and not negative.
+    pub fn check(&self) -> Result<(), String> {
+        if !(self.tps > 0.0 && self.tps <= MAX_TPS) {
+            let tps = self.tps;
+            let shown = if tps.abs() >= 1e9 {
+                format!("{tps:e}")
+            } else {
+                format!("{tps}")
+            };
+            return Err(format!(
+                "tps {shown} is not a throughput a run gives (above 0, at most {MAX_TPS:e})"
+            ));
+        }
+        let latencies = self.latency_ms.into_iter().chain(
+            self.percentiles
+                .iter()
+                .flat_map(|p| [p.p50_ms, p.p95_ms, p.p99_ms]),
+        );
+        for ms in latencies {
+            if !(ms.is_finite() && ms >= 0.0) {
+                return Err(format!(
+                    "a latency of {ms} ms is not one a run gives (finite, not negative)"
+                ));
+            }
+        }
+        Ok(())
     }
 }
 

@@ -122,3 +122,17 @@ fn email_report_without_sender_and_recipient() {
         transcript(dir.path(), &args)
     );
 }
+
+#[test]
+fn watch_with_a_commit_url_that_is_not_a_web_page() {
+    insta::assert_snapshot!(
+        "error_watch_commit_url",
+        in_empty_dir(&[
+            "watch",
+            "--html",
+            "site",
+            "--commit-url",
+            "javascript:alert(1)//{sha}"
+        ])
+    );
+}

@@ -66,7 +66,7 @@ pub struct HuntLocation {
     pub repo: Option<PathBuf>,
     /// Which hunt: a folder name under <work dir>/hunts (default: the
     /// newest).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_parser = super::values::plain_name)]
     pub hunt: Option<String>,
 }
 

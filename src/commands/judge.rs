@@ -92,6 +92,9 @@ fn run(args: &JudgeArgs) -> anyhow::Result<u8> {
         // The commit is one of the hunt's repository, wherever judge runs.
         target.lab.repo = hunts_repo(&target.lab.work_dir()?);
     }
+    if let Some(path) = &args.json {
+        super::output::check_writable_file(path, "--json")?;
+    }
     let repo = Repo::open(&target.lab.repo_dir())?;
     let commit = repo.resolve(&args.commit)?;
     let (want_good, want_bad) = wanted_ends(&repo, &target)?;

@@ -21,6 +21,7 @@ mod report;
 mod resume;
 mod run_args;
 mod simulate;
+mod values;
 mod watch;
 mod why;
 

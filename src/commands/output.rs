@@ -8,10 +8,7 @@ use std::path::Path;
 /// file: its folder is missing or takes no new file, or it is a folder
 /// itself.
 pub(super) fn check_writable_file(path: &Path, flag: &str) -> anyhow::Result<()> {
-    let folder = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
+    let folder = crate::files::folder_of(path);
     let problem = if path.is_dir() {
         "is a directory"
     } else if !folder.is_dir() {
@@ -25,6 +22,47 @@ pub(super) fn check_writable_file(path: &Path, flag: &str) -> anyhow::Result<()>
         path.display()
     ))
     .into())
+}
+
+/// Fails at once, before hours of measuring, when `dir` cannot take the
+/// files of a folder such as `--html`'s: it is a link, a file, or under a
+/// folder that is a link, missing or open to other users. A missing `dir`
+/// is made when written, one checked level at a time.
+pub(super) fn check_writable_folder(dir: &Path, flag: &str) -> anyhow::Result<()> {
+    let refuse = |problem: String| -> anyhow::Result<()> {
+        Err(UsageError(format!(
+            "{flag} {}: {problem}\nhint: give a folder (made if missing) whose every level \
+             is a real folder (not a link), yours or root's, that other users cannot write",
+            dir.display()
+        ))
+        .into())
+    };
+    let checked = match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.file_type().is_symlink() => {
+            return refuse("is a symbolic link; pgbisect does not write through links".into());
+        }
+        Ok(m) if !m.is_dir() => {
+            return refuse(format!(
+                "is not a folder; {flag} names the folder to write into"
+            ));
+        }
+        Ok(_) => dir,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let folder = crate::files::folder_of(dir);
+            if !folder.is_dir() {
+                return refuse("is in a folder that does not exist".into());
+            }
+            folder
+        }
+        Err(e) => return refuse(e.to_string()),
+    };
+    match crate::folders::check_dir(checked) {
+        Ok(()) => Ok(()),
+        Err(e) => match crate::folders::unsafe_level(&e) {
+            Some(level) => refuse(level.problem()),
+            None => refuse(e.to_string()),
+        },
+    }
 }
 
 pub(super) use crate::files::write_output_file;
@@ -74,5 +112,37 @@ mod tests {
             linked.to_string().contains("is a symbolic link"),
             "{linked}"
         );
+        let elsewhere = tmp.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, tmp.path().join("dir")).unwrap();
+        let through = check_writable_file(&tmp.path().join("dir/out.json"), "--json").unwrap_err();
+        assert!(
+            through.to_string().contains("is a symbolic link"),
+            "{through}"
+        );
+        assert!(through.downcast_ref::<UsageError>().is_some());
+    }
+
+    #[test]
+    fn a_site_folder_is_a_real_folder_checked_at_every_level() {
+        let tmp = tempfile::tempdir().unwrap();
+        check_writable_folder(&tmp.path().join("site"), "--html").unwrap();
+        check_writable_folder(tmp.path(), "--html").unwrap();
+        let file = tmp.path().join("site.html");
+        std::fs::write(&file, "").unwrap();
+        let err = check_writable_folder(&file, "--html").unwrap_err();
+        assert!(err.to_string().contains("is not a folder"), "{err}");
+        assert!(!err.to_string().contains("--work-dir"), "{err}");
+        assert!(err.downcast_ref::<UsageError>().is_some());
+        let missing = check_writable_folder(&tmp.path().join("no/site"), "--html").unwrap_err();
+        assert!(missing.to_string().contains("does not exist"), "{missing}");
+        let elsewhere = tmp.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&elsewhere, &link).unwrap();
+        for dir in [link.clone(), link.join("site")] {
+            let err = check_writable_folder(&dir, "--html").unwrap_err();
+            assert!(err.to_string().contains("is a symbolic link"), "{err}");
+        }
     }
 }

@@ -57,6 +57,11 @@ pub fn load(hunt: &HuntDir) -> anyhow::Result<HuntReport> {
 }
 
 pub(super) fn command(args: &ReportArgs) -> anyhow::Result<ExitCode> {
+    for (path, flag) in [(&args.output, "--output"), (&args.chart, "--chart")] {
+        if let Some(path) = path {
+            super::output::check_writable_file(path, flag)?;
+        }
+    }
     let work = args.at.work_dir()?;
     if let Some(progress) = still_running(&work, args.at.hunt.as_deref())? {
         print!("{}", crate::shown::visible(&progress));

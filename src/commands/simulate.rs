@@ -16,7 +16,7 @@ use std::process::ExitCode;
 #[derive(Debug, Args, Clone)]
 pub struct SimulateArgs {
     /// Hunts per scenario.
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = 200, value_parser = super::values::count_usize)]
     pub trials: usize,
     /// Seed of the random histories and noise.
     #[arg(long, default_value_t = 1)]
@@ -25,7 +25,7 @@ pub struct SimulateArgs {
     #[arg(long, conflicts_with_all = ["steps", "noise", "noise_from_journal", "unbuildable"])]
     pub scenario: Option<String>,
     /// Commits per simulated history.
-    #[arg(long)]
+    #[arg(long, value_parser = super::values::count_usize)]
     pub commits: Option<usize>,
     /// Simulate one scenario of your own with these steps: each drop in
     /// percent, e.g. -16,-18 (default: -10).
@@ -43,12 +43,12 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "FILE")]
     pub noise_from_journal: Option<PathBuf>,
     /// Share of commits that do not build in your own scenario, in percent.
-    #[arg(long, value_name = "PCT")]
+    #[arg(long, value_name = "PCT", value_parser = super::values::share_percent)]
     pub unbuildable: Option<f64>,
     /// Length of one measured run (e.g. 30m, 300s); prints each hunt's
     /// expected wall time: builds x build time + runs x (run length +
     /// warm-up + set-up).
-    #[arg(long, value_name = "DURATION", value_parser = crate::time::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = super::values::positive_duration)]
     pub run_length: Option<f64>,
     /// Time of one build (e.g. 3m); with --run-length.
     #[arg(long, value_name = "DURATION", requires = "run_length",
@@ -69,7 +69,7 @@ pub struct SimulateArgs {
           value_parser = crate::time::parse_duration)]
     pub budget: Option<f64>,
     /// Smallest drop worth hunting, in percent.
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(long, default_value_t = 5.0, value_parser = super::args::percent)]
     pub threshold: f64,
     /// How the hunt searches a range: `posterior` or `bisect` (see
     /// `pgbisect --help`).
@@ -83,7 +83,7 @@ pub struct SimulateArgs {
     /// faster or slower, with noise of its own; each round is a run on
     /// every host at once, of one commit or of several (--candidates). The wall time counts a round of runs as
     /// one run and copies each build to every host.
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = super::values::count_usize)]
     pub hosts: usize,
     /// With --hosts, how many commits the posterior search measures at
     /// once, each host taking one in turn (default: the hosts, at most 4;
@@ -136,13 +136,29 @@ impl SimulateArgs {
         Ok((options, config))
     }
 
-    /// The counts that must be at least 1, and `--scenario`'s text.
+    /// `--commits` against the steps, `--json`, and `--scenario`'s text.
     fn check(&self) -> anyhow::Result<()> {
-        if self.trials == 0 {
-            return Err(UsageError("--trials must be at least 1".into()).into());
+        if let Some(commits) = self.commits {
+            // Each step lands on a commit of its own after the first.
+            let most = match &self.steps {
+                Some(steps) => steps.len(),
+                None => simulate::standard_scenarios()
+                    .iter()
+                    .map(|s| s.steps.len())
+                    .max()
+                    .unwrap_or(1),
+            };
+            if commits <= most {
+                return Err(UsageError(format!(
+                    "--commits {commits}: a history needs more commits than its steps \
+                     ({most}); give at least {}",
+                    most + 1
+                ))
+                .into());
+            }
         }
-        if self.hosts == 0 {
-            return Err(UsageError("--hosts must be at least 1".into()).into());
+        if let Some(path) = &self.json {
+            super::output::check_writable_file(path, "--json")?;
         }
         if let Some(f) = &self.scenario
             && !simulate::standard_scenarios()

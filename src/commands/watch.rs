@@ -5,8 +5,10 @@
 //! ([`crate::engine::session::watch`]).
 
 use super::args::LabArgs;
+use super::output::{check_writable_file, check_writable_folder};
 use super::plan::{choices, load_profile};
 use super::run_args::NotifyArgs;
+use super::values;
 use crate::engine::session::resolved::TimeLimit;
 use crate::engine::session::watch::{self as session, WatchAsk, WatchedProfile};
 use crate::engine::session::watch_site;
@@ -32,21 +34,21 @@ pub struct WatchArgs {
     #[arg(long, value_name = "NAME|FILE")]
     pub profile: Vec<String>,
     /// pgbench client counts, a series each (default: the profile's, else 1).
-    #[arg(long, value_name = "N,N,...", value_delimiter = ',')]
+    #[arg(long, value_name = "N,N,...", value_delimiter = ',', value_parser = values::count)]
     pub clients: Vec<u32>,
     /// Most commits measured a night, the tip among them.
-    #[arg(long, value_name = "N", default_value_t = 3)]
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = values::count_usize)]
     pub per_night: usize,
     /// Days a first night backfills, one commit a day.
     #[arg(long, value_name = "DAYS", default_value_t = 30)]
     pub backfill: usize,
     /// Pairs of runs (commit and reference) per commit and series.
-    #[arg(long, value_name = "N", default_value_t = 3)]
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = values::count)]
     pub rounds: u32,
     /// At most this many pairs where a series' pairs scattered over the
     /// last nights, enough that a 5% step stands out in one night
     /// (--rounds: never more).
-    #[arg(long, value_name = "N", default_value_t = 12)]
+    #[arg(long, value_name = "N", default_value_t = 12, value_parser = values::count)]
     pub max_rounds: u32,
     /// Log this share of each run's transactions (above 0, at most 1; e.g.
     /// 0.01) and keep their 50th, 95th and 99th percentile latency with
@@ -54,17 +56,19 @@ pub struct WatchArgs {
     #[arg(long, value_name = "SHARE", value_parser = share)]
     pub percentiles: Option<f64>,
     /// End within this much wall time (e.g. 6h); the next start goes on.
-    #[arg(long, value_name = "DURATION", conflicts_with = "deadline")]
+    #[arg(long, value_name = "DURATION", conflicts_with = "deadline",
+          value_parser = values::time_budget)]
     pub time_budget: Option<String>,
     /// End by this local time of day (HH:MM); the next start goes on.
-    #[arg(long, value_name = "HH:MM")]
+    #[arg(long, value_name = "HH:MM", value_parser = values::clock_time)]
     pub deadline: Option<String>,
     /// Run past nights SINCE..UNTIL (YYYY-MM-DD..YYYY-MM-DD, UTC) on their
     /// own clock: the commits landed by each night's date.
-    #[arg(long, value_name = "SINCE..UNTIL")]
+    #[arg(long, value_name = "SINCE..UNTIL", value_parser = values::replay_range)]
     pub replay: Option<String>,
     /// With --replay: a night every N days.
-    #[arg(long, value_name = "N", default_value_t = 1, requires = "replay")]
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "replay",
+          value_parser = values::count)]
     pub every: u32,
     /// Mail a digest of what moved every DAYS days (0: never).
     #[arg(long, value_name = "DAYS", default_value_t = 7)]
@@ -73,7 +77,7 @@ pub struct WatchArgs {
     #[arg(long, value_name = "DIR")]
     pub html: Option<PathBuf>,
     /// With --html: a commit's web page, {sha} standing for its id.
-    #[arg(long, value_name = "URL", requires = "html")]
+    #[arg(long, value_name = "URL", requires = "html", value_parser = values::commit_url)]
     pub commit_url: Option<String>,
     /// Who is told of each change hunted to its commit, and of the digest.
     #[command(flatten)]
@@ -84,7 +88,7 @@ pub struct WatchArgs {
 #[derive(Debug, Args, Clone)]
 pub struct Place {
     /// The branch to watch (default: master, or main without one).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_parser = values::name)]
     pub branch: Option<String>,
     /// The git repository (default: the current directory).
     #[arg(long, value_name = "DIR")]
@@ -99,7 +103,7 @@ pub struct Place {
     pub store: Option<String>,
     /// With a --store database: the machine whose nights are read and
     /// written (default: this one's host name).
-    #[arg(long, value_name = "NAME", requires = "store")]
+    #[arg(long, value_name = "NAME", requires = "store", value_parser = values::name)]
     pub machine: Option<String>,
 }
 
@@ -120,7 +124,7 @@ pub struct PublishArgs {
     pub html: PathBuf,
     /// A commit's web page, {sha} standing for its id, e.g.
     /// https://git.postgresql.org/gitweb/?p=postgresql.git;a=commit;h={sha}
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", value_parser = values::commit_url)]
     pub commit_url: Option<String>,
     #[command(flatten)]
     pub place: Place,
@@ -171,6 +175,7 @@ Exit codes:
 pub(super) fn command(args: &WatchArgs) -> anyhow::Result<ExitCode> {
     match &args.action {
         Some(WatchAction::Export(e)) => {
+            check_writable_file(&e.csv, "--csv")?;
             let work = lab_args(&e.place).work_dir()?;
             let store = store_at(&e.place)?;
             let n = session::export(&work, store.as_ref(), e.place.branch.as_deref(), &e.csv)?;
@@ -183,8 +188,8 @@ pub(super) fn command(args: &WatchArgs) -> anyhow::Result<ExitCode> {
         }
         None => {}
     }
-    if let Some(url) = &args.commit_url {
-        commit_url(url)?;
+    if let Some(dir) = &args.html {
+        check_writable_folder(dir, "--html")?;
     }
     let ask = ask(args)?;
     let done = session::run(ask, &mut |line| {
@@ -202,7 +207,7 @@ pub(super) fn command(args: &WatchArgs) -> anyhow::Result<ExitCode> {
 
 /// Writes the site of the work dir's results to `dir`.
 fn publish(place: &Place, dir: &std::path::Path, url: Option<&str>) -> anyhow::Result<()> {
-    url.map(commit_url).transpose()?;
+    check_writable_folder(dir, "--html")?;
     let work = lab_args(place).work_dir()?;
     let store = store_at(place)?;
     let done = watch_site::publish(&work, store.as_ref(), place.branch.as_deref(), dir, url)?;
@@ -221,6 +226,10 @@ fn store_at(place: &Place) -> anyhow::Result<Option<StoreAt>> {
         return Ok(None);
     };
     match StoreAt::parse(text) {
+        Some(StoreAt::Sqlite(path)) => {
+            check_writable_file(&path, "--store sqlite:")?;
+            Ok(Some(StoreAt::Sqlite(path)))
+        }
         Some(at) => Ok(Some(at.as_machine(place.machine.clone()))),
         None => Err(UsageError(
             "--store: give postgres://user@host:port/db, a libpq key=value string, or \
@@ -229,17 +238,6 @@ fn store_at(place: &Place) -> anyhow::Result<Option<StoreAt>> {
         )
         .into()),
     }
-}
-
-/// A `--commit-url` needs `{sha}`, where the commit's id goes.
-fn commit_url(url: &str) -> anyhow::Result<()> {
-    if url.contains("{sha}") {
-        return Ok(());
-    }
-    Err(UsageError(format!(
-        "--commit-url {url}: no {{sha}} in it, where the commit's id goes"
-    ))
-    .into())
 }
 
 /// Says which messages did not go out, and that they stay owed; the
@@ -287,11 +285,6 @@ fn lab_args(place: &Place) -> LabArgs {
 
 /// The watcher's plan from the flags, checked first.
 fn ask(args: &WatchArgs) -> anyhow::Result<WatchAsk> {
-    if args.clients.contains(&0) || args.per_night == 0 || args.rounds == 0 {
-        return Err(
-            UsageError("--clients, --per-night and --rounds need at least 1".into()).into(),
-        );
-    }
     let lab = lab_args(&args.place);
     let mut config = WatchConfig::new(args.place.branch.as_deref().unwrap_or("master"));
     (config.per_night, config.backfill, config.rounds) =

@@ -243,8 +243,10 @@ impl Seen {
 }
 
 /// Reads the journal at `path`. Every line but the last must be an event
-/// (else the journal is damaged: the error names the line); a last line
-/// that is not one was torn by a crash and is left out of `intact`.
+/// with values a run can have (else the journal is damaged: the error
+/// names the line); a last line that does not parse was torn by a crash
+/// and is left out of `intact`, while one that parses but conflicts with
+/// the lines before it (or holds values no run gives) is damage too.
 fn read_journal(path: &Path) -> anyhow::Result<Read> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
@@ -273,26 +275,21 @@ fn read_journal(path: &Path) -> anyhow::Result<Read> {
             },
             Err(e) => Some(Err(anyhow::Error::new(e).context("not UTF-8"))),
         };
-        let event = event.map(|e| {
-            e.and_then(|event| match seen.fresh(&event) {
-                Ok(fresh) => Ok((fresh, event)),
-                Err(damage) => Err(anyhow::anyhow!(damage)),
-            })
-        });
         match event {
             None => {}
-            Some(Ok((true, event))) => read.events.push(event),
-            Some(Ok((false, _))) => read.repeated += 1,
+            // Only a line that does not parse can be a write cut short; a
+            // whole event that conflicts is damage wherever it is.
             Some(Err(_)) if end == bytes.len() => break,
-            Some(Err(e)) => {
-                return Err(e).with_context(|| {
-                    format!(
-                        "line {} of the journal {} is damaged; move the journal away to \
-                         start the hunt afresh, or cut the line off to keep the rest",
-                        i + 1,
-                        path.display()
-                    )
-                });
+            Some(Err(e)) => return Err(damaged(e, i + 1, path)),
+            Some(Ok(event)) => {
+                let fresh = check_values(&event)
+                    .and_then(|()| seen.fresh(&event))
+                    .map_err(|damage| damaged(anyhow::anyhow!(damage), i + 1, path))?;
+                if fresh {
+                    read.events.push(event);
+                } else {
+                    read.repeated += 1;
+                }
             }
         }
         read.intact = end;
@@ -300,6 +297,33 @@ fn read_journal(path: &Path) -> anyhow::Result<Read> {
     }
     read.ends_with_newline = read.intact == 0 || bytes[read.intact - 1] == b'\n';
     Ok(read)
+}
+
+/// `err`, found on line `line` of the journal at `path`, with what to do.
+fn damaged(err: anyhow::Error, line: usize, path: &Path) -> anyhow::Error {
+    err.context(format!(
+        "line {line} of the journal {} is damaged; move the journal away to \
+         start the hunt afresh, or cut the line off to keep the rest",
+        path.display()
+    ))
+}
+
+/// Checks that the values of a parsed `event` are ones a run can have: a
+/// throughput a hunt could decide on (see [`Measurement::check`]) and
+/// latencies that are numbers of milliseconds. A journal is pgbisect's own,
+/// but it lies in a work dir for days; a value no run gives (`1e308`,
+/// `-5`) would steer every decision made from it.
+///
+/// [`Measurement::check`]: crate::model::Measurement::check
+fn check_values(event: &Event) -> Result<(), String> {
+    match event {
+        Event::Run {
+            run,
+            outcome: RunOutcome::Measured(m),
+            ..
+        } => m.check().map_err(|e| format!("run {run}: {e}")),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]
@@ -441,6 +465,70 @@ mod tests {
         let err = format!("{:#}", Journal::past(&path, &["p"]).unwrap_err());
         assert!(err.contains("line 4 of the journal"), "{err}");
         assert!(err.contains("run 2 twice, of abc and of def"), "{err}");
+    }
+
+    #[test]
+    fn a_conflicting_last_line_is_refused_not_cut_as_torn() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.jsonl");
+        let mut other = run(1);
+        if let Event::Run { commit, .. } = &mut other {
+            *commit = "def".into();
+        }
+        write_events(&path, &[start("p"), run(1), other]);
+        let before = std::fs::read(&path).unwrap();
+        for err in [
+            format!("{:#}", Journal::past(&path, &["p"]).unwrap_err()),
+            format!("{:#}", Journal::open(&path).err().unwrap()),
+        ] {
+            assert!(err.contains("line 3 of the journal"), "{err}");
+            assert!(err.contains("move the journal away"), "{err}");
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), before, "nothing cut");
+    }
+
+    #[test]
+    fn a_run_with_a_throughput_or_latency_no_run_gives_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.jsonl");
+        let with = |tps: f64, latency: Option<f64>| Event::Run {
+            run: 2,
+            commit: "abc".into(),
+            clients: 1,
+            seconds: None,
+            outcome: RunOutcome::Measured(Measurement {
+                tps,
+                instructions: None,
+                latency_ms: latency,
+                failed_transactions: Some(0),
+                percentiles: None,
+                output: None,
+            }),
+            host: None,
+        };
+        for (bad, said) in [
+            (with(1e308, None), "tps 1e308"),
+            (with(-5.0, None), "tps -5"),
+            (with(0.0, None), "tps 0"),
+            (with(100.0, Some(-1.0)), "latency of -1 ms"),
+        ] {
+            // Last or not, such a line is refused with its number.
+            for events in [
+                vec![start("p"), run(1), bad.clone()],
+                vec![start("p"), bad.clone(), run(3)],
+            ] {
+                write_events(&path, &events);
+                let line = events.iter().position(|e| e == &bad).unwrap() + 1;
+                let err = format!("{:#}", Journal::past(&path, &["p"]).unwrap_err());
+                assert!(
+                    err.contains(&format!("line {line} of the journal")),
+                    "{err}"
+                );
+                assert!(err.contains(said), "{err}");
+            }
+        }
+        write_events(&path, &[start("p"), with(1e12, Some(0.0)), run(3)]);
+        assert_eq!(Journal::past(&path, &["p"]).unwrap().runs(), 2);
     }
 
     #[test]

@@ -160,11 +160,18 @@ pub fn parse_range(text: &str) -> Result<(i64, i64), String> {
     Ok((since, until))
 }
 
-/// `YYYY-MM-DD` as seconds since the epoch at 00:00 UTC.
+/// `YYYY-MM-DD` as seconds since the epoch at 00:00 UTC; a day its month
+/// does not have (`2024-02-30`) or a year before git (1970..=9999) is none.
 fn parse_date(text: &str) -> Option<i64> {
-    let mut parts = text.trim().splitn(3, '-').map(|p| p.parse::<i64>().ok());
-    let (y, m, d) = (parts.next()??, parts.next()??, parts.next()??);
-    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+    let text = text.trim();
+    let digits = |p: &str, n: usize| p.len() == n && p.bytes().all(|b| b.is_ascii_digit());
+    let mut parts = text.splitn(3, '-');
+    let (y, m, d) = (parts.next()?, parts.next()?, parts.next()?);
+    if !(digits(y, 4) && digits(m, 2) && digits(d, 2)) {
+        return None;
+    }
+    let (y, m, d): (i64, i64, i64) = (y.parse().ok()?, m.parse().ok()?, d.parse().ok()?);
+    if y < 1970 || !(1..=12).contains(&m) || !(1..=days_in_month(y, m)).contains(&d) {
         return None;
     }
     // Days from civil (Howard Hinnant's algorithm).
@@ -175,6 +182,17 @@ fn parse_date(text: &str) -> Option<i64> {
     let doy = (153 * mp + 2) / 5 + d - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     Some((era * 146_097 + doe - 719_468) * DAY)
+}
+
+/// Days in month `m` (1-12) of year `y`, in the Gregorian calendar.
+fn days_in_month(y: i64, m: i64) -> i64 {
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    match m {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
 }
 
 #[cfg(test)]
@@ -195,5 +213,20 @@ mod range_tests {
         assert!(parse_range("2024-01-01").is_err());
         assert!(parse_range("2024-13-01..2024-14-01").is_err());
         assert!(parse_range("2024-03-01..2024-01-01").is_err());
+        for bad in [
+            "2024-02-30",
+            "2023-02-29",
+            "2024-04-31",
+            "1900-01-01",
+            "24-1-1",
+            "2024-01-01x",
+        ] {
+            assert!(parse_range(&format!("{bad}..2025-01-01")).is_err(), "{bad}");
+        }
+        assert!(
+            parse_range("2024-02-29..2000-02-29").is_err(),
+            "until before since"
+        );
+        assert!(parse_range("2000-02-29..2024-02-29").is_ok(), "leap days");
     }
 }
