@@ -449,6 +449,26 @@ pub fn shell_quote(word: &str) -> String {
     }
 }
 
+/// The process holding an flock on `file` (another open file of it),
+/// from `/proc/locks`.
+pub fn flock_pid(file: &std::fs::File) -> Option<u32> {
+    let ino = std::os::unix::fs::MetadataExt::ino(&file.metadata().ok()?);
+    flock_holder(&std::fs::read_to_string("/proc/locks").ok()?, ino)
+}
+
+/// The pid holding an flock on the file whose inode is `ino`, from the
+/// text of `/proc/locks` (`1: FLOCK ADVISORY WRITE PID MAJ:MIN:INO 0 EOF`).
+pub fn flock_holder(locks: &str, ino: u64) -> Option<u32> {
+    locks.lines().find_map(|line| {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let (kind, pid, id) = (words.get(1)?, words.get(4)?, words.get(5)?);
+        let held_ino: u64 = id.rsplit(':').next()?.parse().ok()?;
+        (*kind == "FLOCK" && held_ino == ino)
+            .then(|| pid.parse().ok())
+            .flatten()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -391,7 +391,7 @@ impl Profile {
         let mut digests = BTreeMap::new();
         let mut read = |key: &str, id: String, path: &mut PathBuf| -> Result<Vec<u8>, String> {
             let named = crate::profile_files::read_in(dir, key, path)?;
-            digests.insert(id, crate::server::digest(&named.text));
+            digests.insert(id, crate::core::fingerprint::digest(&named.text));
             *path = named.path;
             Ok(named.text)
         };
@@ -419,7 +419,7 @@ impl Profile {
         };
         let dir = setup.parent().unwrap_or(Path::new("/"));
         let named = crate::profile_files::read_in(dir, "setup", setup)?;
-        let digest = crate::server::digest(&named.text);
+        let digest = crate::core::fingerprint::digest(&named.text);
         if b.file_digests.get("setup").is_some_and(|d| *d != digest) {
             return Err(format!(
                 "the setup SQL {} changed since the hunt was made: measure with the SQL the \

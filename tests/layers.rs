@@ -17,8 +17,18 @@ const FLOORS: &[(&str, &[&str])] = &[
     (
         "core",
         &[
-            "error", "model", "time", "files", "folders", "capture", "proc", "shown", "strays",
-            "core", "lab",
+            "error",
+            "model",
+            "time",
+            "files",
+            "folders",
+            "profile_files",
+            "capture",
+            "proc",
+            "shown",
+            "strays",
+            "core",
+            "lab",
         ],
     ),
     (

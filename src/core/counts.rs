@@ -6,6 +6,7 @@
 //! cancel out.
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// What decides: pgbench's transactions per second, or the instructions
 /// a transaction costs.
@@ -67,6 +68,94 @@ pub struct Window {
     pub processes: usize,
 }
 
+/// The instructions a transaction spent in one function.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FunctionCount {
+    pub name: String,
+    pub per_transaction: f64,
+}
+
+/// The functions a transaction spent most in, at most `keep` of them:
+/// what each counted more in the long run than in the short one, over the
+/// `transactions` the long run made more.
+pub fn functions_per_transaction(
+    short: &BTreeMap<String, u64>,
+    long: &BTreeMap<String, u64>,
+    transactions: u64,
+    keep: usize,
+) -> Vec<FunctionCount> {
+    if transactions == 0 {
+        return Vec::new();
+    }
+    let mut out: Vec<FunctionCount> = long
+        .iter()
+        .filter_map(|(name, &n)| {
+            let more = n.saturating_sub(short.get(name).copied().unwrap_or(0));
+            (more > 0).then(|| FunctionCount {
+                name: name.clone(),
+                per_transaction: more as f64 / transactions as f64,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| b.per_transaction.total_cmp(&a.per_transaction));
+    out.truncate(keep);
+    out
+}
+
+/// How one function's instructions a transaction moved from A to B: the
+/// medians of the counted runs of each side that kept it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FunctionChange {
+    pub name: String,
+    pub a: f64,
+    pub b: f64,
+}
+
+/// The functions whose instructions a transaction moved most between the
+/// counted runs of A and of B (`runs`, each a run's
+/// [`Counted::functions`]), at most `keep`; a function a side's runs did
+/// not keep counts 0 there.
+pub fn function_changes(
+    a: &[Vec<FunctionCount>],
+    b: &[Vec<FunctionCount>],
+    keep: usize,
+) -> Vec<FunctionChange> {
+    let median_of = |runs: &[Vec<FunctionCount>], name: &str| -> f64 {
+        let mut v: Vec<f64> = runs
+            .iter()
+            .map(|r| {
+                r.iter()
+                    .find(|f| f.name == name)
+                    .map_or(0.0, |f| f.per_transaction)
+            })
+            .collect();
+        v.sort_by(f64::total_cmp);
+        match v.len() {
+            0 => 0.0,
+            n if n % 2 == 1 => v[n / 2],
+            n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+        }
+    };
+    let names: std::collections::BTreeSet<&str> = a
+        .iter()
+        .chain(b)
+        .flatten()
+        .map(|f| f.name.as_str())
+        .collect();
+    let mut out: Vec<FunctionChange> = names
+        .into_iter()
+        .map(|name| FunctionChange {
+            name: name.to_string(),
+            a: median_of(a, name),
+            b: median_of(b, name),
+        })
+        .filter(|c| c.a != c.b)
+        .collect();
+    out.sort_by(|x, y| (y.b - y.a).abs().total_cmp(&(x.b - x.a).abs()));
+    out.truncate(keep);
+    out
+}
+
 /// The result of a counted run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Counted {
@@ -76,6 +165,10 @@ pub struct Counted {
     pub counter: String,
     pub short: Window,
     pub long: Window,
+    /// The functions a transaction spent most in, when the counter names
+    /// them (cachegrind does).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub functions: Vec<FunctionCount>,
 }
 
 /// Why two windows give no count per transaction.
@@ -243,6 +336,65 @@ mod tests {
         let mid = default.fitted(4.0);
         assert_eq!((mid.short, mid.long), (50, 300));
         assert_eq!(default.fitted(0.0), default);
+    }
+
+    #[test]
+    fn a_function_counts_what_the_long_run_did_more() {
+        let map = |pairs: &[(&str, u64)]| {
+            pairs
+                .iter()
+                .map(|(n, c)| (n.to_string(), *c))
+                .collect::<BTreeMap<_, _>>()
+        };
+        let short = map(&[
+            ("float8mul", 1_000),
+            ("PostgresMain", 5_000),
+            ("InitPostgres", 9_000),
+        ]);
+        let long = map(&[
+            ("float8mul", 11_000),
+            ("PostgresMain", 6_000),
+            ("InitPostgres", 9_000),
+        ]);
+        let got = functions_per_transaction(&short, &long, 10, 5);
+        let names: Vec<_> = got
+            .iter()
+            .map(|f| (f.name.as_str(), f.per_transaction))
+            .collect();
+        assert_eq!(names, [("float8mul", 1_000.0), ("PostgresMain", 100.0)]);
+        assert!(functions_per_transaction(&short, &long, 0, 5).is_empty());
+    }
+
+    #[test]
+    fn the_functions_that_moved_most_lead() {
+        let run = |pairs: &[(&str, f64)]| {
+            pairs
+                .iter()
+                .map(|(n, c)| FunctionCount {
+                    name: n.to_string(),
+                    per_transaction: *c,
+                })
+                .collect::<Vec<_>>()
+        };
+        let a = [
+            run(&[("f", 100.0), ("g", 50.0)]),
+            run(&[("f", 102.0), ("g", 50.0)]),
+        ];
+        let b = [
+            run(&[("f", 130.0), ("g", 49.0)]),
+            run(&[("f", 130.0), ("h", 5.0)]),
+        ];
+        let got = function_changes(&a, &b, 2);
+        assert_eq!(
+            got[0],
+            FunctionChange {
+                name: "f".into(),
+                a: 101.0,
+                b: 130.0
+            }
+        );
+        assert_eq!(got[1].name, "g");
+        assert_eq!((got[1].a, got[1].b), (50.0, 24.5));
     }
 
     proptest! {

@@ -8,12 +8,15 @@
 
 /// A short stable hash (FNV-1a, 64 bits) for naming folders after a plan.
 pub fn fingerprint(text: &str) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in text.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{h:016x}")
+    digest(text.as_bytes())
+}
+
+/// [`fingerprint`] of bytes (16 hex digits): data templates, set-up SQL.
+pub fn digest(bytes: &[u8]) -> String {
+    let hash = bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("{hash:016x}")
 }
 
 #[cfg(test)]

@@ -100,6 +100,15 @@ impl Counter for Cachegrind {
         Ok(Launcher { program, counts })
     }
 
+    fn functions(&self, launcher: &Launcher, pids: &[u32]) -> io::Result<BTreeMap<String, u64>> {
+        let mut out = BTreeMap::new();
+        for pid in pids {
+            let path = launcher.counts.join(format!("cg.{pid}"));
+            add_functions(&std::fs::read_to_string(&path)?, &mut out);
+        }
+        Ok(out)
+    }
+
     fn ended(&self, launcher: &Launcher) -> io::Result<BTreeMap<u32, u64>> {
         let mut out = BTreeMap::new();
         for entry in std::fs::read_dir(&launcher.counts)? {
@@ -111,6 +120,27 @@ impl Counter for Cachegrind {
             }
         }
         Ok(out)
+    }
+}
+
+/// Adds the instructions of each function of a cachegrind output file
+/// (`fn=NAME`, then `LINE COUNT` lines) to `out`.
+fn add_functions(text: &str, out: &mut BTreeMap<String, u64>) {
+    let mut current: Option<&str> = None;
+    for line in text.lines() {
+        if let Some(name) = line.strip_prefix("fn=") {
+            current = Some(name);
+        } else if let (Some(name), Some(first)) = (current, line.bytes().next())
+            && first.is_ascii_digit()
+        {
+            let count = line
+                .split_whitespace()
+                .nth(1)
+                .and_then(|c| c.parse::<u64>().ok());
+            if let Some(n) = count {
+                *out.entry(name.to_string()).or_default() += n;
+            }
+        }
     }
 }
 
@@ -148,6 +178,16 @@ mod tests {
         fn=0x0000000000001080\n\
         0 4\n\
         summary: 51170308\n";
+
+    #[test]
+    fn each_function_sums_its_lines() {
+        let text =
+            "events: Ir\nfl=a.c\nfn=f\n1 4\n2 6\nfl=b.c\nfn=g\n7 1\nfn=f\n9 10\nsummary: 21\n";
+        let mut got = BTreeMap::new();
+        add_functions(text, &mut got);
+        add_functions("fn=g\n3 2\n", &mut got);
+        assert_eq!(got, BTreeMap::from([("f".into(), 20), ("g".into(), 3)]));
+    }
 
     #[test]
     fn the_summary_is_the_count_of_instructions() {

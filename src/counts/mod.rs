@@ -58,6 +58,13 @@ pub trait Counter {
     /// The instructions of every counted process that has ended so far,
     /// by process id.
     fn ended(&self, launcher: &Launcher) -> io::Result<BTreeMap<u32, u64>>;
+
+    /// The instructions the processes `pids` spent in each function, by
+    /// the function's name; empty for a counter that does not name them.
+    fn functions(&self, launcher: &Launcher, pids: &[u32]) -> io::Result<BTreeMap<String, u64>> {
+        let _ = (launcher, pids);
+        Ok(BTreeMap::new())
+    }
 }
 
 /// The program that starts the server counted, and where its counts go.

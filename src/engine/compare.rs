@@ -12,7 +12,10 @@
 //! in turn; the comparison then sets each host's runs against that
 //! host's only ([`decide::compare_blocked`]).
 
-use crate::core::counts::{Measure, instructions_change_pct, transactions_per_billion};
+use crate::core::counts::{
+    FunctionChange, FunctionCount, Measure, function_changes, instructions_change_pct,
+    transactions_per_billion,
+};
 use crate::core::decide::{self, Comparison, DecisionConfig, Verdict};
 use crate::core::stats::Sample;
 use crate::lab::{HostRun, Lab, RunSpec};
@@ -35,6 +38,9 @@ pub struct Slot {
     pub clients: u32,
     pub side: SideId,
 }
+
+/// The functions a counted comparison lists, those that moved most.
+const SHOWN_FUNCTIONS: usize = 12;
 
 /// The runs in the order they are made: per client count, `runs` rounds
 /// of A then B.
@@ -85,6 +91,15 @@ pub struct Row {
     pub a_instructions: Vec<f64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub b_instructions: Vec<f64>,
+    /// The functions each counted run of a side spent most in.
+    #[serde(skip)]
+    pub a_functions: Vec<Vec<FunctionCount>>,
+    #[serde(skip)]
+    pub b_functions: Vec<Vec<FunctionCount>>,
+    /// The functions whose instructions a transaction moved most from A
+    /// to B, when the runs were counted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub functions: Vec<FunctionChange>,
     /// The host of each of `a_tps` and `b_tps`, when the lab measures on
     /// several; empty for this machine alone.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -112,6 +127,7 @@ impl Row {
         self.per_host = HostFigures::of(&a, &b);
         self.comparison =
             (self.a.is_some() && self.b.is_some() && enough).then(|| self.compare(cfg));
+        self.functions = function_changes(&self.a_functions, &self.b_functions, SHOWN_FUNCTIONS);
     }
 
     /// Whether the runs were counted.
@@ -240,6 +256,9 @@ pub fn measure(
             b_tps: vec![],
             a_instructions: vec![],
             b_instructions: vec![],
+            a_functions: vec![],
+            b_functions: vec![],
+            functions: vec![],
             a_failed: 0,
             b_failed: 0,
             a_hosts: vec![],
@@ -281,6 +300,15 @@ pub fn measure(
         // A run that failed because it was stopped is not a failure of the commit.
         crate::proc::check_interrupt()?;
         for HostRun { host, outcome } in round {
+            if let RunOutcome::Measured(m) = &outcome
+                && let Some(c) = &m.instructions
+                && !c.functions.is_empty()
+            {
+                match slot.side {
+                    SideId::A => row.a_functions.push(c.functions.clone()),
+                    SideId::B => row.b_functions.push(c.functions.clone()),
+                }
+            }
             let (tps, counts, hosts, failed) = match slot.side {
                 SideId::A => (
                     &mut row.a_tps,
@@ -433,6 +461,7 @@ pub fn table(report: &CompareReport) -> String {
         "Welch or Hodges-Lehmann estimate"
     };
     if counted {
+        out.push_str(&functions_table(report));
         let _ = writeln!(
             out,
             "\ninstr/tx = instructions the server's backends executed a transaction (median of \
@@ -449,6 +478,42 @@ pub fn table(report: &CompareReport) -> String {
          SLOWER = B dropped by at least {:.1}% with confidence",
         report.threshold * 100.0
     );
+    out
+}
+
+/// Where the instructions went: per client count, the functions whose
+/// instructions a transaction moved most from A to B.
+fn functions_table(report: &CompareReport) -> String {
+    let mut out = String::new();
+    for row in report.rows.iter().filter(|r| !r.functions.is_empty()) {
+        let _ = writeln!(
+            out,
+            "\nwhere the instructions went, {} client(s): a transaction's instructions in each \
+             function (medians of the counted runs)",
+            row.clients
+        );
+        let _ = writeln!(
+            out,
+            "{:>12} {:>12} {:>12} {:>8}  function",
+            "A", "B", "B-A", "B/A"
+        );
+        for f in &row.functions {
+            let ratio = if f.a > 0.0 {
+                format!("{:+.1}%", (f.b / f.a - 1.0) * 100.0)
+            } else {
+                "new".to_string()
+            };
+            let _ = writeln!(
+                out,
+                "{:>12.0} {:>12.0} {:>+12.0} {:>8}  {}",
+                f.a,
+                f.b,
+                f.b - f.a,
+                ratio,
+                crate::shown::visible_line(&f.name)
+            );
+        }
+    }
     out
 }
 
@@ -540,289 +605,4 @@ pub fn chart_series(report: &CompareReport) -> Vec<crate::report::chart::Series>
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::{LabTotals, Measurement};
-
-    /// A lab whose commits have fixed levels; records the run order.
-    struct FakeLab {
-        levels: Vec<(String, f64)>,
-        order: Vec<(String, u32)>,
-        broken: Option<String>,
-    }
-
-    impl Lab for FakeLab {
-        fn prepare(&mut self, commit: &Commit) -> anyhow::Result<Prepared> {
-            if self.broken.as_deref() == Some(commit.id.as_str()) {
-                return Ok(Prepared::Unbuildable {
-                    reason: "does not compile".into(),
-                    log: None,
-                });
-            }
-            Ok(Prepared::Ready { cached: true })
-        }
-
-        fn run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
-            self.order.push((commit.id.clone(), spec.clients));
-            let level = self
-                .levels
-                .iter()
-                .find(|(id, _)| *id == commit.id)
-                .map_or(1.0, |(_, l)| *l);
-            // Deterministic noise of about 1%.
-            let wobble = 1.0 + 0.01 * (((spec.run * 7919) % 11) as f64 - 5.0) / 5.0;
-            Ok(RunOutcome::Measured(Measurement {
-                instructions: None,
-                tps: level * spec.clients as f64 * wobble,
-                latency_ms: None,
-                failed_transactions: None,
-                percentiles: None,
-                output: None,
-            }))
-        }
-
-        /// Counts of `40_000 * 100 / level` instructions a transaction,
-        /// 0.1% apart from run to run.
-        fn counted_run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
-            let RunOutcome::Measured(mut m) = self.run(commit, spec)? else {
-                unreachable!("the fake's runs all measure")
-            };
-            let level = self
-                .levels
-                .iter()
-                .find(|(id, _)| *id == commit.id)
-                .map_or(1.0, |(_, l)| *l);
-            let wobble = 1.0 + 0.002 * (((spec.run * 37) % 17) as f64 / 17.0 - 0.5);
-            let window = |n: u64| crate::core::counts::Window {
-                transactions: n,
-                instructions: n * 1000,
-                processes: 2,
-            };
-            m.instructions = Some(crate::core::counts::Counted {
-                per_transaction: 40_000.0 * 100.0 / level * wobble,
-                counter: "fake".into(),
-                short: window(200),
-                long: window(1200),
-            });
-            Ok(RunOutcome::Measured(m))
-        }
-
-        fn totals(&self) -> LabTotals {
-            LabTotals::default()
-        }
-
-        fn describe(&self) -> String {
-            "fake".into()
-        }
-    }
-
-    #[test]
-    fn counted_runs_show_instructions_and_a_rise_of_them_is_slower() {
-        // B costs 2% more instructions a transaction: under the noise of
-        // tps, not of counts.
-        let mut lab = lab(100.0 / 1.02);
-        let cfg = DecisionConfig {
-            threshold: 0.01,
-            ..DecisionConfig::default()
-        };
-        let (a, b) = (Commit::bare("a"), Commit::bare("b"));
-        let rows = measure(
-            &mut lab,
-            [(&a, "A"), (&b, "B")],
-            (&[1], 4, Measure::Instructions),
-            &cfg,
-            &mut |_| {},
-        )
-        .unwrap();
-        let row = &rows[0];
-        assert!(row.a_tps.is_empty() && row.b_tps.is_empty(), "{row:?}");
-        assert_eq!((row.a_instructions.len(), row.b_instructions.len()), (4, 4));
-        let c = row.comparison.expect("a comparison");
-        assert_eq!(c.verdict, Verdict::Regressed, "{c:?}");
-        let report = CompareReport {
-            a: a.clone(),
-            b: b.clone(),
-            a_label: "a".into(),
-            b_label: "b".into(),
-            threshold: cfg.threshold,
-            measurement: "fake".into(),
-            measure: Measure::Instructions,
-            measured_on: None,
-            rows,
-            why: None,
-        };
-        let text = table(&report);
-        assert!(text.contains("A instr/tx"), "{text}");
-        assert!(text.contains("  4/4 "), "{text}");
-        let rise = instructions_change_pct(c.change.pct);
-        assert!((1.8..2.2).contains(&rise), "{rise}");
-        assert!(text.contains(&format!("{rise:+.2}%")), "{text}");
-        assert!(text.contains("SLOWER"), "{text}");
-        assert!(text.contains("B costs at least 1.0% more"), "{text}");
-    }
-
-    fn lab(b_level: f64) -> FakeLab {
-        FakeLab {
-            levels: vec![("a".into(), 100.0), ("b".into(), b_level)],
-            order: vec![],
-            broken: None,
-        }
-    }
-
-    #[test]
-    fn schedule_interleaves_sides_per_client_count() {
-        let s = schedule(&[1, 8], 2);
-        let sides: Vec<SideId> = s.iter().map(|x| x.side).collect();
-        use SideId::{A, B};
-        assert_eq!(sides, [A, B, A, B, A, B, A, B]);
-        assert_eq!(s.iter().filter(|x| x.clients == 8).count(), 4);
-        assert_eq!(s[0].clients, 1);
-    }
-
-    #[test]
-    fn a_ten_percent_drop_is_slower_in_every_row() {
-        let mut lab = lab(90.0);
-        let (a, b) = (Commit::bare("a"), Commit::bare("b"));
-        let cfg = DecisionConfig::default();
-        let rows = measure(
-            &mut lab,
-            [(&a, "A"), (&b, "B")],
-            (&[1, 16], 6, Measure::Tps),
-            &cfg,
-            &mut |_| {},
-        )
-        .unwrap();
-        assert_eq!(lab.order.len(), 24);
-        assert_eq!(lab.order[0].0, "a");
-        assert_eq!(lab.order[1].0, "b");
-        for row in &rows {
-            let c = row.comparison.unwrap();
-            assert_eq!(c.verdict, Verdict::Regressed, "{row:?}");
-            assert!((c.change.pct + 10.0).abs() < 2.0, "{:?}", c.change);
-            assert!(c.change.low_pct < c.change.pct && c.change.pct < c.change.high_pct);
-        }
-        let report = CompareReport {
-            a,
-            b,
-            a_label: "master".into(),
-            b_label: "patched".into(),
-            threshold: cfg.threshold,
-            measurement: "fake".into(),
-            measure: Measure::Tps,
-            measured_on: None,
-            rows,
-            why: None,
-        };
-        let text = table(&report);
-        assert_eq!(text.matches("SLOWER").count(), 3, "{text}");
-        assert!(text.contains("-10."), "{text}");
-        assert_eq!(chart_series(&report)[1].points.len(), 2);
-    }
-
-    #[test]
-    fn the_same_build_is_not_called_slower() {
-        let mut lab = lab(100.0);
-        let (a, b) = (Commit::bare("a"), Commit::bare("b"));
-        let cfg = DecisionConfig::default();
-        let rows = measure(
-            &mut lab,
-            [(&a, "A"), (&b, "B")],
-            (&[4], 6, Measure::Tps),
-            &cfg,
-            &mut |_| {},
-        )
-        .unwrap();
-        let c = rows[0].comparison.unwrap();
-        assert_ne!(c.verdict, Verdict::Regressed);
-        assert!(c.change.pct.abs() < 2.0);
-    }
-
-    #[test]
-    fn hosts_of_different_speeds_are_compared_host_by_host() {
-        use crate::lab::sim::hosts::{HostModel, HostsLab};
-        use crate::lab::sim::{History, NoiseModel};
-        let hosts =
-            [(0.75, 1.0), (1.25, 0.6)].map(|(speed, noise_scale)| HostModel { speed, noise_scale });
-        let cfg = DecisionConfig::default();
-        for (steps, regressed) in [(vec![(1, 0.9)], true), (vec![], false)] {
-            let history = History {
-                len: 1,
-                steps,
-                unbuildable: Default::default(),
-                base_tps: 1000.0,
-            };
-            let noise = NoiseModel::Gaussian { cv: 0.01 };
-            let mut lab = HostsLab::new(&history, &noise, &hosts, 4);
-            let ids = history.commits();
-            let sides = [(&ids[0], "A"), (&ids[1], "B")];
-            let rows =
-                measure(&mut lab, sides, (&[8], 6, Measure::Tps), &cfg, &mut |_| {}).unwrap();
-            let row = &rows[0];
-            assert_eq!((row.a_tps.len(), row.a_hosts.len()), (6, 6));
-            assert_eq!(lab.rounds, 6);
-            let c = row.comparison.unwrap();
-            assert_eq!(c.verdict == Verdict::Regressed, regressed, "{c:?}");
-            let expected = if regressed { -10.0 } else { 0.0 };
-            assert!((c.change.pct - expected).abs() < 2.0, "{c:?}");
-            assert!(c.change.high_pct - c.change.low_pct < 6.0, "{c:?}");
-        }
-    }
-
-    #[test]
-    fn an_unbuildable_side_is_an_error_naming_it() {
-        let mut lab = lab(100.0);
-        lab.broken = Some("b".into());
-        let (a, b) = (Commit::bare("a"), Commit::bare("b"));
-        let err = measure(
-            &mut lab,
-            [(&a, "A"), (&b, "patched")],
-            (&[4], 3, Measure::Tps),
-            &DecisionConfig::default(),
-            &mut |_| {},
-        )
-        .unwrap_err();
-        assert!(err.to_string().contains("patched"), "{err}");
-        assert!(lab.order.is_empty());
-    }
-
-    #[test]
-    fn a_row_without_results_says_no_data() {
-        let mut row = Row {
-            clients: 2,
-            a_tps: vec![100.0],
-            b_tps: vec![],
-            a_instructions: vec![],
-            b_instructions: vec![],
-            a_failed: 0,
-            b_failed: 3,
-            a_hosts: vec![],
-            b_hosts: vec![],
-            a: None,
-            b: None,
-            comparison: None,
-            per_host: vec![],
-        };
-        row.analyse(&DecisionConfig::default());
-        assert!(row.comparison.is_none());
-        let report = CompareReport {
-            a: Commit::bare("a"),
-            b: Commit::bare("b"),
-            a_label: String::new(),
-            b_label: String::new(),
-            threshold: 0.05,
-            measurement: String::new(),
-            measure: Measure::Tps,
-            measured_on: None,
-            rows: vec![row],
-            why: None,
-        };
-        assert!(table(&report).contains("no data"));
-        assert_eq!(report.sides_without_results(), vec![(2, "B")]);
-        let mut both = report.clone();
-        both.rows[0].a_tps.clear();
-        assert_eq!(both.sides_without_results(), vec![(2, "A"), (2, "B")]);
-        both.rows[0].a_tps = vec![1.0];
-        both.rows[0].b_tps = vec![1.0];
-        assert!(both.sides_without_results().is_empty());
-    }
-}
+mod tests;

@@ -250,12 +250,7 @@ pub fn setup_digest(options: &PgbenchOptions) -> Option<String> {
 
 /// A digest of `bytes` that stays the same from one build of pgbisect to
 /// the next (64-bit FNV-1a, 16 hex digits): names of folders on disk.
-pub fn digest(bytes: &[u8]) -> String {
-    let hash = bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
-    });
-    format!("{hash:016x}")
-}
+pub use crate::core::fingerprint::digest;
 
 fn write_log(path: &Path, text: &str) -> Result<(), ServerError> {
     crate::files::write(path, text)

@@ -73,7 +73,7 @@ pub fn lock(path: &Path) -> Result<File, StoreError> {
         if err.raw_os_error() != Some(libc::EWOULDBLOCK) {
             return Err(io(err));
         }
-        let who = crate::workspace::flock_pid(&file)
+        let who = crate::proc::flock_pid(&file)
             .map_or_else(|| "another process".to_string(), |pid| format!("pid {pid}"));
         return Err(StoreError::Busy {
             store: shown,

@@ -158,18 +158,11 @@ fn same_file(file: &File, path: &Path) -> bool {
     }
 }
 
-/// The process holding an flock on `file` (another open file of it),
-/// from `/proc/locks`.
-pub fn flock_pid(file: &File) -> Option<u32> {
-    let ino = file.metadata().ok()?.ino();
-    flock_holder(&std::fs::read_to_string("/proc/locks").ok()?, ino)
-}
-
 /// Who holds the flock on `file`, from `/proc/locks`.
 fn holder(file: &File) -> Option<Holder> {
     let ino = file.metadata().ok()?.ino();
     let locks = std::fs::read_to_string("/proc/locks").ok()?;
-    let pid = flock_holder(&locks, ino)?;
+    let pid = crate::proc::flock_holder(&locks, ino)?;
     // A pgbisect writes its text just after it took the lock: give it a
     // moment.
     for _ in 0..25 {
@@ -183,19 +176,6 @@ fn holder(file: &File) -> Option<Holder> {
         .map(|n| n.trim().to_string())
         .unwrap_or_else(|_| "?".into());
     Some(Holder::Other { pid, name })
-}
-
-/// The pid holding an flock on the file whose inode is `ino`, from the
-/// text of `/proc/locks` (`1: FLOCK ADVISORY WRITE PID MAJ:MIN:INO 0 EOF`).
-fn flock_holder(locks: &str, ino: u64) -> Option<u32> {
-    locks.lines().find_map(|line| {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        let (kind, pid, id) = (words.get(1)?, words.get(4)?, words.get(5)?);
-        let held_ino: u64 = id.rsplit(':').next()?.parse().ok()?;
-        (*kind == "FLOCK" && held_ino == ino)
-            .then(|| pid.parse().ok())
-            .flatten()
-    })
 }
 
 /// Whether the lock's text `PID START` names the live process `pid` (the
@@ -328,7 +308,7 @@ mod tests {
     fn the_holder_is_read_from_proc_locks() {
         let locks = "1: POSIX  ADVISORY  WRITE 10 fe:00:77 0 EOF\n\
                      2: FLOCK  ADVISORY  WRITE 4242 fe:00:77 0 EOF\n";
-        assert_eq!(flock_holder(locks, 77), Some(4242));
-        assert_eq!(flock_holder(locks, 78), None);
+        assert_eq!(crate::proc::flock_holder(locks, 77), Some(4242));
+        assert_eq!(crate::proc::flock_holder(locks, 78), None);
     }
 }

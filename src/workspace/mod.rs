@@ -22,7 +22,7 @@
 mod lock;
 mod plan_key;
 
-pub use lock::{Busy, Holder, Lock, flock_pid, holder_of};
+pub use lock::{Busy, Holder, Lock, holder_of};
 pub use plan_key::{PlanFlags, PlanKey};
 
 use crate::error::UsageError;

@@ -4,15 +4,19 @@
 
 use super::{RunJob, Runs, Session, failed};
 use crate::bench;
-use crate::core::counts::{Counted, Lengths, Window, per_transaction};
+use crate::core::counts::{Counted, Lengths, Window, functions_per_transaction, per_transaction};
 use crate::counts::{Counter, Launcher};
 use crate::model::{Measurement, RunOutcome};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 /// How long the processes of a pgbench run may take to end, and to write
 /// their counts, after pgbench itself has.
 const ENDING: Duration = Duration::from_secs(60);
+
+/// The functions a counted run keeps, those a transaction spent most in:
+/// enough to hold what a culprit changed among the server's busiest.
+const KEPT_FUNCTIONS: usize = 60;
 
 /// A counted pgbench run may take this long: the counter slows the
 /// server down tens of times, and a transaction count has no clock.
@@ -60,9 +64,17 @@ impl Runs {
         let warming = Instant::now();
         self.window(running, job, counting, ("warmup1", lengths.warmup))?;
         let lengths = lengths.fitted(warming.elapsed().as_secs_f64());
-        let (short, _) = self.window(running, job, counting, ("count-short", lengths.short))?;
-        let (long, report) = self.window(running, job, counting, ("count-long", lengths.long))?;
+        let (short, _, short_fns) =
+            self.window(running, job, counting, ("count-short", lengths.short))?;
+        let (long, report, long_fns) =
+            self.window(running, job, counting, ("count-long", lengths.long))?;
         let per_transaction = per_transaction(&short, &long)?;
+        let functions = functions_per_transaction(
+            &short_fns,
+            &long_fns,
+            long.transactions - short.transactions,
+            KEPT_FUNCTIONS,
+        );
         Ok(RunOutcome::Measured(Measurement {
             tps: report.tps,
             latency_ms: report.latency_ms,
@@ -73,6 +85,7 @@ impl Runs {
                 counter: counting.0.name().to_string(),
                 short,
                 long,
+                functions,
             }),
             output: Some(job.output("count-long")),
         }))
@@ -86,7 +99,7 @@ impl Runs {
         job: &RunJob,
         (counter, launcher): (&dyn Counter, &Launcher),
         (name, per_client): (&str, u64),
-    ) -> anyhow::Result<(Window, bench::PgbenchReport)> {
+    ) -> anyhow::Result<(Window, bench::PgbenchReport, BTreeMap<String, u64>)> {
         let before: BTreeSet<u32> = running.server_processes().into_iter().collect();
         let counted_before: BTreeSet<u32> = counter.ended(launcher)?.into_keys().collect();
         let conn = running.conn("postgres");
@@ -117,12 +130,15 @@ impl Runs {
             instructions: 0,
             processes: 0,
         };
+        let mut pids = Vec::new();
         for (pid, n) in counter.ended(launcher)? {
             if !before.contains(&pid) && !counted_before.contains(&pid) {
                 window.instructions += n;
                 window.processes += 1;
+                pids.push(pid);
             }
         }
-        Ok((window, report))
+        let functions = counter.functions(launcher, &pids)?;
+        Ok((window, report, functions))
     }
 }
