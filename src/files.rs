@@ -178,6 +178,22 @@ pub fn read_own(path: &Path) -> io::Result<Option<Vec<u8>>> {
     Ok(Some(body))
 }
 
+/// Opens `path` to read and write, making it (mode 0644) when missing,
+/// without following a link, and refuses it when another user could
+/// have planted it ([`check_own_file`]): a lock file.
+pub fn open_own(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| explain(path, e))?;
+    check_own_file(path, &file)?;
+    Ok(file)
+}
+
 /// Checks that the open `file` (named `path`) is a plain file of the user
 /// pgbisect runs as with no other name: one pgbisect may write in place.
 pub fn check_own_file(path: &Path, file: &File) -> io::Result<()> {

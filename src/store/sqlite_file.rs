@@ -21,8 +21,7 @@
 //! record locks, which on Linux do not meet `flock` ones.
 
 use super::StoreError;
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs::File;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
@@ -58,15 +57,7 @@ pub fn lock(path: &Path) -> Result<File, StoreError> {
         path: shown.clone(),
         source,
     };
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .mode(0o644)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| io(crate::files::explain(path, e)))?;
-    crate::files::check_own_file(path, &file).map_err(io)?;
+    let file = crate::files::open_own(path).map_err(io)?;
     // SAFETY: flock only acts on the descriptor, which `file` owns.
     if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
         let err = std::io::Error::last_os_error();

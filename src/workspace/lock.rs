@@ -138,16 +138,8 @@ impl Drop for Lock {
 /// Opens the lock file, making it if needed; a link or a file of another
 /// user planted there is refused.
 fn open(path: &Path) -> anyhow::Result<File> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .mode(0o644)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| crate::files::explain(path, e))
+    let file = crate::files::open_own(path)
         .with_context(|| format!("cannot open the lock {}", path.display()))?;
-    crate::files::check_own_file(path, &file)?;
     Ok(file)
 }
 
