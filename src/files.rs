@@ -102,7 +102,7 @@ pub fn folder_of(path: &Path) -> &Path {
 /// Checks every level of the folder of `path`, the output named by the
 /// user; a folder missing is left to the write to say.
 fn check_folders_of(path: &Path) -> io::Result<()> {
-    let Err(err) = crate::folders::check_dir(folder_of(path)) else {
+    let Err(err) = crate::folders::check_output_dir(folder_of(path)) else {
         return Ok(());
     };
     match crate::folders::unsafe_level(&err) {
@@ -442,5 +442,17 @@ mod tests {
             "{said}"
         );
         assert_eq!(err.kind(), io::ErrorKind::StorageFull);
+    }
+
+    #[test]
+    fn an_output_may_go_straight_into_a_sticky_folder_open_to_all() {
+        // As `--json /tmp/r.json`: /tmp is the last level.
+        let sticky = Path::new("/tmp");
+        let meta = std::fs::metadata(sticky).unwrap();
+        if meta.permissions().mode() & 0o1777 != 0o1777 {
+            eprintln!("skipped: /tmp is not a sticky folder open to all here");
+            return;
+        }
+        check_output(&sticky.join("pgbisect-output-test.json")).unwrap();
     }
 }

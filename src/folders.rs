@@ -57,6 +57,20 @@ pub fn check_dir(dir: &Path) -> io::Result<()> {
     check_dir_for(dir, None)
 }
 
+/// Checks every level of the existing folder an output file (`--json`,
+/// `--output`) is written into, as [`check_dir`] does, but a sticky
+/// folder open to all (`/tmp`) is fine as the last level too: an output
+/// is written, never read back as pgbisect's own, and in a sticky folder
+/// nobody else can rename over it once written (it is renamed into place,
+/// and a link or a device at its name is refused).
+pub fn check_output_dir(dir: &Path) -> io::Result<()> {
+    let dir = absolute(dir)?;
+    for level in dir.ancestors().collect::<Vec<_>>().into_iter().rev() {
+        check_level(level, None, false)?;
+    }
+    Ok(())
+}
+
 /// As [`check_dir`], with the last level allowed to belong to the user
 /// `server` (uid) that runs PostgreSQL: a data directory entered again.
 pub fn check_dir_for(dir: &Path, server: Option<u32>) -> io::Result<()> {
