@@ -116,6 +116,28 @@ pub struct Row {
 }
 
 impl Row {
+    /// The row of `clients` before any run.
+    pub fn new(clients: u32) -> Row {
+        Row {
+            clients,
+            a_tps: vec![],
+            b_tps: vec![],
+            a_instructions: vec![],
+            b_instructions: vec![],
+            a_functions: vec![],
+            b_functions: vec![],
+            functions: vec![],
+            a_failed: 0,
+            b_failed: 0,
+            a_hosts: vec![],
+            b_hosts: vec![],
+            a: None,
+            b: None,
+            comparison: None,
+            per_host: vec![],
+        }
+    }
+
     /// Fills in the statistics from the runs: of their counts when they
     /// were counted, of their tps otherwise.
     pub fn analyse(&mut self, cfg: &DecisionConfig) {
@@ -248,27 +270,7 @@ pub fn measure(
             .into());
         }
     }
-    let mut rows: Vec<Row> = clients
-        .iter()
-        .map(|&c| Row {
-            clients: c,
-            a_tps: vec![],
-            b_tps: vec![],
-            a_instructions: vec![],
-            b_instructions: vec![],
-            a_functions: vec![],
-            b_functions: vec![],
-            functions: vec![],
-            a_failed: 0,
-            b_failed: 0,
-            a_hosts: vec![],
-            b_hosts: vec![],
-            a: None,
-            b: None,
-            comparison: None,
-            per_host: vec![],
-        })
-        .collect();
+    let mut rows: Vec<Row> = clients.iter().map(|&c| Row::new(c)).collect();
     // A round makes a run on every host: as many rounds as give each side
     // `runs` runs.
     let width = lab.hosts().len().max(1);

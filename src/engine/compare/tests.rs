@@ -255,22 +255,9 @@ fn an_unbuildable_side_is_an_error_naming_it() {
 #[test]
 fn a_row_without_results_says_no_data() {
     let mut row = Row {
-        clients: 2,
         a_tps: vec![100.0],
-        b_tps: vec![],
-        a_instructions: vec![],
-        b_instructions: vec![],
-        a_functions: vec![],
-        b_functions: vec![],
-        functions: vec![],
-        a_failed: 0,
         b_failed: 3,
-        a_hosts: vec![],
-        b_hosts: vec![],
-        a: None,
-        b: None,
-        comparison: None,
-        per_host: vec![],
+        ..Row::new(2)
     };
     row.analyse(&DecisionConfig::default());
     assert!(row.comparison.is_none());
