@@ -64,20 +64,23 @@ pub fn check_dir(dir: &Path) -> io::Result<()> {
 /// nobody else can rename over it once written (it is renamed into place,
 /// and a link or a device at its name is refused).
 pub fn check_output_dir(dir: &Path) -> io::Result<()> {
-    let dir = absolute(dir)?;
-    for level in dir.ancestors().collect::<Vec<_>>().into_iter().rev() {
-        check_level(level, None, false)?;
-    }
-    Ok(())
+    check_levels(dir, None, false)
 }
 
 /// As [`check_dir`], with the last level allowed to belong to the user
 /// `server` (uid) that runs PostgreSQL: a data directory entered again.
 pub fn check_dir_for(dir: &Path, server: Option<u32>) -> io::Result<()> {
+    check_levels(dir, server, true)
+}
+
+/// Checks every level of `dir` from `/` down, the last one allowed to
+/// belong to `server`, and refused when sticky and open to all if
+/// `strict_last`.
+fn check_levels(dir: &Path, server: Option<u32>, strict_last: bool) -> io::Result<()> {
     let dir = absolute(dir)?;
     for level in dir.ancestors().collect::<Vec<_>>().into_iter().rev() {
         let last = level == dir;
-        check_level(level, if last { server } else { None }, last)?;
+        check_level(level, if last { server } else { None }, last && strict_last)?;
     }
     Ok(())
 }
