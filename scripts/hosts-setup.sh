@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up, on this one Debian machine, the hosts that the back-end tests
-# hunt through (tests/hosts_cli.rs):
+# hunt through (tests/integration/hosts_cli.rs):
 #   - a real sshd on 127.0.0.1:2222 with a key for root, reached under the
 #     ssh config names pgbisect-a, pgbisect-b and pgbisect-c;
 #   - a real single-node Slurm cluster (munged, slurmctld, slurmd) whose

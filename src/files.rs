@@ -450,7 +450,7 @@ mod tests {
         let sticky = Path::new("/tmp");
         let meta = std::fs::metadata(sticky).unwrap();
         if meta.permissions().mode() & 0o1777 != 0o1777 {
-            eprintln!("skipped: /tmp is not a sticky folder open to all here");
+            crate::testing::skipped("/tmp is not a sticky folder open to all here");
             return;
         }
         check_output(&sticky.join("pgbisect-output-test.json")).unwrap();

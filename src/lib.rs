@@ -4,7 +4,7 @@
 //! statistics) are pure and tested without processes, while every process
 //! boundary (git, the build, the server, pgbench) sits behind a trait.
 //! Dependencies run one way, from the top of this table down; a test
-//! (`tests/layers.rs`) reads the `use` lines and fails on an import from a
+//! (`tests/integration/layers.rs`) reads the `use` lines and fails on an import from a
 //! floor above, and on two modules or two files (also of one folder) that
 //! import each other.
 //!

@@ -40,3 +40,22 @@ pub fn run_event(n: u64, commit: &str, clients: u32, tps: f64) -> crate::journal
         host: None,
     }
 }
+
+/// Says that the running test checked nothing here, and why: a
+/// `skipped: <test>: <why>` line on stderr, and the same line appended to
+/// the file `$PGBISECT_TEST_SKIPS` names, where `scripts/test.sh` counts
+/// them (the test runner keeps a passing test's stderr to itself).
+pub fn skipped(why: &str) {
+    let thread = std::thread::current();
+    let line = format!("skipped: {}: {why}\n", thread.name().unwrap_or("test"));
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+    if let Some(path) = std::env::var_os("PGBISECT_TEST_SKIPS") {
+        let file = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path);
+        if let Ok(mut file) = file {
+            let _ = std::io::Write::write_all(&mut file, line.as_bytes());
+        }
+    }
+}

@@ -227,7 +227,7 @@ mod tests {
         let cg = match Cachegrind::find() {
             Ok(cg) => cg,
             Err(e) if std::env::var_os("CI").is_none() => {
-                eprintln!("skipped: the launcher's test needs valgrind: {e}");
+                crate::testing::skipped(&format!("needs valgrind: {e}"));
                 return;
             }
             Err(e) => panic!("{e}"),

@@ -332,7 +332,7 @@ mod tests {
                 std::env::var_os("CI").is_none(),
                 "gcc is needed (apt-get install build-essential)"
             );
-            eprintln!("skipped: needs gcc (apt-get install build-essential)");
+            crate::testing::skipped("needs gcc (apt-get install build-essential)");
             return;
         }
         // Every address of `outer` per the symbol table.

@@ -1,0 +1,96 @@
+//! Counted runs of a real PostgreSQL 15 server (Debian's binaries) under
+//! valgrind's cachegrind: the instructions a select-only transaction costs
+//! come out alike run after run, where tps would not.
+//!
+//! Needs the PostgreSQL binaries (`PGBISECT_TEST_PG_BIN`, default
+//! Debian's) and valgrind (scripts/setup.sh installs both); without them
+//! the test says it is skipped, and fails under CI.
+
+use crate::common;
+
+use common::pg::{select_only_s1, server_work_dir, template_spec};
+use pgbisect::core::counts::Lengths;
+use pgbisect::counts::{Cachegrind, Counter};
+use pgbisect::lab::RunSpec;
+use pgbisect::lab::pg::runs::{RealMachinery, RunJob, Runs};
+use pgbisect::model::RunOutcome;
+use pgbisect::placement::Pin;
+use pgbisect::server::{RunAs, Server, SocketDir, pick_port};
+
+#[test]
+fn counted_runs_of_one_server_agree_to_a_fraction_of_a_percent() {
+    let Some(bin) = common::pg_bin() else { return };
+    let Some(counter) = common::require(
+        Cachegrind::find().ok(),
+        "valgrind",
+        "scripts/setup.sh installs it",
+    ) else {
+        return;
+    };
+    let work = server_work_dir();
+    let run_as = RunAs::resolve(None).unwrap();
+    let sockets = SocketDir::create(&run_as).unwrap();
+    let spec = template_spec(&bin, work.path(), "t", select_only_s1(), &run_as);
+    let mut runs = Runs::new(Box::new(RealMachinery), select_only_s1());
+    let counted_dir = work.path().join("counted");
+    std::fs::create_dir(&counted_dir).unwrap();
+    let lengths = Lengths {
+        warmup: 100,
+        short: 100,
+        long: 600,
+    };
+    let mut counts = Vec::new();
+    for run in 1..=3 {
+        let launcher = counter
+            .launcher(&bin.join("postgres"), &counted_dir, run_as.uid())
+            .unwrap();
+        let job = RunJob {
+            template: &spec,
+            server: Server {
+                bin: bin.clone(),
+                data_dir: work.path().join("data"),
+                port: pick_port(sockets.path()),
+                socket_dir: sockets.path().to_path_buf(),
+                settings: vec![("autovacuum".into(), "off".into())],
+                log: work.path().join(format!("server-{run}.log")),
+                run_as: run_as.clone(),
+                registry_dir: Some(work.path().join("servers")),
+                pin: Pin::none(),
+                launcher: Some(launcher.program.clone()),
+            },
+            pgbench: bin.join("pgbench"),
+            pgbench_pin: Pin::none(),
+            spec: RunSpec {
+                clients: 1,
+                run,
+                seconds: None,
+            },
+            out: work.path().join(format!("run-{run}")),
+            transaction_log: None,
+            sampled_log: None,
+        };
+        let outcome = runs.count(job, &counter, &launcher, lengths).unwrap();
+        let RunOutcome::Measured(m) = outcome else {
+            panic!("run {run} gave no count: {outcome:?}");
+        };
+        let c = m.instructions.expect("a counted run's count");
+        assert_eq!(c.counter, counter.name());
+        assert!(c.long.transactions > c.short.transactions, "{c:?}");
+        assert_eq!(c.short.processes, c.long.processes, "{c:?}");
+        assert!(c.short.processes >= 1, "{c:?}");
+        counts.push(c.per_transaction);
+    }
+    eprintln!("instructions a transaction, three counted runs: {counts:?}");
+    // A select-only transaction of PostgreSQL 15 costs about 44K
+    // instructions in its backend (DESIGN).
+    for n in &counts {
+        assert!((10_000.0..200_000.0).contains(n), "{counts:?}");
+    }
+    let (min, max) = counts
+        .iter()
+        .fold((f64::MAX, 0.0f64), |(lo, hi), &n| (lo.min(n), hi.max(n)));
+    assert!(
+        (max - min) / max < 0.01,
+        "counts spread over 1%: {counts:?}"
+    );
+}
