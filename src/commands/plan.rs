@@ -9,7 +9,7 @@ use crate::engine::session;
 pub(super) use crate::engine::session::Plan;
 use crate::error::UsageError;
 use crate::lab::open::LabChoices;
-use crate::profile::{Profile, RunLength};
+use crate::profile::Profile;
 use crate::repo::Repo;
 use crate::server::{RunAs, ServerError};
 
@@ -123,10 +123,9 @@ fn hunt_config(
     Ok(HuntConfig {
         decision,
         clients,
-        first_only: first_only || profile.hunt.first_only.unwrap_or(false),
-        choose_run_length: args.run_length.or(profile.benchmark.run_length)
-            == Some(RunLength::Auto),
-        search: args.search.or(profile.hunt.search).unwrap_or_default(),
+        first_only: resolve::first_only(first_only, profile),
+        choose_run_length: resolve::chooses_run_length(args.run_length, profile),
+        search: resolve::search(args.search, profile),
         candidates: args.candidates,
         ..HuntConfig::default()
     })
@@ -135,6 +134,7 @@ fn hunt_config(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::profile::RunLength;
 
     #[test]
     fn a_profile_listing_several_client_counts_needs_one_for_a_hunt() {

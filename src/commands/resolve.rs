@@ -7,13 +7,16 @@
 //! its own way, `compare` measured its own client counts whatever the
 //! profile listed: every command now asks here. Of the flags a profile
 //! can give, `--pgbench` and `--run-as` go to the lab as given and are
-//! weighed against the profile where the lab opens; `--hosts` where the
-//! hosts are chosen. The work dir, the time budget and `--runs` are flags
+//! weighed against the profile where the lab opens (`--run-as` is checked
+//! here first); `--hosts` where the hosts are chosen; a judgement's
+//! threshold and run cap also against the hunt's kept profile, when it
+//! measures with that one. The work dir, the time budget and `--runs` are flags
 //! only: no profile sets them.
 
 use crate::core::decide::DecisionConfig;
+use crate::core::posterior::Search;
 use crate::error::UsageError;
-use crate::profile::Profile;
+use crate::profile::{Profile, RunLength};
 
 /// The client counts `compare` measures when neither `--clients` nor
 /// the profile lists any: from one client to many, for the whole curve.
@@ -115,6 +118,23 @@ pub(super) fn decision(
     Ok(decision)
 }
 
+/// How a hunt searches: `--search`, else the profile's, else posterior.
+pub(super) fn search(flag: Option<Search>, profile: &Profile) -> Search {
+    flag.or(profile.hunt.search).unwrap_or_default()
+}
+
+/// Whether a hunt chooses its runs' length from the noise at its
+/// endpoints: `--run-length`, else the profile's, else fixed.
+pub(super) fn chooses_run_length(flag: Option<RunLength>, profile: &Profile) -> bool {
+    flag.or(profile.benchmark.run_length) == Some(RunLength::Auto)
+}
+
+/// Whether a hunt stops at its first culprit: `--first-only` (a switch
+/// that can only say yes), else the profile's, else no.
+pub(super) fn first_only(flag: bool, profile: &Profile) -> bool {
+    flag || profile.hunt.first_only.unwrap_or(false)
+}
+
 /// The user PostgreSQL runs as: `--run-as`, else the profile's.
 pub(super) fn run_as<'a>(flag: Option<&'a str>, profile: &'a Profile) -> Option<&'a str> {
     flag.or(profile.server.run_as.as_deref())
@@ -159,5 +179,20 @@ mod tests {
         assert!(err.to_string().contains("--max-runs"), "{err}");
         let default = DecisionConfig::default().max_runs;
         assert_eq!(decision((None, None), &none).unwrap().max_runs, default);
+    }
+
+    #[test]
+    fn a_hunts_search_settings_are_the_flags_else_the_profiles() {
+        let text =
+            "[benchmark]\nrun-length = \"auto\"\n[hunt]\nsearch = \"bisect\"\nfirst-only = true\n";
+        let set = Profile::parse(text, std::path::Path::new("p.toml")).unwrap();
+        let none = Profile::default();
+        assert_eq!(search(None, &set), Search::Bisect);
+        assert_eq!(search(Some(Search::Posterior), &set), Search::Posterior);
+        assert_eq!(search(None, &none), Search::Posterior);
+        assert!(chooses_run_length(None, &set));
+        assert!(!chooses_run_length(Some(RunLength::Fixed), &set));
+        assert!(!chooses_run_length(None, &none));
+        assert!(first_only(false, &set) && first_only(true, &none) && !first_only(false, &none));
     }
 }
