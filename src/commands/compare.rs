@@ -4,12 +4,14 @@
 use super::args::LabArgs;
 use super::output::{check_writable_file, write_output_file};
 use super::plan::{choices, load_profile};
+use super::resolve;
 use crate::core::counts::Measure;
 use crate::core::decide::DecisionConfig;
 use crate::engine::compare::table;
 use crate::engine::session::compare::{self, Bench, CompareAsk, Compared, SideB};
 use crate::error::UsageError;
 use crate::lab::open::LabChoices;
+use crate::profile::Profile;
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -30,18 +32,15 @@ pub struct CompareArgs {
     /// Compare A against A with this patch applied.
     #[arg(long, value_name = "FILE")]
     pub patch: Option<PathBuf>,
-    /// pgbench client counts, one table row each.
-    #[arg(
-        long,
-        value_name = "N,N,...",
-        value_delimiter = ',',
-        default_value = "1,8,16,32,64,128"
-    )]
+    /// pgbench client counts, one table row each (default: the profile's
+    /// `clients`, else 1,8,16,32,64,128).
+    #[arg(long, value_name = "N,N,...", value_delimiter = ',')]
     pub clients: Vec<u32>,
     /// Runs of each side per client count.
     #[arg(long, value_name = "N", default_value_t = 5)]
     pub runs: usize,
-    /// Smallest drop called a regression, in percent: 5 or 5%.
+    /// Smallest drop called a regression, in percent: 5 or 5% (default:
+    /// the profile's `threshold`, else 5).
     #[arg(long, value_name = "PCT", value_parser = super::args::percent, allow_hyphen_values = true)]
     pub threshold: Option<f64>,
     /// What decides: `tps`, pgbench's transactions per second, or
@@ -90,7 +89,8 @@ combined, and a second table gives each host's medians.";
 
 /// `pgbisect compare`: flags in, table out.
 pub(super) fn command(args: &CompareArgs) -> anyhow::Result<ExitCode> {
-    let decision = decision_config(args)?;
+    let profile = load_profile(&args.lab)?;
+    let (clients, decision) = decision_config(args, &profile)?;
     for (path, flag) in [(&args.json, "--json"), (&args.chart, "--chart")] {
         if let Some(path) = path {
             check_writable_file(path, flag)?;
@@ -104,24 +104,24 @@ pub(super) fn command(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     let ask = CompareAsk {
         a: &args.a,
         b,
-        clients: &args.clients,
+        clients: &clients,
         runs: args.runs,
         decision,
         why_runs: args.why.then_some(args.why_args.why_runs),
         hosts: args.on.wanted(),
     };
-    let done = compare::run(bench(&args.lab, args.measure)?, &ask)?;
+    let done = compare::run(bench(&args.lab, args.measure, profile)?, &ask)?;
     write_outputs(&done, args)?;
     Ok(print(&done))
 }
 
-/// Where the comparison measures, from the lab flags.
-fn bench(lab: &LabArgs, measure: Measure) -> anyhow::Result<Bench> {
+/// Where the comparison measures, from the lab flags, with the profile.
+fn bench(lab: &LabArgs, measure: Measure, profile: Profile) -> anyhow::Result<Bench> {
     let (repo_dir, work) = (lab.repo_dir(), lab.work_dir()?);
     Ok(Bench {
         repo_dir,
         work,
-        profile: load_profile(lab)?,
+        profile,
         choices: LabChoices {
             measure,
             ..choices(lab)
@@ -164,27 +164,21 @@ fn write_outputs(done: &Compared, args: &CompareArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The decision settings from the flags, which are checked first.
-fn decision_config(args: &CompareArgs) -> anyhow::Result<DecisionConfig> {
+/// The client counts and the decision settings: the flags, else the
+/// profile's (see [`super::resolve`]), checked before anything runs.
+fn decision_config(
+    args: &CompareArgs,
+    profile: &Profile,
+) -> anyhow::Result<(Vec<u32>, DecisionConfig)> {
     if args.runs < 2 {
         return Err(UsageError("--runs must be at least 2 to measure any spread".into()).into());
     }
-    if args.clients.is_empty() || args.clients.contains(&0) {
-        return Err(
-            UsageError("--clients needs client counts of at least 1, e.g. 1,8,64".into()).into(),
-        );
-    }
-    let threshold_pct = args.threshold.unwrap_or(5.0);
-    if !(threshold_pct > 0.0 && threshold_pct < 100.0) {
-        return Err(UsageError(format!(
-            "--threshold {threshold_pct}: give a percentage between 0 and 100"
-        ))
-        .into());
-    }
-    Ok(DecisionConfig {
-        threshold: threshold_pct / 100.0,
+    let clients = resolve::client_counts(&args.clients, profile, &resolve::COMPARE_CLIENTS)?;
+    let decision = DecisionConfig {
+        threshold: resolve::threshold_pct(args.threshold, profile)? / 100.0,
         ..DecisionConfig::default()
-    })
+    };
+    Ok((clients, decision))
 }
 
 #[cfg(test)]
@@ -204,11 +198,12 @@ mod tests {
     #[test]
     fn flags_are_checked_before_anything_runs() {
         let ok = compare_args(&["B", "--threshold", "3"]);
-        assert_eq!(ok.clients, [1, 8, 16, 32, 64, 128]);
         assert_eq!(ok.runs, 5);
-        assert!((decision_config(&ok).unwrap().threshold - 0.03).abs() < 1e-12);
+        let (clients, decision) = decision_config(&ok, &Profile::default()).unwrap();
+        assert_eq!(clients, [1, 8, 16, 32, 64, 128]);
+        assert!((decision.threshold - 0.03).abs() < 1e-12);
         for bad in [&["B", "--runs", "1"][..], &["B", "--clients", "1,0"]] {
-            let err = decision_config(&compare_args(bad)).unwrap_err();
+            let err = decision_config(&compare_args(bad), &Profile::default()).unwrap_err();
             assert!(err.downcast_ref::<UsageError>().is_some(), "{bad:?}");
         }
         use clap::Parser;

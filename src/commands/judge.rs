@@ -4,7 +4,7 @@
 use super::args::TargetArgs;
 use super::hosts::HostArgs;
 use super::output::write_output_file;
-use super::plan::resolve_plan;
+use super::plan::{load_profile, resolve_plan_judged};
 use crate::core::stats;
 use crate::engine::judge::{HuntRuns, Judgement, Verdict, on_host};
 use crate::engine::session::judge;
@@ -103,8 +103,8 @@ fn run(args: &JudgeArgs) -> anyhow::Result<u8> {
     target.good = Some(hunt.good.clone());
     target.bad = Some(hunt.bad.clone());
     target.lab.work_dir = Some(work.root().to_path_buf());
-    target.clients = target.clients.or(hunt.clients);
-    let mut plan = resolve_plan(&target, false)?;
+    let profile = load_profile(&target.lab)?;
+    let mut plan = resolve_plan_judged(&target, (false, hunt.clients), profile)?;
     if target.lab.profile.is_none() {
         let flags = (target.threshold, target.max_runs);
         judge::use_saved_profile(&mut plan, flags, &hunt_dir.profile())?;

@@ -18,6 +18,7 @@ mod plan;
 mod preflight;
 mod profiles;
 mod report;
+mod resolve;
 mod resume;
 mod run_args;
 mod simulate;

@@ -2,14 +2,14 @@
 //! profile and the decision's bounds, resolved from the flags.
 
 use super::args::{LabArgs, TargetArgs};
-use crate::core::decide::DecisionConfig;
+use super::resolve;
 use crate::engine::hunt::HuntConfig;
 use crate::engine::release_check::Sides;
 use crate::engine::session;
 pub(super) use crate::engine::session::Plan;
 use crate::error::UsageError;
 use crate::lab::open::LabChoices;
-use crate::profile::{Profile, RunLength};
+use crate::profile::Profile;
 use crate::repo::Repo;
 use crate::server::{RunAs, ServerError};
 
@@ -34,7 +34,7 @@ pub(super) fn load_profile_with_text(args: &LabArgs) -> anyhow::Result<(Profile,
 
 /// The user named to run PostgreSQL (`run_as`, else the profile's) exists.
 pub(super) fn check_run_as(run_as: Option<&str>, profile: &Profile) -> anyhow::Result<()> {
-    if let Some(name) = run_as.or(profile.server.run_as.as_deref()) {
+    if let Some(name) = super::resolve::run_as(run_as, profile) {
         let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
         let known = crate::server::is_root() || crate::server::lookup_user(&passwd, name).is_some();
         let checked = if known {
@@ -60,15 +60,21 @@ pub(super) fn choices(args: &LabArgs) -> LabChoices {
     }
 }
 
-/// Resolves the endpoints, the profile and the decision's bounds.
-pub(super) fn resolve_plan(args: &TargetArgs, first_only: bool) -> anyhow::Result<Plan> {
-    resolve_plan_with(args, first_only, load_profile(&args.lab)?)
-}
-
-/// [`resolve_plan`] with the profile already loaded.
+/// Resolves the endpoints and the decision's bounds, with the profile
+/// already loaded.
 pub(super) fn resolve_plan_with(
     args: &TargetArgs,
     first_only: bool,
+    profile: Profile,
+) -> anyhow::Result<Plan> {
+    resolve_plan_judged(args, (first_only, None), profile)
+}
+
+/// [`resolve_plan_with`]; `judged` is the client count of the hunt a
+/// judgement is measured against, taken when `--clients` is not given.
+pub(super) fn resolve_plan_judged(
+    args: &TargetArgs,
+    (first_only, judged): (bool, Option<u32>),
     profile: Profile,
 ) -> anyhow::Result<Plan> {
     let (Some(good), Some(bad)) = (&args.good, &args.bad) else {
@@ -82,7 +88,7 @@ pub(super) fn resolve_plan_with(
     let repo_dir = args.lab.repo_dir();
     let repo = Repo::open(&repo_dir)?;
     let ends = repo.endpoints(good, bad)?;
-    let config = hunt_config(args, first_only, &profile)?;
+    let config = hunt_config(args, (first_only, judged), &profile)?;
     let work = args.lab.work_dir()?;
     let setups = session::decide_setups(&profile, &session::hunt_clients(&profile, config.clients));
     Ok(Plan {
@@ -105,98 +111,35 @@ pub(super) fn resolve_plan_with(
     })
 }
 
-/// The hunt's settings: flags first, then the profile, then defaults.
+/// The hunt's settings: flags first, then the profile, then defaults
+/// (see [`super::resolve`]).
 fn hunt_config(
     args: &TargetArgs,
-    first_only: bool,
+    (first_only, judged): (bool, Option<u32>),
     profile: &Profile,
 ) -> anyhow::Result<HuntConfig> {
-    let threshold = threshold(args, profile)?;
-    let clients = one_client_count(args, profile)?;
-    let decision = decision_config(args, profile, threshold)?;
+    let clients = resolve::one_client_count(args.clients, judged, profile)?;
+    let decision = resolve::decision((args.threshold, args.max_runs), profile)?;
     Ok(HuntConfig {
         decision,
         clients,
-        first_only: first_only || profile.hunt.first_only.unwrap_or(false),
-        choose_run_length: args.run_length.or(profile.benchmark.run_length)
-            == Some(RunLength::Auto),
-        search: args.search.or(profile.hunt.search).unwrap_or_default(),
+        first_only: resolve::first_only(first_only, profile),
+        choose_run_length: resolve::chooses_run_length(args.run_length, profile),
+        search: resolve::search(args.search, profile),
         candidates: args.candidates,
         ..HuntConfig::default()
     })
 }
 
-/// The smallest drop that counts, in percent: the flag, else the
-/// profile's, else 5.
-fn threshold(args: &TargetArgs, profile: &Profile) -> anyhow::Result<f64> {
-    let threshold_pct = args.threshold.or(profile.hunt.threshold).unwrap_or(5.0);
-    if !(threshold_pct > 0.0 && threshold_pct < 100.0) {
-        return Err(UsageError(format!(
-            "--threshold {threshold_pct}: give a percentage between 0 and 100, e.g. 5"
-        ))
-        .into());
-    }
-    Ok(threshold_pct)
-}
-
-/// The threshold and the run cap: flags first, then the profile.
-fn decision_config(
-    args: &TargetArgs,
-    profile: &Profile,
-    threshold_pct: f64,
-) -> anyhow::Result<DecisionConfig> {
-    let mut decision = DecisionConfig {
-        threshold: threshold_pct / 100.0,
-        ..DecisionConfig::default()
-    };
-    if let Some(m) = args.max_runs.or(profile.hunt.max_runs) {
-        if m < decision.min_runs {
-            return Err(UsageError(format!(
-                "--max-runs {m}: at least {} runs are needed to decide anything",
-                decision.min_runs
-            ))
-            .into());
-        }
-        decision.max_runs = m;
-    }
-    Ok(decision)
-}
-
-/// The one client count a hunt decides on: `--clients`, else the
-/// profile's only one, else 1.
-fn one_client_count(args: &TargetArgs, profile: &Profile) -> anyhow::Result<u32> {
-    let listed = profile
-        .benchmark
-        .clients
-        .as_ref()
-        .map(|c| c.to_vec())
-        .unwrap_or_default();
-    if args.clients.is_none() && listed.len() > 1 {
-        let list: Vec<String> = listed.iter().map(u32::to_string).collect();
-        return Err(UsageError(format!(
-            "the profile gives clients = [{}], but a hunt decides on one client count: \
-             give --clients N; to measure them all side by side, use \
-             `pgbisect compare A B --clients {}`",
-            list.join(", "),
-            list.join(",")
-        ))
-        .into());
-    }
-    let clients = args.clients.or(listed.first().copied()).unwrap_or(1);
-    if clients == 0 {
-        return Err(UsageError("--clients must be at least 1".into()).into());
-    }
-    Ok(clients)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::profile::RunLength;
 
     #[test]
     fn a_profile_listing_several_client_counts_needs_one_for_a_hunt() {
         let profile = Profile::load("read-only-scaling").unwrap();
-        let err = hunt_config(&TargetArgs::default(), false, &profile).unwrap_err();
+        let err = hunt_config(&TargetArgs::default(), (false, None), &profile).unwrap_err();
         let text = err.to_string();
         assert!(text.contains("clients = [1, 16, 32, 64, 128]"), "{text}");
         assert!(text.contains("give --clients N"), "{text}");
@@ -205,9 +148,12 @@ mod tests {
             clients: Some(16),
             ..TargetArgs::default()
         };
-        assert_eq!(hunt_config(&args, false, &profile).unwrap().clients, 16);
+        assert_eq!(
+            hunt_config(&args, (false, None), &profile).unwrap().clients,
+            16
+        );
         let one = Profile::load("smoke").unwrap();
-        hunt_config(&TargetArgs::default(), false, &one).unwrap();
+        hunt_config(&TargetArgs::default(), (false, None), &one).unwrap();
     }
 
     /// The folder a hunt with `args` gets, between two fixed commits, as
@@ -216,7 +162,7 @@ mod tests {
         use crate::engine::session::resolved::HuntPlan;
         use crate::workspace::PlanFlags;
         let (profile, _) = load_profile_with_text(&args.lab).unwrap();
-        let config = hunt_config(args, first_only, &profile).unwrap();
+        let config = hunt_config(args, (first_only, None), &profile).unwrap();
         let flags = PlanFlags {
             threshold: args.threshold,
             max_runs: args.max_runs,

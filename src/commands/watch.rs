@@ -332,11 +332,7 @@ fn profiles(args: &WatchArgs, lab: &LabArgs) -> anyhow::Result<Vec<WatchedProfil
                 profile: name.clone(),
                 ..lab.clone()
             })?;
-            let listed = profile.benchmark.clients.as_ref().map(|c| c.to_vec());
-            let clients = match &args.clients {
-                c if !c.is_empty() => c.clone(),
-                _ => listed.filter(|l| !l.is_empty()).unwrap_or_else(|| vec![1]),
-            };
+            let clients = super::resolve::client_counts(&args.clients, &profile, &[1])?;
             Ok(WatchedProfile {
                 name: series_name(name.as_deref()),
                 profile,

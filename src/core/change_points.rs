@@ -21,6 +21,7 @@
 //!
 //! Pure: no clock, no files; property tests below.
 
+use crate::core::stats::median;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
@@ -127,20 +128,10 @@ fn with_levels(groups: &[&[f64]], found: &[(usize, f64)]) -> Vec<ChangePoint> {
         .map(|(k, &(index, p_value))| ChangePoint {
             index,
             p_value,
-            before: median(groups[bounds[k]..index].concat()),
-            after: median(groups[index..bounds[k + 2]].concat()),
+            before: median(&groups[bounds[k]..index].concat()),
+            after: median(&groups[index..bounds[k + 2]].concat()),
         })
         .collect()
-}
-
-fn median(mut sorted: Vec<f64>) -> f64 {
-    sorted.sort_by(f64::total_cmp);
-    let n = sorted.len();
-    match n {
-        0 => f64::NAN,
-        _ if n % 2 == 1 => sorted[n / 2],
-        _ => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
-    }
 }
 
 /// The split of `xs` with the largest divergence, each side at least `min`

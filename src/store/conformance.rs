@@ -3,10 +3,30 @@
 //! store's tests (on a real server) call the same ones. A check panics
 //! with what differed, as a test does.
 
+use super::schema::Dialect;
 use super::{
     ChangeHunt, ChangeKind, ChangeRow, ChangeStatus, DigestRow, NewNight, NightCommit, NightStatus,
     Role, RunRow, Store, series_key,
 };
+
+/// The migrations a store in `dialect` was written with by hand, up to
+/// schema version 4 (tests/fixtures/store/), `list[k]` bringing version
+/// `k` to `k + 1`: a store made by them must open and migrate.
+pub fn written_before(dialect: Dialect) -> Vec<String> {
+    let fixture = match dialect {
+        Dialect::Sqlite => include_str!("../../tests/fixtures/store/sqlite-v4.sql"),
+        Dialect::Postgres => include_str!("../../tests/fixtures/store/postgres-v4.sql"),
+    };
+    let versions = fixture.split_once("-- version 1").map_or("", |(_, v)| v);
+    versions
+        .split("-- version ")
+        .enumerate()
+        .map(|(k, text)| match (k, text.find('\n')) {
+            (0, _) | (_, None) => text.to_string(),
+            (_, Some(eol)) => text[eol..].to_string(),
+        })
+        .collect()
+}
 
 /// Opens the store under test anew, on the same database each time.
 pub type Open<'a> = &'a mut dyn FnMut() -> Box<dyn Store>;

@@ -7,6 +7,7 @@
 //! ratio stays where it was.
 
 use super::{Night, Role, RunRow};
+use crate::core::stats::median_of;
 use std::collections::BTreeMap;
 
 /// One commit measured one night in one series.
@@ -67,10 +68,12 @@ pub fn points(nights: &[Night], runs: &[RunRow], series: Option<&str>) -> Vec<Po
                 let usable = |r: &RunRow| r.tps.filter(|t| t.is_finite() && *t > 0.0);
                 let tps: Vec<f64> = pairs.iter().filter_map(|(c, _)| usable(c)).collect();
                 let reference: Vec<f64> = pairs.iter().filter_map(|(_, r)| usable(r)).collect();
-                let (Some(tps), Some(reference_tps)) = (median(tps), median(reference)) else {
+                let (Some(tps), Some(reference_tps)) = (median_of(&tps), median_of(&reference))
+                else {
                     continue;
                 };
-                let latency = pairs.iter().filter_map(|(c, _)| c.latency_avg_ms).collect();
+                let latency: Vec<f64> =
+                    pairs.iter().filter_map(|(c, _)| c.latency_avg_ms).collect();
                 out.push(Point {
                     night: night.id,
                     clock: night.clock,
@@ -81,23 +84,12 @@ pub fn points(nights: &[Night], runs: &[RunRow], series: Option<&str>) -> Vec<Po
                     tps,
                     reference_tps,
                     ratio: tps / reference_tps,
-                    latency_ms: median(latency),
+                    latency_ms: median_of(&latency),
                 });
             }
         }
     }
     out
-}
-
-/// The median; `None` when empty.
-pub fn median(mut values: Vec<f64>) -> Option<f64> {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(values[n / 2]),
-        _ => Some((values[n / 2 - 1] + values[n / 2]) / 2.0),
-    }
 }
 
 #[cfg(test)]

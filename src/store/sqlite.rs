@@ -1,11 +1,12 @@
 //! The store in one SQLite file: the embedded default, in the work dir.
 //!
 //! The schema is versioned: `schema_version` holds the version, and the
-//! migrations below are applied in order, each in its own transaction, so
+//! migrations ([`super::schema`], in SQLite's dialect) are applied in
+//! order, in one transaction, so
 //! an older file is brought up to date and a newer one (written by a later
 //! pgbisect) is refused with a message instead of being misread.
 
-use super::schema::word;
+use super::schema::{Dialect, word};
 use super::{
     ChangeHunt, ChangeKind, ChangeRow, ChangeStatus, DigestRow, NewNight, Night, NightCommit,
     NightStatus, Role, RunRow, Store, StoreError,
@@ -16,93 +17,8 @@ use std::path::Path;
 /// The file's name in the work dir.
 pub const FILE: &str = "watch.sqlite";
 
-/// The migrations, in order: `MIGRATIONS[k]` brings version `k` to `k + 1`.
-pub(super) const MIGRATIONS: &[&str] = &[
-    r#"
-CREATE TABLE nights (
-    id INTEGER PRIMARY KEY,
-    clock INTEGER NOT NULL,
-    branch TEXT NOT NULL,
-    tip TEXT NOT NULL,
-    status TEXT NOT NULL,
-    reason TEXT,
-    reference TEXT NOT NULL,
-    UNIQUE (branch, clock)
-);
-CREATE TABLE night_commits (
-    night INTEGER NOT NULL REFERENCES nights (id),
-    position INTEGER NOT NULL,
-    commit_id TEXT NOT NULL,
-    subject TEXT NOT NULL,
-    committed INTEGER NOT NULL,
-    PRIMARY KEY (night, position)
-);
-CREATE TABLE runs (
-    id INTEGER PRIMARY KEY,
-    night INTEGER NOT NULL REFERENCES nights (id),
-    commit_id TEXT NOT NULL,
-    series TEXT NOT NULL,
-    profile TEXT NOT NULL,
-    clients INTEGER NOT NULL,
-    host TEXT,
-    role TEXT NOT NULL CHECK (role IN ('candidate', 'reference')),
-    round INTEGER NOT NULL,
-    tps REAL,
-    latency_avg_ms REAL,
-    latency_p50_ms REAL,
-    latency_p95_ms REAL,
-    latency_p99_ms REAL,
-    failed TEXT,
-    started INTEGER NOT NULL,
-    seconds REAL NOT NULL,
-    placement TEXT,
-    machine TEXT,
-    UNIQUE (night, commit_id, series, round, role)
-);
-CREATE TABLE changes (
-    id INTEGER PRIMARY KEY,
-    series TEXT NOT NULL,
-    before_commit TEXT NOT NULL,
-    after_commit TEXT NOT NULL,
-    pct REAL NOT NULL,
-    low_pct REAL,
-    high_pct REAL,
-    status TEXT NOT NULL
-        CHECK (status IN ('candidate', 'confirmed', 'dismissed', 'reported')),
-    first_night INTEGER NOT NULL REFERENCES nights (id),
-    p_value REAL NOT NULL,
-    UNIQUE (series, before_commit, after_commit)
-);
-"#,
-    r#"
-ALTER TABLE changes ADD COLUMN kind TEXT NOT NULL DEFAULT 'step'
-    CHECK (kind IN ('step', 'drift'));
-"#,
-    r#"
-ALTER TABLE changes ADD COLUMN hunt_dir TEXT;
-ALTER TABLE changes ADD COLUMN hunt_outcome TEXT;
-ALTER TABLE changes ADD COLUMN culprit TEXT;
-ALTER TABLE changes ADD COLUMN report TEXT;
-ALTER TABLE changes ADD COLUMN mailed INTEGER;
-ALTER TABLE changes ADD COLUMN message_id TEXT;
-"#,
-    r#"
-CREATE TABLE digests (
-    id INTEGER PRIMARY KEY,
-    branch TEXT NOT NULL,
-    period_start INTEGER NOT NULL,
-    period_end INTEGER NOT NULL,
-    written_at INTEGER,
-    sent_at INTEGER,
-    message_id TEXT,
-    changes TEXT NOT NULL DEFAULT '',
-    UNIQUE (branch, period_start)
-);
-"#,
-];
-
 /// The schema version this pgbisect writes.
-pub const VERSION: i64 = MIGRATIONS.len() as i64;
+pub const VERSION: i64 = super::schema::VERSION;
 
 /// The store in one SQLite file.
 pub struct SqliteStore {
@@ -163,11 +79,12 @@ impl SqliteStore {
         let found: Option<i64> = tx
             .query_row("SELECT max(version) FROM schema_version", [], |r| r.get(0))
             .map_err(&err)?;
-        let todo = super::schema::pending(found.unwrap_or(0), MIGRATIONS.len(), &self.path)?;
+        let migrations = super::schema::migrations(Dialect::Sqlite);
+        let todo = super::schema::pending(found.unwrap_or(0), migrations.len(), &self.path)?;
         if todo.is_empty() {
             return tx.commit().map_err(&err);
         }
-        for migration in &MIGRATIONS[todo] {
+        for migration in &migrations[todo] {
             tx.execute_batch(migration).map_err(&err)?;
         }
         tx.execute("DELETE FROM schema_version", []).map_err(&err)?;
@@ -567,7 +484,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(FILE);
         let conn = Connection::open(&path).unwrap();
-        conn.execute_batch(MIGRATIONS[0]).unwrap();
+        conn.execute_batch(&conformance::written_before(Dialect::Sqlite)[0])
+            .unwrap();
         conn.execute_batch(
             "CREATE TABLE schema_version (version INTEGER NOT NULL);
              INSERT INTO schema_version (version) VALUES (1);
@@ -583,6 +501,46 @@ mod tests {
         let changes = store.changes("master").unwrap();
         assert_eq!(changes.len(), 1);
         assert_eq!(changes[0].kind, ChangeKind::Step);
+    }
+
+    /// Each table's definition, as SQLite keeps it.
+    fn schema_of(path: &Path) -> Vec<(String, String)> {
+        let conn = Connection::open(path).unwrap();
+        let mut rows = conn
+            .prepare("SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY name")
+            .unwrap();
+        let tables = rows.query_map([], |r| Ok((r.get(0)?, r.get(1)?)));
+        tables.unwrap().map(Result::unwrap).collect()
+    }
+
+    /// A file made at any version by the migrations written by hand before
+    /// the schema was written once opens, keeps its night and ends with
+    /// the tables a new file has.
+    #[test]
+    fn a_file_made_by_the_old_migrations_opens_and_migrates() {
+        let dir = tempfile::tempdir().unwrap();
+        let fresh = dir.path().join("fresh.sqlite");
+        drop(SqliteStore::open(&fresh).unwrap());
+        let before = conformance::written_before(Dialect::Sqlite);
+        for version in 1..=before.len() {
+            let path = dir.path().join(format!("v{version}.sqlite"));
+            let conn = Connection::open(&path).unwrap();
+            for migration in &before[..version] {
+                conn.execute_batch(migration).unwrap();
+            }
+            conn.execute_batch(&format!(
+                "CREATE TABLE schema_version (version INTEGER NOT NULL);
+                 INSERT INTO schema_version (version) VALUES ({version});
+                 INSERT INTO nights (id, clock, branch, tip, status, reference)
+                     VALUES (1, 86400, 'master', 'a', 'done', 'ref');"
+            ))
+            .unwrap();
+            drop(conn);
+            let mut store = SqliteStore::open(&path).unwrap();
+            assert_eq!(store.nights("master").unwrap().len(), 1, "v{version}");
+            drop(store);
+            assert_eq!(schema_of(&path), schema_of(&fresh), "v{version}");
+        }
     }
 
     #[test]

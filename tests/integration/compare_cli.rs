@@ -139,3 +139,42 @@ fn compare_without_any_result_on_a_side_exits_4() {
         "{stderr}"
     );
 }
+
+/// A profile's `clients` and `threshold` are what `compare` measures and
+/// decides with when the flags do not say otherwise; the flags override
+/// them (docs/src/profiles.md).
+#[test]
+fn compare_takes_the_profiles_clients_and_threshold_unless_flags_override() {
+    let (repo, _) = history(&[1000, 1000, 800], &[]);
+    let work = tempfile::tempdir().unwrap();
+    let listing = work.path().join("listing.toml");
+    let text = format!("{PROFILE}clients = [2, 3]\n[hunt]\nthreshold = 40\n");
+    std::fs::write(&listing, text).unwrap();
+    let rows = |extra: &[&str]| {
+        let out_json = work.path().join("c.json");
+        let mut flags = vec!["--runs", "5", "--json", out_json.to_str().unwrap()];
+        flags.extend_from_slice(extra);
+        let out = compare_good_bad(repo.path(), &work.path().join("w"), &[], &listing, &flags);
+        assert_code(&out, 0);
+        let v = json(&out_json);
+        let rows = v["rows"].as_array().unwrap().clone();
+        rows.iter()
+            .map(|r| {
+                (
+                    r["clients"].as_u64().unwrap(),
+                    r["comparison"]["verdict"].clone(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let from_profile = rows(&[]);
+    let clients: Vec<u64> = from_profile.iter().map(|(c, _)| *c).collect();
+    assert_eq!(clients, [2, 3], "the profile's clients");
+    for (_, verdict) in &from_profile {
+        assert_ne!(verdict, "regressed", "a 20% drop under the profile's 40%");
+    }
+    let given = rows(&["--clients", "5", "--threshold", "5"]);
+    assert_eq!(given.len(), 1);
+    assert_eq!(given[0].0, 5, "--clients overrides the profile");
+    assert_eq!(given[0].1, "regressed", "--threshold overrides the profile");
+}

@@ -258,3 +258,61 @@ fn a_watch_replay_keeps_its_runs_in_the_database_and_exports_them_as_sqlite_does
     let none = export(&in_pg, &other, &tmp.path().join("other.csv"));
     assert_eq!(none.lines().count(), 1, "{none}");
 }
+
+/// The tables of the database at `at`: each column with its type, whether
+/// it may be null and its default, and each constraint.
+fn schema_of(at: &str) -> Vec<String> {
+    let mut client = client(at);
+    let columns = client
+        .query(
+            "SELECT table_name || '.' || column_name || ' ' || data_type || ' '
+                    || is_nullable || ' ' || coalesce(column_default, '')
+             FROM information_schema.columns WHERE table_schema = 'public'
+             ORDER BY table_name, ordinal_position",
+            &[],
+        )
+        .unwrap();
+    let constraints = client
+        .query(
+            "SELECT conname || ' ' || pg_get_constraintdef(oid) FROM pg_constraint
+             WHERE connamespace = 'public'::regnamespace ORDER BY conname",
+            &[],
+        )
+        .unwrap();
+    columns
+        .iter()
+        .chain(&constraints)
+        .map(|r| r.get(0))
+        .collect()
+}
+
+/// A database made at any version by the migrations written by hand
+/// before the schema was written once for both stores opens, keeps its
+/// night and ends with the tables a new database gets.
+#[test]
+fn a_database_made_by_the_old_migrations_opens_and_migrates() {
+    let Some(db) = Db::start() else { return };
+    let fresh = db.create("fresh");
+    drop(PostgresStore::connect(&fresh, "m1").unwrap());
+    let before = conformance::written_before(pgbisect::store::Dialect::Postgres);
+    assert_eq!(before.len(), 4);
+    for version in 1..=before.len() {
+        let at = db.create(&format!("v{version}"));
+        let mut old = client(&at);
+        for migration in &before[..version] {
+            old.batch_execute(migration).unwrap();
+        }
+        old.batch_execute(&format!(
+            "CREATE TABLE pgbisect_schema (version BIGINT NOT NULL);
+             INSERT INTO pgbisect_schema (version) VALUES ({version});
+             INSERT INTO nights (machine, clock, branch, tip, status, reference)
+                 VALUES ('m1', 86400, 'master', 'a', 'done', 'ref');"
+        ))
+        .unwrap();
+        drop(old);
+        let mut store = PostgresStore::connect(&at, "m1").unwrap();
+        assert_eq!(store.nights("master").unwrap().len(), 1, "v{version}");
+        drop(store);
+        assert_eq!(schema_of(&at), schema_of(&fresh), "v{version}");
+    }
+}

@@ -131,12 +131,20 @@ pub fn percentile(values: &[f64], q: f64) -> f64 {
 
 /// Median of unsorted values (NaN when empty).
 pub fn median(values: &[f64]) -> f64 {
+    median_of(values).unwrap_or(f64::NAN)
+}
+
+/// The median, `None` for no values: for callers that skip what has
+/// none (a point of the watcher's series) rather than carry a NaN. NaNs
+/// among the values sort to the ends, as `f64::total_cmp` puts them;
+/// callers that read measurements drop them first.
+pub fn median_of(values: &[f64]) -> Option<f64> {
     let v = sorted(values);
     let n = v.len();
     match n {
-        0 => f64::NAN,
-        _ if n % 2 == 1 => v[n / 2],
-        _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
     }
 }
 
@@ -659,5 +667,27 @@ mod tests {
             let p2 = mann_whitney_u(&xs, &ys, Alternative::Less).p_value;
             prop_assert!((p1 - p2).abs() < 1e-9);
         }
+
+        /// The median splits the values: as many at or below it as at or
+        /// above, whatever their order.
+        #[test]
+        fn the_median_splits_the_values_in_any_order(
+            mut x in proptest::collection::vec(-1e6f64..1e6, 1..15),
+        ) {
+            let m = median_of(&x).unwrap();
+            prop_assert_eq!(m.to_bits(), median(&x).to_bits());
+            let below = x.iter().filter(|v| **v <= m).count();
+            let above = x.iter().filter(|v| **v >= m).count();
+            prop_assert!(2 * below >= x.len() && 2 * above >= x.len());
+            x.reverse();
+            prop_assert_eq!(median_of(&x), Some(m));
+        }
+    }
+
+    #[test]
+    fn no_values_have_no_median() {
+        assert_eq!(median_of(&[]), None);
+        assert!(median(&[]).is_nan());
+        assert_eq!(median_of(&[3.0, 1.0, 2.0, 10.0]), Some(2.5));
     }
 }
