@@ -1,7 +1,8 @@
 //! The watcher's hunt of a change reports as a person's hunt of the same
 //! range does: the same sections and the same fields filled, and its
-//! command to hunt the range again names the profile file it watched and
-//! runs as it is, from the checkout.
+//! command to hunt the range again names the profile file it watched (by
+//! its absolute path, though it was given relative) and runs as it is,
+//! from the checkout.
 
 mod common;
 
@@ -65,9 +66,20 @@ fn a_watcher_hunt_reports_as_a_person_and_its_rerun_line_runs() {
     let tmp = tempfile::tempdir().unwrap();
     let profile = profile(tmp.path());
     let work = tmp.path().join("w");
-    let mut args = replay(&profile, "2024-01-01..2024-01-30");
+    // The watcher is given the profile file by a name relative to where
+    // it starts.
+    let mut args = replay(Path::new("profile.toml"), "2024-01-01..2024-01-30");
     args.extend(["--every", "3", "--per-night", "1"]);
-    let out = pgbisect_sub("watch", repo.path(), &work, &args);
+    let out = bin()
+        .arg("watch")
+        .args(&args)
+        .arg("--repo")
+        .arg(repo.path())
+        .arg("--work-dir")
+        .arg(&work)
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let hunts: Vec<_> = std::fs::read_dir(work.join("watch-hunts"))
@@ -103,7 +115,8 @@ fn a_watcher_hunt_reports_as_a_person_and_its_rerun_line_runs() {
     assert!(theirs.len() >= 4, "{theirs:?}");
     assert_eq!(theirs, ours);
 
-    // The command the watcher's report gives, pasted in the checkout.
+    // The command the watcher's report gives, pasted in the checkout,
+    // where `profile.toml` names nothing.
     let report = json(&watched.join("report.json"));
     let again: Vec<String> = report["made"]["command"]
         .as_array()

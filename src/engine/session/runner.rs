@@ -14,7 +14,7 @@
 //! its folder and telling the store and the mail.
 
 use super::Plan;
-use super::resolved::HuntPlan;
+use super::resolved::{HuntPlan, as_named};
 use crate::core::why::Why;
 use crate::engine::hunt::budget::Budget;
 use crate::engine::hunt::{Hunt, ran_out_of_time};
@@ -243,11 +243,12 @@ fn complete(
     let plan = &hunt.plan;
     report.machine = Some(machine);
     report.resolution = plan.resolution.clone();
+    // As the command to hunt again names it: the same from any folder,
+    // and on the first start as on a resumed one.
     report.profile_name = hunt
         .profile_name
         .as_deref()
-        .unwrap_or("default")
-        .to_string();
+        .map_or_else(|| "default".to_string(), as_named);
     report.profile_toml = hunt.profile_toml.clone();
     if !plan.profile.is_custom() {
         report.server_settings = plan.setups.at(plan.config.clients)?.settings.clone();

@@ -198,3 +198,42 @@ impl Follow for Aftercare {
         told
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::hunt::Search;
+
+    fn watcher(clients: u32) -> HuntConfig {
+        HuntConfig {
+            clients,
+            decision: crate::engine::watch::WatchConfig::new("master").decision,
+            ..HuntConfig::default()
+        }
+    }
+
+    #[test]
+    fn the_flags_say_what_the_watcher_decided_and_the_profile_would_not() {
+        let (flags, shaping) = flags_for(&Profile::default(), &watcher(8));
+        assert_eq!(flags.threshold, Some(3.0));
+        assert_eq!((flags.max_runs, flags.first_only), (None, false));
+        assert_eq!(
+            shaping,
+            Shaping {
+                clients: Some(8),
+                ..Shaping::default()
+            }
+        );
+        // A profile that already decides as the watcher did needs no flag;
+        // one that decides otherwise is overruled by one.
+        let mut profile = Profile::default();
+        profile.hunt.threshold = Some(3.0);
+        profile.hunt.max_runs = Some(12);
+        profile.hunt.search = Some(Search::Bisect);
+        profile.benchmark.run_length = Some(RunLength::Auto);
+        let (flags, shaping) = flags_for(&profile, &watcher(1));
+        assert_eq!((flags.threshold, flags.max_runs), (None, Some(20)));
+        assert_eq!(shaping.search, Some(Search::Posterior));
+        assert_eq!(shaping.run_length, Some(RunLength::Fixed));
+    }
+}
