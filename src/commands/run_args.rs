@@ -8,7 +8,7 @@ use super::args::{
 use super::hosts::HostArgs;
 use super::plan::{load_profile_with_text, resolve_plan_with};
 use crate::core::posterior::Search;
-use crate::engine::session::resolved::{HuntPlan, LAYOUT, Outputs, TimeLimit};
+use crate::engine::session::resolved::{HuntPlan, LAYOUT, Outputs, Shaping, TimeLimit};
 use crate::workspace::{HuntDir, PlanFlags};
 use anyhow::Context;
 use clap::Args;
@@ -117,7 +117,12 @@ impl RunArgs {
             why_runs: (!self.no_why).then_some(self.why.why_runs),
             profile_name: t.lab.profile.clone(),
             profile_toml,
-            again: self.again(&short(&plan.good), &short(&plan.bad)),
+            shaping: Shaping {
+                clients: t.clients,
+                search: t.search,
+                candidates: t.candidates,
+                run_length: t.run_length,
+            },
             outputs: self.outputs(),
             plan,
         })
@@ -142,72 +147,6 @@ impl RunArgs {
             mail_from: self.tell.mail_from.clone(),
         }
     }
-
-    /// The command line that hunts `good..bad` (SHAs: a branch name moves
-    /// on) again as these flags did: the workload, the client count, the
-    /// decisions, the search, the budget and the hosts; not where files go,
-    /// who runs the server or who is told.
-    pub(super) fn again(&self, good: &str, bad: &str) -> Vec<String> {
-        let mut out: Vec<String> = ["pgbisect", "--good", good, "--bad", bad]
-            .map(String::from)
-            .to_vec();
-        for (name, value) in self.valued_flags() {
-            if let Some(v) = value {
-                out.extend([format!("--{name}"), v]);
-            }
-        }
-        for (on, name) in [
-            (self.first_only, "--first-only"),
-            (self.no_why, "--no-why"),
-            (self.on.slurm, "--slurm"),
-        ] {
-            if on {
-                out.push(name.to_string());
-            }
-        }
-        out
-    }
-
-    /// The flags with a value that change what a hunt measures, and their
-    /// values as given (`None`: not given, or the default).
-    fn valued_flags(&self) -> [(&'static str, Option<String>); 12] {
-        let t = &self.target;
-        let named = |v: Option<clap::builder::PossibleValue>| v.map(|p| p.get_name().to_string());
-        [
-            ("profile", t.lab.profile.clone()),
-            ("pgbench", t.lab.pgbench.clone()),
-            ("clients", t.clients.map(|c| c.to_string())),
-            ("threshold", t.threshold.map(|p| format!("{p}%"))),
-            ("max-runs", t.max_runs.map(|n| n.to_string())),
-            (
-                "search",
-                t.search
-                    .and_then(|s| named(clap::ValueEnum::to_possible_value(&s))),
-            ),
-            ("candidates", t.candidates.map(|k| k.to_string())),
-            (
-                "run-length",
-                t.run_length
-                    .and_then(|r| named(clap::ValueEnum::to_possible_value(&r))),
-            ),
-            ("time-budget", self.time_budget.clone()),
-            ("deadline", self.deadline.clone()),
-            (
-                "hosts",
-                (!self.on.hosts.is_empty()).then(|| self.on.hosts.join(",")),
-            ),
-            (
-                "why-runs",
-                (self.why.why_runs != crate::engine::why::DEFAULT_RUNS)
-                    .then(|| self.why.why_runs.to_string()),
-            ),
-        ]
-    }
-}
-
-/// A commit as the command to hunt again names it.
-fn short(commit: &crate::model::Commit) -> String {
-    commit.id.chars().take(12).collect()
 }
 
 /// What a hunt's `command.json` holds: its resolved plan, or the flags an
@@ -344,45 +283,6 @@ mod tests {
         );
         assert_eq!(back.tell.mail_to, ["perf@example.org"]);
         assert_eq!(back.format.0, crate::report::Format::Markdown);
-    }
-
-    #[test]
-    fn the_command_again_keeps_what_shapes_the_hunt_and_nothing_else() {
-        let mut args = RunArgs::default();
-        args.target.good = Some("REL9_5_0".into());
-        args.target.bad = Some("master".into());
-        args.target.lab.profile = Some("ro-128.toml".into());
-        args.target.lab.work_dir = Some("/var/tmp/w".into());
-        args.target.clients = Some(128);
-        args.target.threshold = Some(2.5);
-        args.target.search = Some(Search::Bisect);
-        args.time_budget = Some("8h".into());
-        args.json = Some("/tmp/r.json".into());
-        args.tell.mail_to = vec!["perf@example.org".into()];
-        args.first_only = true;
-        assert_eq!(
-            args.again("006a283a3c39", "60bbffae1c7e"),
-            [
-                "pgbisect",
-                "--good",
-                "006a283a3c39",
-                "--bad",
-                "60bbffae1c7e",
-                "--profile",
-                "ro-128.toml",
-                "--clients",
-                "128",
-                "--threshold",
-                "2.5%",
-                "--search",
-                "bisect",
-                "--time-budget",
-                "8h",
-                "--first-only",
-            ]
-        );
-        let plain = RunArgs::default().again("a", "b");
-        assert_eq!(plain, ["pgbisect", "--good", "a", "--bad", "b"]);
     }
 
     proptest::proptest! {

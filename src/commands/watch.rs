@@ -6,7 +6,7 @@
 
 use super::args::LabArgs;
 use super::output::{check_writable_file, check_writable_folder};
-use super::plan::{choices, load_profile};
+use super::plan::{choices, load_profile_with_text};
 use super::run_args::NotifyArgs;
 use super::values;
 use crate::engine::session::resolved::TimeLimit;
@@ -328,14 +328,16 @@ fn profiles(args: &WatchArgs, lab: &LabArgs) -> anyhow::Result<Vec<WatchedProfil
     names
         .into_iter()
         .map(|name| {
-            let profile = load_profile(&LabArgs {
+            let (profile, toml) = load_profile_with_text(&LabArgs {
                 profile: name.clone(),
                 ..lab.clone()
             })?;
             let clients = super::resolve::client_counts(&args.clients, &profile, &[1])?;
             Ok(WatchedProfile {
                 name: series_name(name.as_deref()),
+                given: name,
                 profile,
+                toml,
                 clients,
             })
         })

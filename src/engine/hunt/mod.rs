@@ -706,7 +706,8 @@ impl<'a> Hunt<'a> {
             notes: self.notes,
             tested,
             totals: Totals::from_spent(spent, measured, processes + 1),
-            // What the hunt was set up with is known where it was set up.
+            // What the hunt was set up with is known where it was set up:
+            // the session's runner fills it in, for every hunt alike.
             machine: None,
             profile_name: String::new(),
             profile_toml: String::new(),

@@ -6,8 +6,10 @@
 //! tells the two apart by `layout`, which those files do not have.
 
 use super::Plan;
+use crate::engine::hunt::Search;
 use crate::files::write_file;
 use crate::lab::held::HostsWanted;
+use crate::profile::RunLength;
 use crate::report::Format;
 use crate::workspace::{HuntDir, PlanFlags, PlanKey, WorkDir};
 use anyhow::Context;
@@ -36,8 +38,10 @@ pub struct HuntPlan {
     pub profile_name: Option<String>,
     /// The profile's TOML as it was read, for the report.
     pub profile_toml: String,
-    /// The command that hunts the same range again, for the report.
-    pub again: Vec<String>,
+    /// The flags as given that the command hunting the range again keeps
+    /// ([`super::rerun::again`]); absent from plans saved before it.
+    #[serde(default)]
+    pub shaping: Shaping,
     pub outputs: Outputs,
 }
 
@@ -63,6 +67,35 @@ pub struct Outputs {
     pub mail_from: Option<String>,
 }
 
+/// The flags as given that shape a hunt and that its plan keeps nowhere
+/// else as given (the plan holds what they resolved to): `None` when not
+/// given.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Shaping {
+    pub clients: Option<u32>,
+    pub search: Option<Search>,
+    pub candidates: Option<u32>,
+    pub run_length: Option<RunLength>,
+}
+
+/// `--profile` as it was named: a file as its absolute path, so that it
+/// is found from any folder; a bundled profile's name as it is.
+pub fn as_named(given: &str) -> String {
+    let path = Path::new(given);
+    if path.is_file() {
+        absolute(path).to_string_lossy().into_owned()
+    } else {
+        given.to_string()
+    }
+}
+
+/// `path` made absolute, its links resolved where it exists.
+fn absolute(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path)
+        .or_else(|_| crate::folders::absolute(path))
+        .unwrap_or_else(|_| path.to_path_buf())
+}
+
 impl HuntPlan {
     /// What names the hunt's folder.
     pub fn key(&self) -> anyhow::Result<PlanKey> {
@@ -79,22 +112,10 @@ impl HuntPlan {
     /// the work dir and a profile file made absolute, so that the hunt
     /// can be resumed from anywhere.
     pub fn save(&self, hunt: &HuntDir) -> anyhow::Result<()> {
-        let absolute = |p: &Path| {
-            std::fs::canonicalize(p)
-                .or_else(|_| crate::folders::absolute(p))
-                .unwrap_or_else(|_| p.to_path_buf())
-        };
         let mut saved = self.clone();
         saved.plan.repo_dir = absolute(&self.plan.repo_dir);
         saved.plan.work = WorkDir::at(absolute(self.plan.work.root()));
-        saved.profile_name = self.profile_name.as_deref().map(|p| {
-            let path = Path::new(p);
-            if path.is_file() {
-                absolute(path).to_string_lossy().into_owned()
-            } else {
-                p.to_string()
-            }
-        });
+        saved.profile_name = self.profile_name.as_deref().map(as_named);
         let body = serde_json::to_string_pretty(&saved).context("cannot encode the hunt's plan")?;
         write_file(&hunt.command(), &body)
     }
@@ -135,7 +156,7 @@ impl HuntPlan {
             why_runs: None,
             profile_name: None,
             profile_toml: String::new(),
-            again: vec![],
+            shaping: Shaping::default(),
             outputs: Outputs::default(),
         }
     }

@@ -3,7 +3,7 @@
 //! nights of a replay on their own clock, each confirmed drop hunted in
 //! `watch-hunts/` and its finding told ([`super::watch_hunts`]).
 
-use super::watch_hunts::Aftercare;
+use super::watch_hunts::{Aftercare, Hunter, ProfileSetup};
 use crate::engine::watch::digest::{Digest, Tell};
 use crate::engine::watch::hunt::Hunting;
 use crate::engine::watch::{self, ProfileLab, WatchConfig, Watched};
@@ -25,7 +25,12 @@ const LINE_LIMIT: usize = 1_000_000;
 /// A profile to watch, named as its series are.
 pub struct WatchedProfile {
     pub name: String,
+    /// `--profile` as it was given (`None`: the default profile), for the
+    /// command that hunts a change again.
+    pub given: Option<String>,
     pub profile: Profile,
+    /// The TOML it was read from, for the hunts' reports.
+    pub toml: String,
     pub clients: Vec<u32>,
 }
 
@@ -103,15 +108,17 @@ pub fn run(mut ask: WatchAsk, note: &mut dyn FnMut(&str)) -> anyhow::Result<Watc
         return Err(UsageError("--replay: the range holds no day".into()).into());
     };
     let reference = watch::reference_for(store.as_mut(), &line, first, &ask.config)?;
-    let specs = lab_specs(&ask, &line, reference);
-    let mut labs = open_labs(&ask, &specs)?;
+    let profiles = profile_setups(&ask, &line, reference);
+    let mut labs = open_labs(&ask, &profiles)?;
     crate::proc::install_signal_handlers().context("cannot install the signal handlers")?;
     let mut follow = Aftercare {
-        specs,
-        why_runs: ask.why_runs,
+        hunter: Hunter {
+            profiles,
+            why_runs: ask.why_runs,
+            work: ask.work.clone(),
+            watch: Watch::default(),
+        },
         notifier: ask.notifier,
-        work_dir: ask.work.root().to_path_buf(),
-        watch: Watch::default(),
         unsent: Vec::new(),
     };
     let mut all = Watched::default();
@@ -230,9 +237,9 @@ fn branch(repo: &Repo, given: Option<&str>) -> anyhow::Result<String> {
         })
 }
 
-/// Each profile's name and the spec its lab opens with: the builds share
-/// the work dir's cache (the hunts' too).
-fn lab_specs(ask: &WatchAsk, line: &[Landed], reference: Option<String>) -> Vec<(String, LabSpec)> {
+/// Each profile as its lab opens and its hunts are set up: the builds
+/// share the work dir's cache (the hunts' too).
+fn profile_setups(ask: &WatchAsk, line: &[Landed], reference: Option<String>) -> Vec<ProfileSetup> {
     let tip = line.last().map(|l| l.commit.id.clone()).unwrap_or_default();
     ask.profiles
         .iter()
@@ -250,7 +257,12 @@ fn lab_specs(ask: &WatchAsk, line: &[Landed], reference: Option<String>) -> Vec<
                 // A hunt's why-runs sweep other client counts too.
                 setups: super::decide_setups(&p.profile, &watched_clients(p)),
             };
-            (p.name.clone(), spec)
+            ProfileSetup {
+                name: p.name.clone(),
+                given: p.given.clone(),
+                toml: p.toml.clone(),
+                spec,
+            }
         })
         .collect()
 }
@@ -269,15 +281,16 @@ fn watched_clients(p: &WatchedProfile) -> Vec<u32> {
 }
 
 /// A lab per profile, opened from its spec.
-fn open_labs(ask: &WatchAsk, specs: &[(String, LabSpec)]) -> anyhow::Result<Vec<ProfileLab>> {
+fn open_labs(ask: &WatchAsk, setups: &[ProfileSetup]) -> anyhow::Result<Vec<ProfileLab>> {
     let checker = Watch::default();
     let runs_dir = ask.work.root().join("watch").join("runs");
     crate::folders::create_dir(&runs_dir)
         .with_context(|| format!("cannot create {}", runs_dir.display()))?;
     ask.profiles
         .iter()
-        .zip(specs)
-        .map(|(p, (_, spec))| {
+        .zip(setups)
+        .map(|(p, setup)| {
+            let spec = &setup.spec;
             let lab = crate::lab::open::open(spec, &checker, &runs_dir, None)?;
             Ok(ProfileLab {
                 name: p.name.clone(),
@@ -337,7 +350,9 @@ mod tests {
     fn a_series_at_2_clients_has_setups_for_its_why_runs_at_1_too() {
         let p = WatchedProfile {
             name: "smoke".into(),
+            given: None,
             profile: Profile::default(),
+            toml: String::new(),
             clients: vec![2],
         };
         let all = watched_clients(&p);

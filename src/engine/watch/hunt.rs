@@ -2,9 +2,10 @@
 //!
 //! A change confirmed side by side lies between the last commit measured
 //! before it and the first measured after it; the commits landed between
-//! those two are hunted with the series' lab and client count (the one
-//! driver loop of [`crate::engine::hunt`]), its runs journaled in the
-//! change's own folder, `change-<id>` under the hunts' folder. The store
+//! those two are hunted with the series' lab and client count, by the
+//! caller's [`Follow::hunt`] (the session runs it as it runs a person's
+//! hunt, so the reports are alike), its runs journaled in the change's
+//! own folder, `change-<id>` under the hunts' folder. The store
 //! keeps where each hunt stands ([`ChangeHunt`]): a hunt stopped at the
 //! night's deadline, or killed, is taken up again by the next start from
 //! its journal, before anything new is measured; an ended one is never
@@ -28,13 +29,10 @@
 
 use super::finding;
 use super::{ProfileLab, WatchConfig};
-use crate::core::why::Why;
 use crate::engine::hunt::budget::Budget;
-use crate::engine::hunt::{Hunt, HuntConfig, ran_out_of_time};
+use crate::engine::hunt::{HuntConfig, ran_out_of_time};
 use crate::files::write_file;
-use crate::journal::{Event, Journal};
 use crate::lab::Lab;
-use crate::lab::replay::ReplayLab;
 use crate::model::Commit;
 use crate::progress::{Progress, ProgressEvent};
 use crate::repo::Landed;
@@ -51,26 +49,41 @@ pub const NOT_ON_THE_LINE: &str = "not-on-the-line";
 
 /// What the engine leaves to its caller around a hunt.
 pub trait Follow {
-    /// The why-runs of `report`'s culprits, measured in `lab` (the hunt's)
-    /// or in one with instruments; their results kept in `hunt`.
-    fn why(
+    /// Runs the hunt `asked` describes in `lab`, or goes on with it from
+    /// its journal: its report, complete (the why-runs of its culprits,
+    /// the setup, the command that hunts it again) and written into its
+    /// folder.
+    fn hunt(
         &mut self,
+        asked: &ChangeAsk,
         lab: &mut dyn Lab,
-        profile: &str,
-        report: &HuntReport,
-        hunt: &HuntDir,
-        budget: Option<Budget>,
-    ) -> anyhow::Result<Vec<Why>>;
-
-    /// Adds what the caller knows of the hunt's setup to its report (the
-    /// profile's name, the machine, the command that hunts it again).
-    fn complete(&mut self, profile: &str, report: &mut HuntReport) {
-        let _ = (profile, report);
-    }
+        progress: &mut dyn Progress,
+    ) -> anyhow::Result<HuntReport>;
 
     /// Tells of `finding`. `Ok(false)`: nobody is to be told; an error:
     /// it was not told (the next start tries again).
     fn mail(&mut self, finding: &Finding) -> anyhow::Result<bool>;
+}
+
+/// The hunt of a confirmed change, as the watcher asks for it.
+pub struct ChangeAsk<'a> {
+    pub change: &'a ChangeRow,
+    /// The series' profile, as its lab is named.
+    pub profile: &'a str,
+    /// The commits from the last one measured before the change to the
+    /// first one after it, both in, oldest first.
+    pub commits: Vec<Commit>,
+    pub config: HuntConfig,
+    /// Its journal, runs and reports: `change-<id>` ([`folder_of`]).
+    pub folder: &'a HuntDir,
+    pub budget: Option<Budget>,
+}
+
+impl ChangeAsk<'_> {
+    /// The name the hunt's journal carries.
+    pub fn journal_name(&self) -> String {
+        format!("watch-change-{}", self.change.id)
+    }
 }
 
 /// A hunted change, ready to be told.
@@ -222,7 +235,8 @@ enum Ended {
 }
 
 /// Hunts `change` (or goes on with its hunt) in `lab` at `clients`, its
-/// journal, runs and reports in `folder`.
+/// journal, runs and reports in `folder`; the JSON report is also kept
+/// under the name the store's readers know ([`report_json`]).
 fn hunt_one(
     (lab, clients, folder): (&mut ProfileLab, u32, &HuntDir),
     change: &ChangeRow,
@@ -239,61 +253,33 @@ fn hunt_one(
         return Ok(Ended::Off);
     };
     folder.create()?;
-    let plan = format!("watch-change-{}", change.id);
-    let past = Journal::past(&folder.journal(), &[&plan])?;
     note(&format!(
-        "{}: hunting the {} commits after {} up to {} at {clients} clients{}",
+        "{}: hunting the {} commits after {} up to {} at {clients} clients",
         change.series,
         commits.len() - 1,
         short(&change.before),
         short(&change.after),
-        match past.runs() {
-            0 => String::new(),
-            n => format!(" (going on: {n} runs from its journal reused)"),
-        }
     ));
-    let mut journal = Journal::open(&folder.journal())?;
-    journal.append(&Event::Start {
-        good: change.before.clone(),
-        bad: change.after.clone(),
-        plan,
-        at: crate::time::now_rfc3339(),
-    })?;
-    let config = HuntConfig {
-        clients,
-        decision: cfg.decision,
-        ..HuntConfig::default()
+    let asked = ChangeAsk {
+        change,
+        profile: &lab.name,
+        commits,
+        config: HuntConfig {
+            clients,
+            decision: cfg.decision,
+            ..HuntConfig::default()
+        },
+        folder,
+        budget: cfg.budget,
     };
-    let (earlier, processes) = crate::journal::spent::spent_before(&past.events);
     let mut since = super::since::Since::new(lab.lab.as_mut());
-    let mut replay = ReplayLab::new(&mut since, &past.events);
-    let mut progress = Noted(note);
-    let mut run = Hunt::new(config, commits, &mut replay, &mut progress)
-        .with_known_builds(&earlier.lab)
-        .with_earlier(earlier, processes)
-        .with_journal(&mut journal);
-    if let Some(budget) = cfg.budget {
-        run = run.with_budget(budget);
-    }
-    let mut report = run.run()?;
+    let report = follow.hunt(&asked, &mut since, &mut Noted(&mut *note))?;
     if ran_out_of_time(&report) {
         return Ok(Ended::Stopped(format!(
             "the hunt of {} stopped at the deadline; the next start goes on",
             change.series
         )));
     }
-    // A failure of the why-runs leaves the hunt's finding standing: were
-    // it an error, the hunt would be taken up again, and fail, every night.
-    match follow.why(&mut replay, &lab.name, &report, folder, cfg.budget) {
-        Ok(why) => report.why = why,
-        Err(e) => {
-            let said = format!("the why-runs failed: {e:#}");
-            note(&format!("{}: {said}", change.series));
-            report.notes.push(said);
-        }
-    }
-    follow.complete(&lab.name, &mut report);
-    write_file(&folder.report_text(), &crate::report::text(&report))?;
     write_file(&report_json(folder), &crate::report::json(&report)?)?;
     note(&format!(
         "{}: the hunt ended: {}{}",

@@ -3,13 +3,17 @@
 //! the next night, a hunted change is not hunted again, and its finding is
 //! told once.
 
-use super::hunt::{Finding, Follow, Hunting};
+use super::hunt::{ChangeAsk, Finding, Follow, Hunting};
 use super::*;
-use crate::core::why::Why;
-use crate::engine::hunt::budget::Budget;
+use crate::engine::hunt::HuntConfig;
+use crate::engine::session::Plan;
+use crate::engine::session::watch_hunts::{Hunter, ProfileSetup};
 use crate::lab::sim::{History, NoiseModel, SimLab, sim_id};
 use crate::lab::{Lab, RunSpec};
+use crate::machine::steady::Watch;
 use crate::model::{Commit, LabTotals, Prepared, RunOutcome};
+use crate::profile::Profile;
+use crate::progress::Progress;
 use crate::report::findings::HuntReport;
 use crate::store::sqlite::SqliteStore;
 use crate::store::{ChangeHunt, ChangeStatus};
@@ -56,27 +60,54 @@ fn config() -> WatchConfig {
     }
 }
 
-/// Follows hunts as a session would, keeping the mails it is given; the
-/// first `refuse` mails fail, as an SMTP server that does not answer.
-#[derive(Default)]
+/// Follows hunts as a session does (the session's runner), keeping the
+/// mails it is given; the first `refuse` mails fail, as an SMTP server
+/// that does not answer.
 struct Told {
+    hunter: Hunter,
     mails: Vec<(String, String, String)>,
     refuse: usize,
-    whys: usize,
+    hunts: usize,
+}
+
+impl Told {
+    /// The hunts' profile is the default one, its work dir in `dir`.
+    fn new(dir: &std::path::Path) -> Told {
+        let config = HuntConfig {
+            clients: 8,
+            ..HuntConfig::default()
+        };
+        let plan = Plan::for_tests(Profile::default(), config, dir);
+        let hunter = Hunter {
+            profiles: vec![ProfileSetup {
+                name: "sim".into(),
+                given: None,
+                toml: String::new(),
+                spec: plan.lab_spec(),
+            }],
+            why_runs: None,
+            work: plan.work,
+            watch: Watch::default(),
+        };
+        Told {
+            hunter,
+            mails: vec![],
+            refuse: 0,
+            hunts: 0,
+        }
+    }
 }
 
 impl Follow for Told {
-    fn why(
+    fn hunt(
         &mut self,
-        _lab: &mut dyn Lab,
-        profile: &str,
-        _report: &HuntReport,
-        _hunt: &HuntDir,
-        _budget: Option<Budget>,
-    ) -> anyhow::Result<Vec<Why>> {
-        assert_eq!(profile, "sim");
-        self.whys += 1;
-        Ok(vec![])
+        asked: &ChangeAsk,
+        lab: &mut dyn Lab,
+        progress: &mut dyn Progress,
+    ) -> anyhow::Result<HuntReport> {
+        assert_eq!(asked.profile, "sim");
+        self.hunts += 1;
+        self.hunter.hunt(asked, lab, progress)
     }
 
     fn mail(&mut self, finding: &Finding) -> anyhow::Result<bool> {
@@ -139,7 +170,7 @@ fn a_confirmed_drop_is_hunted_to_its_commit_and_told_once() {
     let mut store = SqliteStore::open(&dir.path().join("w.sqlite")).unwrap();
     let mut told = Told {
         refuse: 1,
-        ..Told::default()
+        ..Told::new(dir.path())
     };
     let mut night = Nights::new(&mut store, dir.path(), &mut told);
     let mut labs = labs(Box::new(sim(7)));
@@ -162,14 +193,21 @@ fn a_confirmed_drop_is_hunted_to_its_commit_and_told_once() {
         Some(format!("change-{}/report.txt", h.change).as_str())
     );
     assert!(folder.join("report.txt").is_file());
-    assert!(folder.join("report.json").is_file());
+    // Completed as a person's hunt's report is: the setup, and the command
+    // that hunts the range again as this hunt did.
+    let json = std::fs::read_to_string(folder.join("report.json")).unwrap();
+    let report: HuntReport = serde_json::from_str(&json).unwrap();
+    assert!(!report.configure_flags.is_empty(), "{json}");
+    assert!(report.machine.is_some(), "{json}");
+    let again = report.made.unwrap().command.join(" ");
+    assert!(again.contains("--clients 8 --threshold 3%"), "{again}");
     // The relay refused the first time: told on the next night, once.
     assert!(h.mailed.is_some());
     let said = night.said.join("\n");
     assert!(said.contains("the next start tries again"), "{said}");
     drop(night);
     assert_eq!(told.mails.len(), 1);
-    assert_eq!(told.whys, 1);
+    assert_eq!(told.hunts, 1);
     let (subject, body, id) = &told.mails[0];
     assert!(subject.contains(&sim_id(STEP)[..8]), "{subject}");
     assert!(
@@ -219,7 +257,7 @@ impl Lab for KilledInHunt {
 fn a_hunt_killed_half_way_goes_on_at_the_next_night_and_is_not_hunted_again() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = SqliteStore::open(&dir.path().join("w.sqlite")).unwrap();
-    let mut told = Told::default();
+    let mut told = Told::new(dir.path());
     let mut night = Nights::new(&mut store, dir.path(), &mut told);
     // The nights' tips (position 10 d + 9) and the reference are spared.
     let spared = (0..50).map(|d| sim_id(10 * d + 9)).collect();
@@ -249,7 +287,7 @@ fn a_hunt_killed_half_way_goes_on_at_the_next_night_and_is_not_hunted_again() {
     let w = night.run(&mut labs, day + 1).unwrap();
     let first = &night.said[0];
     assert!(
-        first.contains("hunting the") && first.contains("(going on: "),
+        first.contains("hunting the") && night.said[1].contains("runs from its journal are reused"),
         "{:?}",
         night.said
     );
@@ -287,7 +325,7 @@ fn a_hunt_folder_planted_in_the_store_is_not_where_the_hunt_writes() {
     let dir = tempfile::tempdir().unwrap();
     let elsewhere = dir.path().join("elsewhere");
     let mut store = SqliteStore::open(&dir.path().join("w.sqlite")).unwrap();
-    let mut told = Told::default();
+    let mut told = Told::new(dir.path());
     let mut night = Nights::new(&mut store, dir.path(), &mut told);
     let spared = (0..50).map(|d| sim_id(10 * d + 9)).collect();
     let mut killed = labs(Box::new(KilledInHunt {
