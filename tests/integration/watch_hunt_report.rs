@@ -4,7 +4,7 @@
 //! its absolute path, though it was given relative) and runs as it is,
 //! from the checkout.
 
-mod common;
+use crate::common;
 
 use common::watch::{dated_history, replay};
 use common::*;
