@@ -9,6 +9,7 @@ use super::hosts::HostArgs;
 use super::plan::{load_profile_with_text, resolve_plan_with};
 use crate::core::posterior::Search;
 use crate::engine::session::resolved::{HuntPlan, LAYOUT, Outputs, TimeLimit};
+use crate::model::{NAMED_SHA, sha_prefix};
 use crate::workspace::{HuntDir, PlanFlags};
 use anyhow::Context;
 use clap::Args;
@@ -117,7 +118,10 @@ impl RunArgs {
             why_runs: (!self.no_why).then_some(self.why.why_runs),
             profile_name: t.lab.profile.clone(),
             profile_toml,
-            again: self.again(&short(&plan.good), &short(&plan.bad)),
+            again: self.again(
+                sha_prefix(&plan.good.id, NAMED_SHA),
+                sha_prefix(&plan.bad.id, NAMED_SHA),
+            ),
             outputs: self.outputs(),
             plan,
         })
@@ -203,11 +207,6 @@ impl RunArgs {
             ),
         ]
     }
-}
-
-/// A commit as the command to hunt again names it.
-fn short(commit: &crate::model::Commit) -> String {
-    commit.id.chars().take(12).collect()
 }
 
 /// What a hunt's `command.json` holds: its resolved plan, or the flags an

@@ -10,6 +10,7 @@ use crate::error::{EXIT_CULPRIT_FOUND, EXIT_INCONCLUSIVE, EXIT_NO_REGRESSION};
 use crate::lab::Lab;
 use crate::lab::open::LabSpec;
 use crate::machine::steady::Watch;
+use crate::model::{NAMED_SHA, sha_prefix};
 use crate::notify::{Ending, HuntEnd, Notifier};
 use crate::report::findings::{HuntOutcome, HuntReport, Provenance};
 use crate::workspace::HuntDir;
@@ -69,9 +70,9 @@ impl Follow for Aftercare {
         let again = [
             "pgbisect",
             "--good",
-            short(&report.good.id),
+            sha_prefix(&report.good.id, NAMED_SHA),
             "--bad",
-            short(&report.bad.id),
+            sha_prefix(&report.bad.id, NAMED_SHA),
             "--clients",
             &report.clients.to_string(),
         ];
@@ -106,9 +107,4 @@ impl Follow for Aftercare {
         }
         told
     }
-}
-
-/// A commit as the command to hunt again names it.
-fn short(id: &str) -> &str {
-    &id[..id.len().min(12)]
 }

@@ -20,7 +20,7 @@ use super::WatchConfig;
 use super::hunt::NOT_ON_THE_LINE;
 use super::measure::error_line;
 use super::pick::DAY;
-use crate::model::short_sha;
+use crate::model::{NAMED_SHA, sha_prefix, short_sha};
 use crate::repo::Landed;
 use crate::store::{ChangeHunt, ChangeKind, ChangeRow, ChangeStatus, DigestRow, Night};
 use crate::store::{NightStatus, Store};
@@ -253,7 +253,7 @@ fn hunt_words(c: &ChangeRow, f: &Facts) -> String {
                 .iter()
                 .find(|(id, _)| id == sha)
                 .map_or("", |(_, s)| s.as_str());
-            format!("culprit {} {subject}", &sha[..sha.len().min(12)])
+            format!("culprit {} {subject}", sha_prefix(sha, NAMED_SHA))
                 .trim_end()
                 .to_string()
         }

@@ -35,7 +35,7 @@ use crate::files::write_file;
 use crate::journal::{Event, Journal};
 use crate::lab::Lab;
 use crate::lab::replay::ReplayLab;
-use crate::model::Commit;
+use crate::model::{Commit, short_sha};
 use crate::progress::{Progress, ProgressEvent};
 use crate::repo::Landed;
 use crate::report::findings::HuntReport;
@@ -245,8 +245,8 @@ fn hunt_one(
         "{}: hunting the {} commits after {} up to {} at {clients} clients{}",
         change.series,
         commits.len() - 1,
-        short(&change.before),
-        short(&change.after),
+        short_sha(&change.before),
+        short_sha(&change.after),
         match past.runs() {
             0 => String::new(),
             n => format!(" (going on: {n} runs from its journal reused)"),
@@ -302,7 +302,7 @@ fn hunt_one(
         report
             .culprits
             .iter()
-            .map(|c| format!(" {} {}", short(&c.commit), c.subject))
+            .map(|c| format!(" {} {}", short_sha(&c.commit), c.subject))
             .collect::<String>()
     ));
     Ok(Ended::Report(Box::new(report)))
@@ -402,8 +402,4 @@ fn now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
-}
-
-fn short(id: &str) -> &str {
-    crate::model::short_sha(id)
 }

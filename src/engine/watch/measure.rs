@@ -9,7 +9,7 @@
 
 use super::{ProfileLab, WatchConfig, rounds};
 use crate::lab::RunSpec;
-use crate::model::{Commit, Prepared, RunOutcome};
+use crate::model::{Commit, Prepared, RunOutcome, short_sha};
 use crate::store::{Night, NightStatus, Role, RunRow, Store, series_key};
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -52,7 +52,7 @@ pub fn night(
         crate::time::rfc3339_from_unix(night.clock),
         night.branch,
         night.commits.len(),
-        short(&night.reference)
+        short_sha(&night.reference)
     ));
     let mut made = Made::default();
     let mut unbuildable: HashSet<(usize, String)> = HashSet::new();
@@ -79,7 +79,10 @@ pub fn night(
         let lab = labs[slot.profile].lab.as_mut();
         let commit = Commit::bare(slot.commit);
         if let Prepared::Unbuildable { reason, .. } = lab.prepare(&commit)? {
-            note(&format!("{} does not build: {reason}", short(slot.commit)));
+            note(&format!(
+                "{} does not build: {reason}",
+                short_sha(slot.commit)
+            ));
             if slot.commit == night.reference {
                 let why = format!("the reference {} does not build: {reason}", night.reference);
                 store.finish_night(night.id, NightStatus::Failed, Some(&why))?;
@@ -113,8 +116,8 @@ pub fn night(
     let broken: Vec<String> = broken
         .iter()
         .map(|(c, why)| match why.as_str() {
-            "" => short(c).to_string(),
-            _ => format!("{} ({why})", short(c)),
+            "" => short_sha(c).to_string(),
+            _ => format!("{} ({why})", short_sha(c)),
         })
         .collect();
     let reason = (!broken.is_empty()).then(|| format!("does not build: {}", broken.join(", ")));
@@ -300,11 +303,7 @@ fn run_line(row: &RunRow) -> String {
         "  {} {} {} round {}: {what}",
         row.series,
         row.role.as_str(),
-        short(&row.commit),
+        short_sha(&row.commit),
         row.round
     )
-}
-
-fn short(id: &str) -> &str {
-    crate::model::short_sha(id)
 }

@@ -2,6 +2,7 @@
 //! last points, and the changes found with their confirmation.
 
 use super::Watched;
+use crate::model::short_sha;
 use crate::store::{ChangeKind, ChangeStatus};
 use std::fmt::Write;
 
@@ -15,7 +16,7 @@ pub fn render(w: &Watched) -> String {
             crate::time::rfc3339_from_unix(night.clock),
             night.commits.len(),
             night.branch,
-            short(&night.reference)
+            short_sha(&night.reference)
         );
     }
     if w.nights.is_empty() {
@@ -28,7 +29,7 @@ pub fn render(w: &Watched) -> String {
                 out,
                 "  {:<24} {} {:>11.1} tps  {:.4} of the reference  {}",
                 p.series,
-                short(&p.commit),
+                short_sha(&p.commit),
                 p.tps,
                 p.ratio,
                 p.subject
@@ -44,7 +45,7 @@ pub fn render(w: &Watched) -> String {
                 .last_points
                 .iter()
                 .filter(|p| p.series == s)
-                .map(|p| format!("{} {:.4}", short(&p.commit), p.ratio))
+                .map(|p| format!("{} {:.4}", short_sha(&p.commit), p.ratio))
                 .collect();
             let _ = writeln!(out, "  {s:<24} {}", line.join(", "));
         }
@@ -84,8 +85,8 @@ fn changes(w: &Watched) -> String {
             out,
             "  {}: {what}{}..{} {:+.1}%{interval}: {word} ({test} p = {:.3})",
             c.series,
-            short(&c.before),
-            short(&c.after),
+            short_sha(&c.before),
+            short_sha(&c.after),
             c.pct,
             c.p_value
         );
@@ -115,16 +116,12 @@ fn hunts(w: &Watched) -> String {
             out,
             "  {}: {}..{}: {state}{mailed}",
             c.series,
-            short(&c.before),
-            short(&c.after)
+            short_sha(&c.before),
+            short_sha(&c.after)
         );
         if h.hunt.report.is_some() {
             let _ = writeln!(out, "    report: {}", h.folder.join("report.txt").display());
         }
     }
     out
-}
-
-fn short(id: &str) -> &str {
-    crate::model::short_sha(id)
 }
