@@ -26,7 +26,6 @@
 //! runs of the commits it compares made close together in time; what the
 //! hunt reuses is the builds (the lab's cache is the watcher's).
 
-use super::finding;
 use super::{ProfileLab, WatchConfig};
 use crate::core::why::Why;
 use crate::engine::hunt::budget::Budget;
@@ -39,15 +38,12 @@ use crate::model::{Commit, short_sha};
 use crate::progress::{Progress, ProgressEvent};
 use crate::repo::Landed;
 use crate::report::findings::HuntReport;
+use crate::report::watch::finding;
 use crate::store::points::Point;
-use crate::store::{ChangeHunt, ChangeKind, ChangeRow, ChangeStatus, Store};
+use crate::store::{ChangeHunt, ChangeKind, ChangeRow, ChangeStatus, NOT_ON_THE_LINE, Store};
 use crate::workspace::HuntDir;
 use anyhow::Context;
 use std::path::PathBuf;
-
-/// The outcome kept for a change whose commits are no longer on the
-/// branch's line (the history was rewritten): never hunted.
-pub const NOT_ON_THE_LINE: &str = "not-on-the-line";
 
 /// What the engine leaves to its caller around a hunt.
 pub trait Follow {

@@ -10,6 +10,7 @@
 use super::{ProfileLab, WatchConfig, rounds};
 use crate::lab::RunSpec;
 use crate::model::{Commit, Prepared, RunOutcome, short_sha};
+use crate::report::watch::digest::error_line;
 use crate::store::{Night, NightStatus, Role, RunRow, Store, series_key};
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -123,18 +124,6 @@ pub fn night(
     let reason = (!broken.is_empty()).then(|| format!("does not build: {}", broken.join(", ")));
     store.finish_night(night.id, NightStatus::Done, reason.as_deref())?;
     Ok(made)
-}
-
-/// The line of a build's failure that says what went wrong: the first
-/// with `error` in it (a build's reason begins with where its log is,
-/// and quotes the compiler's or configure's errors after), else the
-/// first that is not empty.
-pub(super) fn error_line(reason: &str) -> &str {
-    let mut lines = reason.lines().map(str::trim).filter(|l| !l.is_empty());
-    let first = lines.clone().next().unwrap_or("");
-    lines
-        .find(|l| l.to_ascii_lowercase().contains("error"))
-        .unwrap_or(first)
 }
 
 /// The pairs each series' commits get tonight, by series: `--rounds`,

@@ -19,25 +19,22 @@
 pub mod detect;
 pub mod digest;
 pub mod drift;
-pub mod finding;
 pub mod hunt;
 #[cfg(test)]
 mod hunt_tests;
 pub mod measure;
 pub mod pick;
-mod render;
 pub mod rounds;
 mod since;
 #[cfg(test)]
 mod tests;
-
-pub use render::render;
 
 use crate::core::change_points::ChangeOptions;
 use crate::core::decide::DecisionConfig;
 use crate::engine::hunt::budget::Budget;
 use crate::lab::Lab;
 use crate::repo::Landed;
+use crate::report::watch::night;
 use crate::store::points::Point;
 use crate::store::{ChangeRow, NewNight, Night, NightCommit, NightStatus, Store};
 use pick::DAY;
@@ -144,6 +141,30 @@ pub struct Watched {
     /// Why each message that was to go out (a finding, a digest) did not:
     /// it stays owed and the next start sends it again.
     pub unsent: Vec<String>,
+}
+
+impl Watched {
+    /// What the night's text tells of ([`night::text`]): each hunt with
+    /// its text report's path once written.
+    pub fn shown(&self) -> night::Start<'_> {
+        let hunts = self.hunts.iter().map(|h| night::Hunt {
+            change: &h.change,
+            hunt: &h.hunt,
+            report: h
+                .hunt
+                .report
+                .as_ref()
+                .map(|_| crate::workspace::HuntDir::at(&h.folder).report_text()),
+        });
+        night::Start {
+            nights: &self.nights,
+            measured: &self.measured,
+            last_points: &self.last_points,
+            changes: &self.changes,
+            hunts: hunts.collect(),
+            stopped: self.stopped.as_deref(),
+        }
+    }
 }
 
 /// One night at `clock` over `line` (the branch's first parents, oldest

@@ -1,15 +1,42 @@
 //! What a night of the watcher prints: what it measured, each series'
 //! last points, and the changes found with their confirmation.
 
-use super::Watched;
 use crate::model::short_sha;
-use crate::store::{ChangeKind, ChangeStatus};
+use crate::store::points::Point;
+use crate::store::{ChangeHunt, ChangeKind, ChangeRow, ChangeStatus, Night};
 use std::fmt::Write;
+use std::path::PathBuf;
+
+/// What one start of the watcher did, as its text tells it.
+#[derive(Debug, Clone)]
+pub struct Start<'a> {
+    /// The nights run, in order.
+    pub nights: &'a [Night],
+    /// The points those nights made.
+    pub measured: &'a [Point],
+    /// Each series' last points.
+    pub last_points: &'a [Point],
+    /// Changes found or measured again.
+    pub changes: &'a [ChangeRow],
+    /// The hunts taken up or begun.
+    pub hunts: Vec<Hunt<'a>>,
+    /// Why the night stopped before its end.
+    pub stopped: Option<&'a str>,
+}
+
+/// A hunt of a change, as the night's text tells it.
+#[derive(Debug, Clone)]
+pub struct Hunt<'a> {
+    pub change: &'a ChangeRow,
+    pub hunt: &'a ChangeHunt,
+    /// Its text report, once written.
+    pub report: Option<PathBuf>,
+}
 
 /// The text `pgbisect watch` prints after a night.
-pub fn render(w: &Watched) -> String {
+pub fn text(w: &Start) -> String {
     let mut out = String::new();
-    for night in &w.nights {
+    for night in w.nights {
         let _ = writeln!(
             out,
             "night of {}: {} commit(s) of {}, reference {}",
@@ -24,7 +51,7 @@ pub fn render(w: &Watched) -> String {
     }
     if !w.measured.is_empty() {
         out.push_str("\nmeasured:\n");
-        for p in &w.measured {
+        for p in w.measured {
             let _ = writeln!(
                 out,
                 "  {:<24} {} {:>11.1} tps  {:.4} of the reference  {}",
@@ -52,20 +79,20 @@ pub fn render(w: &Watched) -> String {
     }
     out.push_str(&changes(w));
     out.push_str(&hunts(w));
-    if let Some(reason) = &w.stopped {
+    if let Some(reason) = w.stopped {
         let _ = writeln!(out, "\nstopped before the night's end: {reason}");
     }
     out
 }
 
-fn changes(w: &Watched) -> String {
+fn changes(w: &Start) -> String {
     let mut out = String::new();
     if w.changes.is_empty() {
         out.push_str("\nno new change\n");
         return out;
     }
     out.push_str("\nchanges:\n");
-    for c in &w.changes {
+    for c in w.changes {
         let interval = match (c.low_pct, c.high_pct) {
             (Some(l), Some(h)) => format!(" [{l:+.1}%, {h:+.1}%]"),
             _ => String::new(),
@@ -94,14 +121,14 @@ fn changes(w: &Watched) -> String {
     out
 }
 
-fn hunts(w: &Watched) -> String {
+fn hunts(w: &Start) -> String {
     let mut out = String::new();
     if w.hunts.is_empty() {
         return out;
     }
     out.push_str("\nhunts:\n");
     for h in &w.hunts {
-        let c = &h.change;
+        let c = h.change;
         let state = match (&h.hunt.outcome, &h.hunt.culprit) {
             (None, _) => "goes on at the next start".to_string(),
             (Some(_), Some(culprit)) => format!("culprit {culprit}"),
@@ -119,8 +146,8 @@ fn hunts(w: &Watched) -> String {
             short_sha(&c.before),
             short_sha(&c.after)
         );
-        if h.hunt.report.is_some() {
-            let _ = writeln!(out, "    report: {}", h.folder.join("report.txt").display());
+        if let Some(report) = &h.report {
+            let _ = writeln!(out, "    report: {}", report.display());
         }
     }
     out
