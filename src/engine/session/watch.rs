@@ -70,7 +70,7 @@ impl Tell for Digests<'_> {
         let path = self.dir.join(&digest.file_name);
         crate::folders::create_dir(&self.dir)
             .with_context(|| format!("cannot create {}", self.dir.display()))?;
-        crate::files::write_file(&path, &digest.kept())?;
+        crate::files::write_file(&path, &digest.kept)?;
         let told = self
             .notifier
             .mail_only((&digest.subject, &digest.body), &digest.message_id_part);

@@ -13,7 +13,7 @@
 //! commits (a split read from too few points after a step can land a
 //! point early, and the step itself must still be raised later).
 
-use super::{ProfileLab, WatchConfig};
+use super::config::{ProfileLab, WatchConfig};
 use crate::core::change_points::{ChangeOptions, change_points_by_group};
 use crate::core::counts::Measure;
 use crate::core::decide::{Comparison, Verdict};

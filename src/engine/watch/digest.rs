@@ -11,7 +11,7 @@
 //! once, and one whose mail was refused is told again at the next start,
 //! under the same Message-ID.
 
-use super::WatchConfig;
+use super::config::WatchConfig;
 use super::pick::DAY;
 use crate::repo::Landed;
 use crate::report::watch::digest::{Digest, Facts, compose};

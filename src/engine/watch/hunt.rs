@@ -26,7 +26,7 @@
 //! runs of the commits it compares made close together in time; what the
 //! hunt reuses is the builds (the lab's cache is the watcher's).
 
-use super::{ProfileLab, WatchConfig};
+use super::config::{ProfileLab, WatchConfig};
 use crate::core::why::Why;
 use crate::engine::hunt::budget::Budget;
 use crate::engine::hunt::{Hunt, HuntConfig, ran_out_of_time};

@@ -7,7 +7,8 @@
 //! commit, series, round, role); what is stored is not run again, so a
 //! night killed half way goes on where it stopped.
 
-use super::{ProfileLab, WatchConfig, rounds};
+use super::config::{ProfileLab, WatchConfig};
+use super::rounds;
 use crate::lab::RunSpec;
 use crate::model::{Commit, Prepared, RunOutcome, short_sha};
 use crate::report::watch::digest::error_line;

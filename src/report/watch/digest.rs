@@ -22,17 +22,17 @@ pub struct Digest {
     pub message_id_part: String,
     /// The file it is kept in: the period's last day, `YYYY-MM-DD.txt`.
     pub file_name: String,
+    /// The file's text ([`kept`]).
+    pub kept: String,
 }
 
-impl Digest {
-    /// The digest as its file keeps it: its subject, a blank line, its
-    /// body, with every control character shown as an escape (a subject
-    /// is a commit's, and a terminal that prints the file must not take
-    /// one as an order).
-    pub fn kept(&self) -> String {
-        let subject = crate::shown::visible_line(&self.subject);
-        crate::shown::visible(&format!("Subject: {subject}\n\n{}", self.body)).into_owned()
-    }
+/// A digest as its file keeps it: its subject, a blank line, its body,
+/// with every control character shown as an escape (a culprit's subject
+/// is a commit's, and a terminal that prints the file must not take one
+/// as an order).
+fn kept(subject: &str, body: &str) -> String {
+    let subject = crate::shown::visible_line(subject);
+    crate::shown::visible(&format!("Subject: {subject}\n\n{body}")).into_owned()
 }
 
 /// What a period's digest tells of.
@@ -117,6 +117,7 @@ pub fn compose(f: &Facts) -> Digest {
     out.push('\n');
     nights_section(&mut out, (&failed, &broken, &stopped));
     Digest {
+        kept: kept(&subject, &out),
         subject,
         body: out,
         message_id_part: format!("watch-digest.{}.{first}.{last}", f.branch),
