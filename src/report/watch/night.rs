@@ -152,3 +152,66 @@ fn hunts(w: &Start) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change() -> ChangeRow {
+        ChangeRow {
+            id: 3,
+            series: "default/c8".into(),
+            before: "b".repeat(40),
+            after: "a".repeat(40),
+            pct: -10.0,
+            low_pct: Some(-12.0),
+            high_pct: Some(-8.0),
+            status: ChangeStatus::Confirmed,
+            first_night: 5,
+            p_value: 0.001,
+            kind: ChangeKind::Step,
+        }
+    }
+
+    #[test]
+    fn a_night_tells_its_change_and_hunt_with_the_reports_path() {
+        let change = change();
+        let mut done = ChangeHunt::begun(3, "change-3");
+        done.outcome = Some("culprit-found".into());
+        done.culprit = Some("c".repeat(40));
+        done.mailed = Some(1);
+        let going = ChangeHunt::begun(3, "change-3");
+        let start = |hunt: &ChangeHunt, report: Option<PathBuf>| {
+            text(&Start {
+                nights: &[],
+                measured: &[],
+                last_points: &[],
+                changes: std::slice::from_ref(&change),
+                hunts: vec![Hunt {
+                    change: &change,
+                    hunt,
+                    report,
+                }],
+                stopped: Some("the deadline"),
+            })
+        };
+        let told = start(
+            &done,
+            Some(PathBuf::from("/w/watch-hunts/change-3/report.txt")),
+        );
+        let expected = format!(
+            "nothing new to measure\n\nchanges:\n  default/c8: bbbbbbbb..aaaaaaaa -10.0% \
+             [-12.0%, -8.0%]: CONFIRMED SLOWER (change-point p = 0.001)\n\nhunts:\n  \
+             default/c8: bbbbbbbb..aaaaaaaa: culprit {}, told\n    report: \
+             /w/watch-hunts/change-3/report.txt\n\nstopped before the night's end: the deadline\n",
+            "c".repeat(40)
+        );
+        assert_eq!(told, expected);
+        let told = start(&going, None);
+        assert!(
+            told.contains("aaaaaaaa: goes on at the next start\n\n"),
+            "{told}"
+        );
+        assert!(!told.contains("report:"), "{told}");
+    }
+}
