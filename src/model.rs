@@ -40,7 +40,23 @@ impl Commit {
 
 /// A SHA cut to the 8 characters used in tables and subjects.
 pub fn short_sha(sha: &str) -> &str {
-    &sha[..sha.len().min(8)]
+    sha_prefix(sha, 8)
+}
+
+/// Characters of a SHA in a command that names a commit again (`--good`
+/// of a hunt to run again) or in a digest's culprit: more than
+/// [`short_sha`]'s, so that it stays one commit in a repository for years.
+pub const NAMED_SHA: usize = 12;
+
+/// The first `chars` characters of `sha`, the whole of a shorter one.
+/// Cut at a character, never inside one: an id read from a results
+/// database another user can write to need not be hex.
+pub fn sha_prefix(sha: &str, chars: usize) -> &str {
+    let end = sha
+        .char_indices()
+        .nth(chars)
+        .map_or(sha.len(), |(at, _)| at);
+    &sha[..end]
 }
 
 /// What preparing (building) a commit gave.
@@ -174,4 +190,32 @@ pub struct SetupTotals {
     pub setups: u64,
     #[serde(default)]
     pub setup_seconds: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn a_sha_is_cut_to_its_first_characters() {
+        let sha = "ac1d7945f2b0c3e4d5a6b7c8d9e0f1a2b3c4d5e6";
+        assert_eq!(short_sha(sha), "ac1d7945");
+        assert_eq!(sha_prefix(sha, NAMED_SHA), "ac1d7945f2b0");
+        assert_eq!(short_sha("c5"), "c5");
+        // A planted id is cut between characters, not inside one.
+        assert_eq!(short_sha("ééééééééé"), "éééééééé");
+    }
+
+    proptest! {
+        #[test]
+        fn a_prefix_is_a_prefix_of_at_most_that_many_characters(
+            sha in "\\PC{0,20}",
+            chars in 0usize..24,
+        ) {
+            let cut = sha_prefix(&sha, chars);
+            prop_assert!(sha.starts_with(cut));
+            prop_assert_eq!(cut.chars().count(), chars.min(sha.chars().count()));
+        }
+    }
 }

@@ -122,6 +122,17 @@ struct Mail {
     transport: Box<dyn MailTransport>,
 }
 
+impl Mail {
+    /// Sends the message `render` makes (see [`crate::report::email`],
+    /// where every message is put together) from an envelope dated now.
+    fn send(&self, render: impl FnOnce(&Envelope5322) -> String) -> anyhow::Result<()> {
+        let message = render(&Envelope5322::now(&self.from, &self.to));
+        self.transport
+            .send(&self.from, &self.to, &message)
+            .with_context(|| format!("cannot mail {}", self.to.join(", ")))
+    }
+}
+
 impl Notifier {
     /// From the flags; an `Err` is a usage mistake.
     pub fn from_flags(
@@ -165,11 +176,8 @@ impl Notifier {
         if let Some(Err(e)) = self.command.as_ref().map(|c| run_command(c, end)) {
             problems.push(e);
         }
-        if let Some(mail) = &self.mail {
-            let message = end.message(&Envelope5322::now(&mail.from, &mail.to));
-            if let Err(e) = mail.transport.send(&mail.from, &mail.to, &message) {
-                problems.push(e.context(format!("cannot mail {}", mail.to.join(", "))));
-            }
+        if let Some(Err(e)) = self.mail.as_ref().map(|m| m.send(|env| end.message(env))) {
+            problems.push(e);
         }
         problems
     }
@@ -205,12 +213,13 @@ impl Notifier {
         let Some(mail) = &self.mail else {
             return Ok(None);
         };
-        let env = Envelope5322::now(&mail.from, &mail.to).header_envelope();
-        let id = crate::report::email::stable_message_id(id_part, &env);
-        let message = crate::report::email::render_with_id(subject, body, &id, &env);
-        mail.transport
-            .send(&mail.from, &mail.to, &message)
-            .with_context(|| format!("cannot mail {}", mail.to.join(", ")))?;
+        let mut id = String::new();
+        mail.send(|env| {
+            let (stable, message) =
+                crate::report::email::render_stable(subject, body, id_part, &env.header_envelope());
+            id = stable;
+            message
+        })?;
         Ok(Some(id))
     }
 

@@ -12,11 +12,12 @@ use super::values;
 use crate::engine::session::resolved::TimeLimit;
 use crate::engine::session::watch::{self as session, WatchAsk, WatchedProfile};
 use crate::engine::session::watch_site;
-use crate::engine::watch::{WatchConfig, Watched, pick, render};
+use crate::engine::watch::{WatchConfig, Watched, pick};
 use crate::error::{
     EXIT_CULPRIT_FOUND, EXIT_INCONCLUSIVE, EXIT_NO_REGRESSION, EXIT_RUNTIME_ERROR, UsageError,
 };
 use crate::lab::open::LabChoices;
+use crate::report::watch::night;
 use crate::store::ChangeStatus;
 use crate::store::place::StoreAt;
 use clap::{Args, Subcommand};
@@ -195,7 +196,7 @@ pub(super) fn command(args: &WatchArgs) -> anyhow::Result<ExitCode> {
     let done = session::run(ask, &mut |line| {
         eprintln!("{}", crate::shown::visible_line(line));
     })?;
-    print!("{}", crate::shown::visible(&render(&done)));
+    print!("{}", crate::shown::visible(&night::text(&done.shown())));
     if let Some(dir) = &args.html {
         publish(&args.place, dir, args.commit_url.as_deref())?;
     }

@@ -24,6 +24,20 @@ pub fn render(subject: &str, body: &str, id_part: &str, envelope: &Envelope) -> 
     render_with_id(subject, body, &id, envelope)
 }
 
+/// The whole message under a Message-ID made of `id_part` alone
+/// ([`stable_message_id`]), and that id: a watcher's finding or digest,
+/// sent again under the same id until a relay takes it.
+pub fn render_stable(
+    subject: &str,
+    body: &str,
+    id_part: &str,
+    envelope: &Envelope,
+) -> (String, String) {
+    let id = stable_message_id(id_part, envelope);
+    let message = render_with_id(subject, body, &id, envelope);
+    (id, message)
+}
+
 /// A Message-ID made of `id_part` and the sender's domain alone, the same
 /// whenever it is made: a message sent again under it is dropped as a
 /// repeat by a list or a mail reader that keeps the ids it has seen.

@@ -7,7 +7,8 @@
 //! side-by-side changes combined when they cover the whole drop, else
 //! every run of the endpoints, never only the endpoints' first look
 //! (see that module for why). Each culprit's why-runs are laid out by
-//! [`why`].
+//! [`why`]. The watcher's night, findings, digest and site are rendered
+//! beside them, in [`watch`].
 
 pub mod chart;
 pub mod document;
@@ -18,8 +19,8 @@ pub mod findings;
 pub mod layout;
 pub mod markdown;
 pub mod running;
-pub mod site;
 pub mod text;
+pub mod watch;
 pub mod why;
 
 use crate::report::findings::HuntReport;

@@ -332,8 +332,9 @@ pub struct ChangeHunt {
     /// the folder from its work dir and the change's id, whatever is kept
     /// here (an older pgbisect kept a path).
     pub dir: String,
-    /// `culprit-found`, `no-regression` or `inconclusive` once it ended;
-    /// `None` while it goes on.
+    /// `culprit-found`, `no-regression` or `inconclusive` once it ended,
+    /// [`NOT_ON_THE_LINE`] when it could not begin; `None` while it goes
+    /// on.
     pub outcome: Option<String>,
     /// The first culprit's full SHA, when one was found.
     pub culprit: Option<String>,
@@ -345,6 +346,10 @@ pub struct ChangeHunt {
     /// The Message-ID it was mailed with.
     pub message_id: Option<String>,
 }
+
+/// The outcome kept for a change whose commits are no longer on the
+/// branch's line (the history was rewritten): never hunted.
+pub const NOT_ON_THE_LINE: &str = "not-on-the-line";
 
 impl ChangeHunt {
     /// A hunt of `change` begun in the folder named `dir`.

@@ -8,11 +8,15 @@
 //! its absolute path, so the command works from any folder.
 
 use super::resolved::{HuntPlan, as_named};
+use crate::model::{NAMED_SHA, sha_prefix};
 
 /// The command line that hunts `hunt`'s range again, its endpoints as
 /// SHAs (a branch name moves on).
 pub fn again(hunt: &HuntPlan) -> Vec<String> {
-    let (good, bad) = (short(&hunt.plan.good.id), short(&hunt.plan.bad.id));
+    let (good, bad) = (
+        sha_prefix(&hunt.plan.good.id, NAMED_SHA),
+        sha_prefix(&hunt.plan.bad.id, NAMED_SHA),
+    );
     let mut out: Vec<String> = ["pgbisect", "--good", good, "--bad", bad]
         .map(String::from)
         .to_vec();
@@ -70,11 +74,6 @@ fn valued_flags(hunt: &HuntPlan) -> [(&'static str, Option<String>); 12] {
                 .map(|n| n.to_string()),
         ),
     ]
-}
-
-/// A commit as the command to hunt again names it.
-fn short(id: &str) -> &str {
-    id.get(..12).unwrap_or(id)
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! `watch-hunts/` and its finding told ([`super::watch_hunts`]).
 
 use super::watch_hunts::{Aftercare, Hunter, ProfileSetup};
-use crate::engine::watch::digest::{Digest, Tell};
+use crate::engine::watch::digest::Tell;
 use crate::engine::watch::hunt::Hunting;
 use crate::engine::watch::{self, ProfileLab, WatchConfig, Watched};
 use crate::error::UsageError;
@@ -13,6 +13,7 @@ use crate::machine::steady::Watch;
 use crate::notify::Notifier;
 use crate::profile::Profile;
 use crate::repo::{Landed, Repo};
+use crate::report::watch::digest::Digest;
 use crate::store::Store;
 use crate::store::place::StoreAt;
 use crate::workspace::WorkDir;
@@ -74,10 +75,7 @@ impl Tell for Digests<'_> {
         let path = self.dir.join(&digest.file_name);
         crate::folders::create_dir(&self.dir)
             .with_context(|| format!("cannot create {}", self.dir.display()))?;
-        let subject = crate::shown::visible_line(&digest.subject);
-        let text = format!("Subject: {subject}\n\n{}", digest.body);
-        let text = crate::shown::visible(&text);
-        crate::files::write_file(&path, &text)?;
+        crate::files::write_file(&path, &digest.kept)?;
         let told = self
             .notifier
             .mail_only((&digest.subject, &digest.body), &digest.message_id_part);

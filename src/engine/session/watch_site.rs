@@ -1,6 +1,6 @@
 //! `--html DIR`: the watcher's results written as a static site, from the
 //! work dir's database alone (the pages are made by
-//! [`crate::report::site`]), with the hunt report of every change that
+//! [`crate::report::watch::site`]), with the hunt report of every change that
 //! has one copied in beside them.
 //!
 //! The reports are read only from the folder derived from the work dir
@@ -9,7 +9,7 @@
 //! work dir must not copy a file of root's into a site others read.
 
 use super::watch::stored;
-use crate::report::site::{self, SiteInput};
+use crate::report::watch::site::{self, SiteInput};
 use crate::workspace::WorkDir;
 use anyhow::Context;
 use std::collections::BTreeSet;

@@ -13,12 +13,12 @@
 //! commits (a split read from too few points after a step can land a
 //! point early, and the step itself must still be raised later).
 
-use super::{ProfileLab, WatchConfig};
+use super::config::{ProfileLab, WatchConfig};
 use crate::core::change_points::{ChangeOptions, change_points_by_group};
 use crate::core::counts::Measure;
 use crate::core::decide::{Comparison, Verdict};
 use crate::engine::compare::{self, Row};
-use crate::model::Commit;
+use crate::model::{Commit, short_sha};
 use crate::store::points::{Point, points};
 use crate::store::{ChangeKind, ChangeRow, ChangeStatus, Night, RunRow, Store, series_key};
 
@@ -148,8 +148,8 @@ pub(super) fn settle(
         "{}: a change of {:+.1}% between {} and {} (p = {:.3}); measuring both again side by side",
         change.series,
         change.pct,
-        short(&change.before),
-        short(&change.after),
+        short_sha(&change.before),
+        short_sha(&change.after),
         change.p_value
     ));
     let per_run = mean_seconds(runs, &change.series);
@@ -337,8 +337,4 @@ fn lab_seconds(lab: &ProfileLab) -> f64 {
     } else {
         t.bench_seconds / t.runs as f64
     }
-}
-
-fn short(id: &str) -> &str {
-    crate::model::short_sha(id)
 }

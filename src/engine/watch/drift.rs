@@ -16,8 +16,8 @@
 //! already known covers every split inside it, so the change points do
 //! not raise it again either.
 
+use super::config::{ProfileLab, WatchConfig};
 use super::detect::{Window, settle};
-use super::{ProfileLab, WatchConfig};
 use crate::core::stats::{Alternative, mann_whitney_u, median};
 use crate::store::points::{Point, points};
 use crate::store::{ChangeKind, ChangeRow, ChangeStatus, Store, series_key};

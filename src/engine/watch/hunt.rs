@@ -27,25 +27,21 @@
 //! runs of the commits it compares made close together in time; what the
 //! hunt reuses is the builds (the lab's cache is the watcher's).
 
-use super::finding;
-use super::{ProfileLab, WatchConfig};
+use super::config::{ProfileLab, WatchConfig};
 use crate::engine::hunt::budget::Budget;
 use crate::engine::hunt::{HuntConfig, ran_out_of_time};
 use crate::files::write_file;
 use crate::lab::Lab;
-use crate::model::Commit;
+use crate::model::{Commit, short_sha};
 use crate::progress::{Progress, ProgressEvent};
 use crate::repo::Landed;
 use crate::report::findings::HuntReport;
+use crate::report::watch::finding;
 use crate::store::points::Point;
-use crate::store::{ChangeHunt, ChangeKind, ChangeRow, ChangeStatus, Store};
+use crate::store::{ChangeHunt, ChangeKind, ChangeRow, ChangeStatus, NOT_ON_THE_LINE, Store};
 use crate::workspace::HuntDir;
 use anyhow::Context;
 use std::path::PathBuf;
-
-/// The outcome kept for a change whose commits are no longer on the
-/// branch's line (the history was rewritten): never hunted.
-pub const NOT_ON_THE_LINE: &str = "not-on-the-line";
 
 /// What the engine leaves to its caller around a hunt.
 pub trait Follow {
@@ -257,8 +253,8 @@ fn hunt_one(
         "{}: hunting the {} commits after {} up to {} at {clients} clients",
         change.series,
         commits.len() - 1,
-        short(&change.before),
-        short(&change.after),
+        short_sha(&change.before),
+        short_sha(&change.after),
     ));
     let asked = ChangeAsk {
         change,
@@ -288,7 +284,7 @@ fn hunt_one(
         report
             .culprits
             .iter()
-            .map(|c| format!(" {} {}", short(&c.commit), c.subject))
+            .map(|c| format!(" {} {}", short_sha(&c.commit), c.subject))
             .collect::<String>()
     ));
     Ok(Ended::Report(Box::new(report)))
@@ -388,8 +384,4 @@ fn now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
-}
-
-fn short(id: &str) -> &str {
-    crate::model::short_sha(id)
 }

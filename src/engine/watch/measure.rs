@@ -7,9 +7,11 @@
 //! commit, series, round, role); what is stored is not run again, so a
 //! night killed half way goes on where it stopped.
 
-use super::{ProfileLab, WatchConfig, rounds};
+use super::config::{ProfileLab, WatchConfig};
+use super::rounds;
 use crate::lab::RunSpec;
-use crate::model::{Commit, Prepared, RunOutcome};
+use crate::model::{Commit, Prepared, RunOutcome, short_sha};
+use crate::report::watch::digest::error_line;
 use crate::store::{Night, NightStatus, Role, RunRow, Store, series_key};
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -52,7 +54,7 @@ pub fn night(
         crate::time::rfc3339_from_unix(night.clock),
         night.branch,
         night.commits.len(),
-        short(&night.reference)
+        short_sha(&night.reference)
     ));
     let mut made = Made::default();
     let mut unbuildable: HashSet<(usize, String)> = HashSet::new();
@@ -79,7 +81,10 @@ pub fn night(
         let lab = labs[slot.profile].lab.as_mut();
         let commit = Commit::bare(slot.commit);
         if let Prepared::Unbuildable { reason, .. } = lab.prepare(&commit)? {
-            note(&format!("{} does not build: {reason}", short(slot.commit)));
+            note(&format!(
+                "{} does not build: {reason}",
+                short_sha(slot.commit)
+            ));
             if slot.commit == night.reference {
                 let why = format!("the reference {} does not build: {reason}", night.reference);
                 store.finish_night(night.id, NightStatus::Failed, Some(&why))?;
@@ -113,25 +118,13 @@ pub fn night(
     let broken: Vec<String> = broken
         .iter()
         .map(|(c, why)| match why.as_str() {
-            "" => short(c).to_string(),
-            _ => format!("{} ({why})", short(c)),
+            "" => short_sha(c).to_string(),
+            _ => format!("{} ({why})", short_sha(c)),
         })
         .collect();
     let reason = (!broken.is_empty()).then(|| format!("does not build: {}", broken.join(", ")));
     store.finish_night(night.id, NightStatus::Done, reason.as_deref())?;
     Ok(made)
-}
-
-/// The line of a build's failure that says what went wrong: the first
-/// with `error` in it (a build's reason begins with where its log is,
-/// and quotes the compiler's or configure's errors after), else the
-/// first that is not empty.
-pub(super) fn error_line(reason: &str) -> &str {
-    let mut lines = reason.lines().map(str::trim).filter(|l| !l.is_empty());
-    let first = lines.clone().next().unwrap_or("");
-    lines
-        .find(|l| l.to_ascii_lowercase().contains("error"))
-        .unwrap_or(first)
 }
 
 /// The pairs each series' commits get tonight, by series: `--rounds`,
@@ -300,11 +293,7 @@ fn run_line(row: &RunRow) -> String {
         "  {} {} {} round {}: {what}",
         row.series,
         row.role.as_str(),
-        short(&row.commit),
+        short_sha(&row.commit),
         row.round
     )
-}
-
-fn short(id: &str) -> &str {
-    crate::model::short_sha(id)
 }

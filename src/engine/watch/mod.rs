@@ -16,113 +16,27 @@
 //! Like the other engines this knows nothing of flags or work dirs: the
 //! labs (one per profile), the store and the branch's line are given.
 
+mod config;
 pub mod detect;
 pub mod digest;
 pub mod drift;
-pub mod finding;
 pub mod hunt;
 #[cfg(test)]
 mod hunt_tests;
 pub mod measure;
 pub mod pick;
-mod render;
 pub mod rounds;
 mod since;
 #[cfg(test)]
 mod tests;
 
-pub use render::render;
-
-use crate::core::change_points::ChangeOptions;
-use crate::core::decide::DecisionConfig;
-use crate::engine::hunt::budget::Budget;
-use crate::lab::Lab;
 use crate::repo::Landed;
+use crate::report::watch::night;
 use crate::store::points::Point;
 use crate::store::{ChangeRow, NewNight, Night, NightCommit, NightStatus, Store};
 use pick::DAY;
 
-/// One profile's lab and the client counts it is measured at.
-pub struct ProfileLab {
-    /// The profile's name, as series are keyed.
-    pub name: String,
-    pub clients: Vec<u32>,
-    pub lab: Box<dyn Lab>,
-    /// Where the server and pgbench run at each client count, as stored
-    /// with the runs; empty when the lab does not place them.
-    pub placements: Vec<(u32, String)>,
-}
-
-/// How the watcher measures and decides.
-#[derive(Debug, Clone)]
-pub struct WatchConfig {
-    pub branch: String,
-    /// Most commits measured a night (the tip among them).
-    pub per_night: usize,
-    /// Days a first night backfills, one commit a day.
-    pub backfill: usize,
-    /// Pairs of runs (the commit's and the reference's) per commit, series
-    /// and night: at least.
-    pub rounds: u32,
-    /// At most: a series whose pairs scattered over the last nights gets
-    /// more pairs, up to this ([`rounds`]).
-    pub max_rounds: u32,
-    /// Runs a side when a change is measured again side by side.
-    pub confirm_runs: usize,
-    /// Nights the change-point test reads, back from tonight.
-    pub window: usize,
-    pub detect: ChangeOptions,
-    /// The side-by-side decision (the one `compare` makes).
-    pub decision: DecisionConfig,
-    /// When the night must end.
-    pub budget: Option<Budget>,
-    /// The machine's facts, as JSON, stored with every run.
-    pub machine: Option<String>,
-    /// Days a digest covers ([`digest`]); 0: no digest.
-    pub digest_every: u32,
-}
-
-/// The detector's setting: the looser one of the study behind it
-/// (`examples/study_watch.rs`, BENCHMARKS.md "Change points over nightly
-/// series"): the points read one by one, a level at least three points
-/// long, significance 0.01. Alone it finds a 5% step within 2 nights
-/// (median; 3 at the 90th percentile) at about 5.5 false alarms in 100
-/// nights per series; the side-by-side confirmation of every candidate
-/// ([`detect`]) is what keeps those from reaching anyone.
-pub fn looser_detector() -> ChangeOptions {
-    ChangeOptions {
-        min_segment: 3,
-        significance: 0.01,
-        permutations: 199,
-        ..ChangeOptions::default()
-    }
-}
-
-impl WatchConfig {
-    /// The defaults for `branch`.
-    pub fn new(branch: &str) -> WatchConfig {
-        WatchConfig {
-            branch: branch.to_string(),
-            per_night: 3,
-            backfill: 30,
-            rounds: 3,
-            max_rounds: 3,
-            confirm_runs: 5,
-            window: 60,
-            detect: looser_detector(),
-            decision: DecisionConfig {
-                // A 5% step measured again must read as at least 3% lower
-                // to be confirmed: the decision's threshold is on the
-                // estimate, which scatters around the step.
-                threshold: 0.03,
-                ..DecisionConfig::default()
-            },
-            budget: None,
-            machine: None,
-            digest_every: 7,
-        }
-    }
-}
+pub use config::{ProfileLab, WatchConfig, looser_detector};
 
 /// What one start of the watcher did.
 #[derive(Debug, Clone, Default)]
@@ -144,6 +58,30 @@ pub struct Watched {
     /// Why each message that was to go out (a finding, a digest) did not:
     /// it stays owed and the next start sends it again.
     pub unsent: Vec<String>,
+}
+
+impl Watched {
+    /// What the night's text tells of ([`night::text`]): each hunt with
+    /// its text report's path once written.
+    pub fn shown(&self) -> night::Start<'_> {
+        let hunts = self.hunts.iter().map(|h| night::Hunt {
+            change: &h.change,
+            hunt: &h.hunt,
+            report: h
+                .hunt
+                .report
+                .as_ref()
+                .map(|_| crate::workspace::HuntDir::at(&h.folder).report_text()),
+        });
+        night::Start {
+            nights: &self.nights,
+            measured: &self.measured,
+            last_points: &self.last_points,
+            changes: &self.changes,
+            hunts: hunts.collect(),
+            stopped: self.stopped.as_deref(),
+        }
+    }
 }
 
 /// One night at `clock` over `line` (the branch's first parents, oldest

@@ -227,7 +227,8 @@ fn a_deadline_stops_the_night_and_the_next_start_goes_on() {
     );
     let w = night_of(&mut store, &mut labs, 20, &config()).unwrap();
     assert_eq!(w.runs, 6);
-    assert!(render(&w).contains("measured:"), "{}", render(&w));
+    let text = crate::report::watch::night::text(&w.shown());
+    assert!(text.contains("measured:"), "{text}");
 }
 
 #[test]
