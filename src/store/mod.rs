@@ -23,7 +23,6 @@ mod sqlite_digests;
 mod sqlite_file;
 mod tls;
 
-pub use schema::Dialect;
 use serde::{Deserialize, Serialize};
 
 /// Why the store could not be used.
