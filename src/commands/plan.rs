@@ -2,6 +2,7 @@
 //! profile and the decision's bounds, resolved from the flags.
 
 use super::args::{LabArgs, TargetArgs};
+use crate::core::counts::Measure;
 use crate::core::decide::DecisionConfig;
 use crate::engine::hunt::HuntConfig;
 use crate::engine::release_check::Sides;
@@ -57,6 +58,7 @@ pub(super) fn choices(args: &LabArgs) -> LabChoices {
         cache_size: args.cache_size,
         percentiles: None,
         measure: Default::default(),
+        counter: None,
     }
 }
 
@@ -85,6 +87,11 @@ pub(super) fn resolve_plan_with(
     let config = hunt_config(args, first_only, &profile)?;
     let work = args.lab.work_dir()?;
     let setups = session::decide_setups(&profile, &session::hunt_clients(&profile, config.clients));
+    let choices = LabChoices {
+        measure: config.measure,
+        counter: counter(config.measure, &profile)?,
+        ..choices(&args.lab)
+    };
     Ok(Plan {
         profile,
         config,
@@ -100,9 +107,22 @@ pub(super) fn resolve_plan_with(
         bad: ends.bad.commit,
         repo_dir,
         work,
-        choices: choices(&args.lab),
+        choices,
         setups,
     })
+}
+
+/// The counter of a plan that counts, as it names itself: found before
+/// anything is built, and part of the plan (see [`LabChoices::counter`]).
+fn counter(measure: Measure, profile: &Profile) -> anyhow::Result<Option<String>> {
+    if measure.is_tps() {
+        return Ok(None);
+    }
+    if profile.is_custom() {
+        return Err(crate::lab::cannot_count());
+    }
+    let found = crate::counts::Cachegrind::find().map_err(|e| UsageError(e.to_string()))?;
+    Ok(Some(crate::counts::Counter::name(&found).to_string()))
 }
 
 /// The hunt's settings: flags first, then the profile, then defaults.
@@ -122,6 +142,7 @@ fn hunt_config(
             == Some(RunLength::Auto),
         search: args.search.or(profile.hunt.search).unwrap_or_default(),
         candidates: args.candidates,
+        measure: args.measure.or(profile.hunt.measure).unwrap_or_default(),
         ..HuntConfig::default()
     })
 }

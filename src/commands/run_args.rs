@@ -170,7 +170,7 @@ impl RunArgs {
 
     /// The flags with a value that change what a hunt measures, and their
     /// values as given (`None`: not given, or the default).
-    fn valued_flags(&self) -> [(&'static str, Option<String>); 12] {
+    fn valued_flags(&self) -> [(&'static str, Option<String>); 13] {
         let t = &self.target;
         let named = |v: Option<clap::builder::PossibleValue>| v.map(|p| p.get_name().to_string());
         [
@@ -185,6 +185,7 @@ impl RunArgs {
                     .and_then(|s| named(clap::ValueEnum::to_possible_value(&s))),
             ),
             ("candidates", t.candidates.map(|k| k.to_string())),
+            ("measure", t.measure.map(|m| m.name().to_string())),
             (
                 "run-length",
                 t.run_length

@@ -12,6 +12,7 @@
 //! leaves the round to the others: only a round in which no host measured
 //! the commit makes it a failed run.
 
+use crate::core::counts::Measure;
 use crate::core::decide::{Class, DecisionConfig, Reference, classify_hosts};
 use crate::core::stats;
 use crate::journal::Event;
@@ -31,6 +32,12 @@ pub struct HuntRuns {
     pub bad_hosts: Vec<Option<String>>,
     /// Highest run number in the journal.
     pub last_run: u64,
+    /// What the hunt decided on: its runs were counted when the
+    /// endpoints' were. `good_tps` and `bad_tps` are then the figures
+    /// decided on ([`crate::model::Measurement::figure`]), not tps.
+    pub measure: Measure,
+    /// The counter of the hunt's counted runs.
+    pub counter: Option<String>,
     /// The length of the hunt's runs when it chose one (the length of its
     /// last run); only endpoint runs of that length are counted.
     pub seconds: Option<u32>,
@@ -54,6 +61,8 @@ impl HuntRuns {
             bad_hosts: vec![],
             last_run: 0,
             seconds: None,
+            measure: Measure::Tps,
+            counter: None,
         };
         let last = events
             .iter()
@@ -63,6 +72,10 @@ impl HuntRuns {
             })
             .max_by_key(|(run, _)| *run);
         runs.seconds = last.and_then(|(_, seconds)| seconds);
+        runs.counter = counter_of(events, &runs.good);
+        if runs.counter.is_some() {
+            runs.measure = Measure::Instructions;
+        }
         for event in events {
             let Event::Run {
                 run,
@@ -82,15 +95,19 @@ impl HuntRuns {
             let RunOutcome::Measured(m) = outcome else {
                 continue;
             };
-            if !m.is_usable() {
+            let counter = m.instructions.as_ref().map(|c| &c.counter);
+            let Some(figure) = m.figure(runs.measure) else {
+                continue;
+            };
+            if counter != runs.counter.as_ref() && !runs.measure.is_tps() {
                 continue;
             }
             if *commit == runs.good {
-                runs.good_tps.push(m.tps);
+                runs.good_tps.push(figure);
                 runs.good_hosts.push(host.clone());
                 runs.clients.get_or_insert(*clients);
             } else if *commit == runs.bad {
-                runs.bad_tps.push(m.tps);
+                runs.bad_tps.push(figure);
                 runs.bad_hosts.push(host.clone());
             }
         }
@@ -129,6 +146,19 @@ impl HuntRuns {
             on_host(&self.bad_tps, &self.bad_hosts, host),
         )
     }
+}
+
+/// The counter of the first counted run of the good endpoint `good` in
+/// `events`: a hunt on counts counted every run, a hunt on tps none.
+fn counter_of(events: &[Event], good: &str) -> Option<String> {
+    events.iter().find_map(|e| match e {
+        Event::Run {
+            commit,
+            outcome: RunOutcome::Measured(m),
+            ..
+        } if commit == good => m.instructions.as_ref().map(|c| c.counter.clone()),
+        _ => None,
+    })
 }
 
 /// The values of `tps` made on `host`, `of` naming each one's host.
@@ -189,9 +219,10 @@ pub fn judge(
     lab: &mut dyn Lab,
     commit: &Commit,
     references: &[(Option<String>, Reference)],
-    cfg: &DecisionConfig,
+    (cfg, measure): (&DecisionConfig, Measure),
     (clients, last_run, seconds): (u32, u64, Option<u32>),
 ) -> anyhow::Result<Judgement> {
+    let cfg = &measure.decision(*cfg);
     let mut tps = Vec::new();
     let mut hosts: Vec<Option<String>> = Vec::new();
     let done = |verdict, tps, hosts| {
@@ -218,12 +249,13 @@ pub fn judge(
         let (mut measured, mut failed) = (false, None);
         for HostRun { host, outcome } in runs {
             match outcome {
-                RunOutcome::Measured(m) if m.is_usable() => {
-                    tps.push(m.tps);
-                    hosts.push(host);
-                    measured = true;
+                RunOutcome::Measured(m) => {
+                    if let Some(figure) = m.figure(measure) {
+                        tps.push(figure);
+                        hosts.push(host);
+                        measured = true;
+                    }
                 }
-                RunOutcome::Measured(_) => {}
                 RunOutcome::Failed { reason } => failed = failed.or(Some(reason)),
             }
         }
@@ -335,7 +367,14 @@ mod tests {
             let noise = NoiseModel::Gaussian { cv: 0.003 };
             let mut lab = HostsLab::new(&history, &noise, &hosts, 5);
             let commit = &history.commits()[pos];
-            let j = judge(&mut lab, commit, &references, &cfg, (8, 16, None)).unwrap();
+            let j = judge(
+                &mut lab,
+                commit,
+                &references,
+                (&cfg, Measure::Tps),
+                (8, 16, None),
+            )
+            .unwrap();
             assert_eq!(j.verdict, expected, "{j:?}");
             assert_eq!(j.tps.len() as u64, 2 * lab.rounds);
         }
@@ -355,13 +394,27 @@ mod tests {
         lab.failing = Some((1, 1));
         let bad = &history.commits()[1];
         let cfg = DecisionConfig::default();
-        let j = judge(&mut lab, bad, &references, &cfg, (8, 16, None)).unwrap();
+        let j = judge(
+            &mut lab,
+            bad,
+            &references,
+            (&cfg, Measure::Tps),
+            (8, 16, None),
+        )
+        .unwrap();
         assert_eq!(j.verdict, Verdict::BadLike, "{j:?}");
         assert!(j.hosts.iter().all(|h| h.as_deref() == Some("host-1")));
         // With every host failing, the run failed.
         let mut gone = HostsLab::new(&history, &noise, &hosts[..1], 5);
         gone.failing = Some((0, 1));
-        let j = judge(&mut gone, bad, &references, &cfg, (8, 16, None)).unwrap();
+        let j = judge(
+            &mut gone,
+            bad,
+            &references,
+            (&cfg, Measure::Tps),
+            (8, 16, None),
+        )
+        .unwrap();
         assert!(matches!(j.verdict, Verdict::RunFailed(_)), "{j:?}");
     }
 
@@ -450,7 +503,7 @@ mod tests {
             &mut lab,
             &Commit::bare("c"),
             &references,
-            &cfg,
+            (&cfg, Measure::Tps),
             (8, 9, None),
         )
         .unwrap();

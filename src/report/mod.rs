@@ -10,6 +10,7 @@
 //! [`why`].
 
 pub mod chart;
+pub mod counted;
 pub mod document;
 pub mod email;
 pub mod estimate;
