@@ -353,6 +353,59 @@ mod tests {
         (history, hosts)
     }
 
+    /// A run counted by `counter` at `instructions` a transaction (its
+    /// tps that of a server slowed by the counter).
+    fn counted(n: u64, commit: &str, instructions: f64, counter: &str) -> Event {
+        let mut e = run(n, commit, 27.0);
+        if let Event::Run {
+            outcome: RunOutcome::Measured(m),
+            ..
+        } = &mut e
+        {
+            let window = |transactions| crate::core::counts::Window {
+                transactions,
+                instructions: 0,
+                processes: 1,
+            };
+            m.instructions = Some(crate::core::counts::Counted {
+                per_transaction: instructions,
+                counter: counter.into(),
+                short: window(10),
+                long: window(60),
+                functions: vec![],
+            });
+        }
+        e
+    }
+
+    #[test]
+    fn a_hunt_on_counts_is_judged_by_its_counts_and_its_counter_only() {
+        let v19 = "cachegrind (valgrind-3.19.0)";
+        let mut e = events()[..1].to_vec();
+        for i in 0..4u64 {
+            e.push(counted(2 * i + 1, "g", 36_137_000.0 + i as f64, v19));
+            e.push(counted(2 * i + 2, "b", 38_317_000.0 + i as f64, v19));
+        }
+        // A count by another valgrind is not the hunt's.
+        e.push(counted(
+            9,
+            "g",
+            30_000_000.0,
+            "cachegrind (valgrind-3.22.0)",
+        ));
+        let runs = HuntRuns::from_events(&e).unwrap();
+        assert_eq!(runs.measure, Measure::Instructions);
+        assert_eq!(runs.counter.as_deref(), Some(v19));
+        assert_eq!((runs.good_tps.len(), runs.bad_tps.len()), (4, 4));
+        // The figures decided on: transactions a billion instructions buy.
+        assert!((runs.good_tps[0] - 1e9 / 36_137_000.0).abs() < 1e-9);
+        let r = runs.reference().unwrap();
+        assert!(r.good_log_level > r.bad_log_level);
+        // A hunt on tps stays one: its runs carry no counts.
+        let plain = HuntRuns::from_events(&events()).unwrap();
+        assert_eq!((plain.measure, plain.counter), (Measure::Tps, None));
+    }
+
     #[test]
     fn runs_of_several_hosts_are_judged_against_their_own_hosts_levels() {
         use crate::lab::sim::NoiseModel;
