@@ -5,6 +5,7 @@
 //! layer, the journal and the reports can name a commit or a run without
 //! depending on how runs are made.
 
+use crate::core::counts::Measure;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -105,6 +106,22 @@ impl Measurement {
         self.tps.is_finite() && self.tps > 0.0
     }
 
+    /// The figure a decision is made on, higher being better, by
+    /// `measure`: the tps, or the transactions a billion instructions buy
+    /// ([`crate::core::counts::transactions_per_billion`]); `None` when
+    /// the run gave no usable one (nothing completed, or no count).
+    pub fn figure(&self, measure: Measure) -> Option<f64> {
+        match measure {
+            Measure::Tps => self.is_usable().then_some(self.tps),
+            Measure::Instructions => self
+                .instructions
+                .as_ref()
+                .map(|c| c.per_transaction)
+                .filter(|n| n.is_finite() && *n > 0.0)
+                .map(crate::core::counts::transactions_per_billion),
+        }
+    }
+
     /// Checks a measurement read back (from a journal): a throughput above
     /// zero and at most [`MAX_TPS`], latencies finite and not negative.
     pub fn check(&self) -> Result<(), String> {
@@ -195,7 +212,38 @@ pub struct SetupTotals {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::counts::{Counted, Window};
     use proptest::prelude::*;
+
+    #[test]
+    fn the_figure_decided_on_is_the_measure_s_own() {
+        let RunOutcome::Measured(mut m) = RunOutcome::tps_only(30.0) else {
+            unreachable!("tps_only measures")
+        };
+        assert_eq!(m.figure(Measure::Tps), Some(30.0));
+        // A timed run has no count to decide on.
+        assert_eq!(m.figure(Measure::Instructions), None);
+        let window = |transactions, instructions| Window {
+            transactions,
+            instructions,
+            processes: 1,
+        };
+        m.instructions = Some(Counted {
+            per_transaction: 40_000_000.0,
+            counter: "cachegrind (valgrind-3.19.0)".into(),
+            short: window(10, 400_000_000),
+            long: window(60, 2_400_000_000),
+            functions: vec![],
+        });
+        assert_eq!(m.figure(Measure::Instructions), Some(25.0));
+        m.tps = 0.0;
+        assert_eq!(m.figure(Measure::Tps), None);
+        assert_eq!(m.figure(Measure::Instructions), Some(25.0));
+        if let Some(c) = m.instructions.as_mut() {
+            c.per_transaction = f64::NAN;
+        }
+        assert_eq!(m.figure(Measure::Instructions), None);
+    }
 
     #[test]
     fn a_sha_is_cut_to_its_first_characters() {

@@ -229,6 +229,10 @@ pub struct HuntSection {
     /// `posterior` (every run is evidence about where the drop is) or
     /// `bisect` (candidate by candidate).
     pub search: Option<crate::core::posterior::Search>,
+    /// `tps` or `instructions` (the instructions a transaction costs,
+    /// counted by cachegrind): what the hunt and `judge` decide on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measure: Option<crate::core::counts::Measure>,
 }
 
 impl BenchmarkSection {

@@ -18,6 +18,10 @@ pub enum ProgressEvent {
         run: u64,
         commit: String,
         tps: Option<f64>,
+        /// The instructions a transaction counted, when the run was
+        /// counted: its tps is then that of a server slowed by the
+        /// counter, not shown.
+        instructions: Option<f64>,
     },
     /// A commit was judged.
     Judged { commit: String, judgement: String },
@@ -106,9 +110,15 @@ fn event_text(event: &ProgressEvent) -> String {
     match event {
         ProgressEvent::Phase(p) => format!("== {p}"),
         ProgressEvent::Preparing { commit } => format!("preparing {commit}"),
-        ProgressEvent::Run { run, commit, tps } => match tps {
-            Some(t) => format!("run {run}: {commit} {t:.1} tps"),
-            None => format!("run {run}: {commit} failed"),
+        ProgressEvent::Run {
+            run,
+            commit,
+            tps,
+            instructions,
+        } => match (instructions, tps) {
+            (Some(n), _) => format!("run {run}: {commit} {n:.0} instructions a transaction"),
+            (None, Some(t)) => format!("run {run}: {commit} {t:.1} tps"),
+            (None, None) => format!("run {run}: {commit} failed"),
         },
         ProgressEvent::Judged { commit, judgement } => format!("{commit} is {judgement}"),
         ProgressEvent::Search {
@@ -431,6 +441,7 @@ mod tests {
             run: 1,
             commit: "abcd1234".into(),
             tps: Some(1234.5),
+            instructions: None,
         });
         assert_eq!(s.activity, "run 1: abcd1234 1234.5 tps");
         assert_eq!(s.status(Duration::from_secs(5)), "1 runs, ETA unknown");

@@ -138,6 +138,14 @@ pub struct TargetArgs {
     #[arg(long, value_enum, value_name = "HOW", help_heading = DECIDE_HEADING)]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_length: Option<RunLength>,
+    /// What decides: `tps`, or `instructions`, the instructions a
+    /// transaction costs, counted by cachegrind (repeat to 0.1-0.3% where
+    /// tps moves 3-15%; blind to waiting) (default: the profile's
+    /// `measure`, else tps).
+    #[arg(long, value_name = "tps|instructions", value_parser = crate::core::counts::Measure::parse,
+          help_heading = DECIDE_HEADING)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measure: Option<crate::core::counts::Measure>,
 }
 
 /// `--clients` of a hunt: one positive count; a list gets a pointer to

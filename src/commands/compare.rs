@@ -45,9 +45,10 @@ pub struct CompareArgs {
     pub threshold: Option<f64>,
     /// What decides: `tps`, pgbench's transactions per second, or
     /// `instructions`, the instructions a transaction costs, counted by
-    /// cachegrind (repeats to about 0.2% where tps moves 3-6%; slower runs).
-    #[arg(long, value_name = "tps|instructions", value_parser = Measure::parse, default_value = "tps")]
-    pub measure: Measure,
+    /// cachegrind (repeats to about 0.2% where tps moves 3-6%; slower runs)
+    /// (default: the profile's `measure`, else tps).
+    #[arg(long, value_name = "tps|instructions", value_parser = Measure::parse)]
+    pub measure: Option<Measure>,
     /// Write the result as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -110,7 +111,8 @@ pub(super) fn command(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         why_runs: args.why.then_some(args.why_args.why_runs),
         hosts: args.on.wanted(),
     };
-    let done = compare::run(bench(&args.lab, args.measure, profile)?, &ask)?;
+    let measure = super::resolve::measure(args.measure, &profile);
+    let done = compare::run(bench(&args.lab, measure, profile)?, &ask)?;
     write_outputs(&done, args)?;
     Ok(print(&done))
 }

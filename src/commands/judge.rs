@@ -5,6 +5,7 @@ use super::args::TargetArgs;
 use super::hosts::HostArgs;
 use super::output::write_output_file;
 use super::plan::{load_profile, resolve_plan_judged};
+use crate::core::counts::Measure;
 use crate::core::stats;
 use crate::engine::judge::{HuntRuns, Judgement, Verdict, on_host};
 use crate::engine::session::judge;
@@ -185,10 +186,25 @@ struct Said<'a> {
     measured_on: Option<&'a str>,
 }
 
-/// `median 995.2 tps over 3 runs (good 1001.0, bad 805.6)`.
-fn levels(median: f64, runs: usize, (good, bad): (f64, f64)) -> String {
+/// `median 995.2 tps over 3 runs (good 1001.0, bad 805.6)`; counted,
+/// `median 38316919 instructions a transaction over 1 run (good
+/// 36137002, bad 38316919)`.
+fn levels(measure: Measure, median: f64, runs: usize, (good, bad): (f64, f64)) -> String {
     let s = if runs == 1 { "" } else { "s" };
-    format!("median {median:.1} tps over {runs} run{s} (good {good:.1}, bad {bad:.1})")
+    match measure {
+        Measure::Tps => {
+            format!("median {median:.1} tps over {runs} run{s} (good {good:.1}, bad {bad:.1})")
+        }
+        Measure::Instructions => {
+            let count = |figure: f64| (1e9 / figure).round();
+            format!(
+                "median {:.0} instructions a transaction over {runs} run{s} (good {:.0}, bad {:.0})",
+                count(median),
+                count(good),
+                count(bad)
+            )
+        }
+    }
 }
 
 /// Prints the verdict, with each host's medians when several measured,
@@ -201,8 +217,11 @@ fn report(said: &Said, hunt: &HuntRuns, json: Option<&Path>) -> anyhow::Result<(
         "{} {}: {}",
         said.commit,
         said.word,
-        levels(own, tps.len(), (good, bad))
+        levels(hunt.measure, own, tps.len(), (good, bad))
     );
+    if let Some(counter) = &hunt.counter {
+        println!("instructions counted by {counter}, as the hunt's were");
+    }
     let per_host = per_host(said, hunt);
     if let Some(on) = said.measured_on {
         println!("measured on {on}");
@@ -216,6 +235,13 @@ fn report(said: &Said, hunt: &HuntRuns, json: Option<&Path>) -> anyhow::Result<(
             "good": { "commit": hunt.good, "median_tps": good, "runs": hunt.good_tps.len() },
             "bad": { "commit": hunt.bad, "median_tps": bad, "runs": hunt.bad_tps.len() },
         });
+        if let Some(counter) = &hunt.counter {
+            // The figures above are the transactions a billion
+            // instructions buy, as decided on.
+            body["measure"] = "instructions".into();
+            body["counter"] = counter.as_str().into();
+            body["instructions"] = tps.iter().map(|f| 1e9 / f).collect::<Vec<_>>().into();
+        }
         if let Some(on) = said.measured_on {
             body["measured_on"] = on.into();
             body["hosts"] = per_host.into();
@@ -242,7 +268,10 @@ fn per_host(said: &Said, hunt: &HuntRuns) -> Vec<serde_json::Value> {
             let runs = on_host(tps, &said.judged.hosts, h);
             let (good, bad) = hunt.on_host(h);
             let (own, good, bad) = (median(&runs), median(&good), median(&bad));
-            println!("  on {name}: {}", levels(own, runs.len(), (good, bad)));
+            println!(
+                "  on {name}: {}",
+                levels(hunt.measure, own, runs.len(), (good, bad))
+            );
             serde_json::json!({
                 "host": name, "median_tps": own, "runs": runs.len(),
                 "good_median_tps": good, "bad_median_tps": bad,

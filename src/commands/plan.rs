@@ -3,6 +3,7 @@
 
 use super::args::{LabArgs, TargetArgs};
 use super::resolve;
+use crate::core::counts::Measure;
 use crate::engine::hunt::HuntConfig;
 use crate::engine::release_check::Sides;
 use crate::engine::session;
@@ -57,6 +58,7 @@ pub(super) fn choices(args: &LabArgs) -> LabChoices {
         cache_size: args.cache_size,
         percentiles: None,
         measure: Default::default(),
+        counter: None,
     }
 }
 
@@ -91,6 +93,11 @@ pub(super) fn resolve_plan_judged(
     let config = hunt_config(args, (first_only, judged), &profile)?;
     let work = args.lab.work_dir()?;
     let setups = session::decide_setups(&profile, &session::hunt_clients(&profile, config.clients));
+    let choices = LabChoices {
+        measure: config.measure,
+        counter: counter(config.measure, &profile)?,
+        ..choices(&args.lab)
+    };
     Ok(Plan {
         profile,
         config,
@@ -106,9 +113,23 @@ pub(super) fn resolve_plan_judged(
         bad: ends.bad.commit,
         repo_dir,
         work,
-        choices: choices(&args.lab),
+        choices,
         setups,
     })
+}
+
+/// The counter of a plan that counts, as it names itself: found before
+/// anything is built, and part of the plan (see [`LabChoices::counter`]).
+fn counter(measure: Measure, profile: &Profile) -> anyhow::Result<Option<String>> {
+    if measure.is_tps() {
+        return Ok(None);
+    }
+    if profile.is_custom() {
+        return Err(crate::lab::cannot_count());
+    }
+    let found =
+        crate::counts::cachegrind::Cachegrind::find().map_err(|e| UsageError(e.to_string()))?;
+    Ok(Some(crate::counts::Counter::name(&found).to_string()))
 }
 
 /// The hunt's settings: flags first, then the profile, then defaults
@@ -127,6 +148,7 @@ fn hunt_config(
         choose_run_length: resolve::chooses_run_length(args.run_length, profile),
         search: resolve::search(args.search, profile),
         candidates: args.candidates,
+        measure: resolve::measure(args.measure, profile),
         ..HuntConfig::default()
     })
 }

@@ -140,6 +140,15 @@ pub(super) fn run_as<'a>(flag: Option<&'a str>, profile: &'a Profile) -> Option<
     flag.or(profile.server.run_as.as_deref())
 }
 
+/// What decides (`--measure`): the flag, else the profile's `measure`,
+/// else tps.
+pub(super) fn measure(
+    flag: Option<crate::core::counts::Measure>,
+    profile: &Profile,
+) -> crate::core::counts::Measure {
+    flag.or(profile.hunt.measure).unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

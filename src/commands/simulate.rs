@@ -76,6 +76,13 @@ pub struct SimulateArgs {
     #[arg(long, value_enum, value_name = "HOW", default_value_t = Search::default(),
           hide_possible_values = true)]
     pub search: Search,
+    /// Decide as a hunt on this measure does (`tps` or `instructions`:
+    /// its noise floor and fewest runs a side); the simulated runs' noise
+    /// stands for the measure's spread, e.g. --noise gaussian:0.2 for
+    /// counts.
+    #[arg(long, value_name = "tps|instructions", value_parser = crate::core::counts::Measure::parse,
+          default_value = "tps")]
+    pub measure: crate::core::counts::Measure,
     /// Write the results as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -102,11 +109,13 @@ impl SimulateArgs {
     pub fn resolve(&self) -> anyhow::Result<(SimOptions, HuntConfig)> {
         self.check()?;
         let args = self;
+        // The simulated lab's runs are its figures: the decision is the
+        // measure's, the runs' figure stays theirs.
         let config = HuntConfig {
-            decision: DecisionConfig {
+            decision: args.measure.decision(DecisionConfig {
                 threshold: args.threshold / 100.0,
                 ..DecisionConfig::default()
-            },
+            }),
             search: args.search,
             candidates: args.candidates,
             ..HuntConfig::default()

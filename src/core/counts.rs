@@ -5,6 +5,7 @@
 //! of a run (a backend's start, its connection, pgbench's first queries)
 //! cancel out.
 
+use crate::core::decide::{Change, DecisionConfig};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -33,6 +34,54 @@ impl Measure {
 
     pub fn is_tps(&self) -> bool {
         *self == Measure::Tps
+    }
+
+    /// How the measure is named in flags, profiles and reports.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Measure::Tps => "tps",
+            Measure::Instructions => "instructions",
+        }
+    }
+
+    /// `cfg` with the noise of this measure: counts never read a tighter
+    /// spread than [`NOISE_FLOOR`] from runs that happen to agree to a
+    /// millionth, nor call a run that differs by a few millionths an
+    /// outlier; tps keeps `cfg` as it is.
+    pub fn decision(&self, cfg: DecisionConfig) -> DecisionConfig {
+        match self {
+            Measure::Tps => cfg,
+            Measure::Instructions => DecisionConfig {
+                noise_floor: cfg.noise_floor.max(NOISE_FLOOR),
+                outlier_floor: cfg.outlier_floor.max(NOISE_FLOOR),
+                ..cfg
+            },
+        }
+    }
+}
+
+impl Measure {
+    /// A change of the figure decided on, as a hunt's notes give it:
+    /// `-5.7% [-6.1%, -5.3%]` of tps, or `+6.03% [+5.80%, +6.27%]
+    /// instructions a transaction` (the interval's ends swapped: the
+    /// higher end of what instructions buy is the lower end of them).
+    pub fn change_text(&self, c: &Change) -> String {
+        let finite = [c.pct, c.low_pct, c.high_pct].iter().all(|v| v.is_finite());
+        match self {
+            Measure::Instructions if finite => format!(
+                "{:+.2}% [{:+.2}%, {:+.2}%] instructions a transaction",
+                instructions_change_pct(c.pct),
+                instructions_change_pct(c.high_pct),
+                instructions_change_pct(c.low_pct)
+            ),
+            _ => c.to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for Measure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -322,6 +371,17 @@ mod tests {
         assert!((instructions_change_pct(pct) - 5.0).abs() < 1e-9);
         assert_eq!(Measure::parse("instructions"), Ok(Measure::Instructions));
         assert!(Measure::parse("cycles").unwrap_err().contains("give `tps`"));
+        let change = Change {
+            pct: -5.69,
+            low_pct: -5.70,
+            high_pct: -5.68,
+            confidence: 0.99,
+        };
+        assert_eq!(
+            Measure::Instructions.change_text(&change),
+            "+6.03% [+6.02%, +6.04%] instructions a transaction"
+        );
+        assert_eq!(Measure::Tps.change_text(&change), "-5.7% [-5.7%, -5.7%]");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! work dir hashes them into a hunt's folder name (so it sits here, below
 //! both).
 
+use crate::core::counts::Measure;
 use crate::core::decide::DecisionConfig;
 use crate::core::posterior::Search;
 
@@ -34,6 +35,11 @@ pub struct HuntConfig {
     /// of the plan key: it changes which runs are made, not what is asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub candidates: Option<u32>,
+    /// What decides: tps, or the instructions a transaction costs. Left
+    /// out of the plan when it is tps, so hunts begun before there was a
+    /// choice keep their folder; a hunt on counts is a hunt of its own.
+    #[serde(default, skip_serializing_if = "Measure::is_tps")]
+    pub measure: Measure,
 }
 
 /// The search of a plan that names none: it was saved with the
@@ -55,6 +61,7 @@ impl Default for HuntConfig {
             choose_run_length: false,
             search: Search::default(),
             candidates: None,
+            measure: Measure::Tps,
         }
     }
 }

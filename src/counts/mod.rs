@@ -26,9 +26,7 @@
 //! A slowdown of that kind shows in tps and not in counts; the report
 //! says which measure decided.
 
-mod cachegrind;
-
-pub use cachegrind::Cachegrind;
+pub mod cachegrind;
 
 use std::collections::BTreeMap;
 use std::io;
@@ -36,7 +34,7 @@ use std::path::{Path, PathBuf};
 
 /// Counts the instructions of the server's processes.
 ///
-/// The real counter is [`Cachegrind`]; a counter that reads hardware
+/// The real counter is [`cachegrind::Cachegrind`]; a counter that reads hardware
 /// counters (`perf stat -e instructions:u`) belongs beside it for
 /// machines that have them.
 pub trait Counter {

@@ -337,14 +337,7 @@ pub fn measure(
             }
         }
     }
-    let cfg = match measure {
-        Measure::Tps => *cfg,
-        Measure::Instructions => DecisionConfig {
-            noise_floor: cfg.noise_floor.max(crate::core::counts::NOISE_FLOOR),
-            outlier_floor: crate::core::counts::NOISE_FLOOR,
-            ..*cfg
-        },
-    };
+    let cfg = measure.decision(*cfg);
     for row in &mut rows {
         row.analyse(&cfg);
     }

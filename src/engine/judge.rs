@@ -12,6 +12,7 @@
 //! leaves the round to the others: only a round in which no host measured
 //! the commit makes it a failed run.
 
+use crate::core::counts::Measure;
 use crate::core::decide::{Class, DecisionConfig, Reference, classify_hosts};
 use crate::core::stats;
 use crate::journal::Event;
@@ -31,6 +32,12 @@ pub struct HuntRuns {
     pub bad_hosts: Vec<Option<String>>,
     /// Highest run number in the journal.
     pub last_run: u64,
+    /// What the hunt decided on: its runs were counted when the
+    /// endpoints' were. `good_tps` and `bad_tps` are then the figures
+    /// decided on ([`crate::model::Measurement::figure`]), not tps.
+    pub measure: Measure,
+    /// The counter of the hunt's counted runs.
+    pub counter: Option<String>,
     /// The length of the hunt's runs when it chose one (the length of its
     /// last run); only endpoint runs of that length are counted.
     pub seconds: Option<u32>,
@@ -54,6 +61,8 @@ impl HuntRuns {
             bad_hosts: vec![],
             last_run: 0,
             seconds: None,
+            measure: Measure::Tps,
+            counter: None,
         };
         let last = events
             .iter()
@@ -63,6 +72,10 @@ impl HuntRuns {
             })
             .max_by_key(|(run, _)| *run);
         runs.seconds = last.and_then(|(_, seconds)| seconds);
+        runs.counter = counter_of(events, &runs.good);
+        if runs.counter.is_some() {
+            runs.measure = Measure::Instructions;
+        }
         for event in events {
             let Event::Run {
                 run,
@@ -82,15 +95,19 @@ impl HuntRuns {
             let RunOutcome::Measured(m) = outcome else {
                 continue;
             };
-            if !m.is_usable() {
+            let counter = m.instructions.as_ref().map(|c| &c.counter);
+            let Some(figure) = m.figure(runs.measure) else {
+                continue;
+            };
+            if counter != runs.counter.as_ref() && !runs.measure.is_tps() {
                 continue;
             }
             if *commit == runs.good {
-                runs.good_tps.push(m.tps);
+                runs.good_tps.push(figure);
                 runs.good_hosts.push(host.clone());
                 runs.clients.get_or_insert(*clients);
             } else if *commit == runs.bad {
-                runs.bad_tps.push(m.tps);
+                runs.bad_tps.push(figure);
                 runs.bad_hosts.push(host.clone());
             }
         }
@@ -129,6 +146,19 @@ impl HuntRuns {
             on_host(&self.bad_tps, &self.bad_hosts, host),
         )
     }
+}
+
+/// The counter of the first counted run of the good endpoint `good` in
+/// `events`: a hunt on counts counted every run, a hunt on tps none.
+fn counter_of(events: &[Event], good: &str) -> Option<String> {
+    events.iter().find_map(|e| match e {
+        Event::Run {
+            commit,
+            outcome: RunOutcome::Measured(m),
+            ..
+        } if commit == good => m.instructions.as_ref().map(|c| c.counter.clone()),
+        _ => None,
+    })
 }
 
 /// The values of `tps` made on `host`, `of` naming each one's host.
@@ -189,9 +219,10 @@ pub fn judge(
     lab: &mut dyn Lab,
     commit: &Commit,
     references: &[(Option<String>, Reference)],
-    cfg: &DecisionConfig,
+    (cfg, measure): (&DecisionConfig, Measure),
     (clients, last_run, seconds): (u32, u64, Option<u32>),
 ) -> anyhow::Result<Judgement> {
+    let cfg = &measure.decision(*cfg);
     let mut tps = Vec::new();
     let mut hosts: Vec<Option<String>> = Vec::new();
     let done = |verdict, tps, hosts| {
@@ -218,12 +249,13 @@ pub fn judge(
         let (mut measured, mut failed) = (false, None);
         for HostRun { host, outcome } in runs {
             match outcome {
-                RunOutcome::Measured(m) if m.is_usable() => {
-                    tps.push(m.tps);
-                    hosts.push(host);
-                    measured = true;
+                RunOutcome::Measured(m) => {
+                    if let Some(figure) = m.figure(measure) {
+                        tps.push(figure);
+                        hosts.push(host);
+                        measured = true;
+                    }
                 }
-                RunOutcome::Measured(_) => {}
                 RunOutcome::Failed { reason } => failed = failed.or(Some(reason)),
             }
         }
@@ -321,6 +353,59 @@ mod tests {
         (history, hosts)
     }
 
+    /// A run counted by `counter` at `instructions` a transaction (its
+    /// tps that of a server slowed by the counter).
+    fn counted(n: u64, commit: &str, instructions: f64, counter: &str) -> Event {
+        let mut e = run(n, commit, 27.0);
+        if let Event::Run {
+            outcome: RunOutcome::Measured(m),
+            ..
+        } = &mut e
+        {
+            let window = |transactions| crate::core::counts::Window {
+                transactions,
+                instructions: 0,
+                processes: 1,
+            };
+            m.instructions = Some(crate::core::counts::Counted {
+                per_transaction: instructions,
+                counter: counter.into(),
+                short: window(10),
+                long: window(60),
+                functions: vec![],
+            });
+        }
+        e
+    }
+
+    #[test]
+    fn a_hunt_on_counts_is_judged_by_its_counts_and_its_counter_only() {
+        let v19 = "cachegrind (valgrind-3.19.0)";
+        let mut e = events()[..1].to_vec();
+        for i in 0..4u64 {
+            e.push(counted(2 * i + 1, "g", 36_137_000.0 + i as f64, v19));
+            e.push(counted(2 * i + 2, "b", 38_317_000.0 + i as f64, v19));
+        }
+        // A count by another valgrind is not the hunt's.
+        e.push(counted(
+            9,
+            "g",
+            30_000_000.0,
+            "cachegrind (valgrind-3.22.0)",
+        ));
+        let runs = HuntRuns::from_events(&e).unwrap();
+        assert_eq!(runs.measure, Measure::Instructions);
+        assert_eq!(runs.counter.as_deref(), Some(v19));
+        assert_eq!((runs.good_tps.len(), runs.bad_tps.len()), (4, 4));
+        // The figures decided on: transactions a billion instructions buy.
+        assert!((runs.good_tps[0] - 1e9 / 36_137_000.0).abs() < 1e-9);
+        let r = runs.reference().unwrap();
+        assert!(r.good_log_level > r.bad_log_level);
+        // A hunt on tps stays one: its runs carry no counts.
+        let plain = HuntRuns::from_events(&events()).unwrap();
+        assert_eq!((plain.measure, plain.counter), (Measure::Tps, None));
+    }
+
     #[test]
     fn runs_of_several_hosts_are_judged_against_their_own_hosts_levels() {
         use crate::lab::sim::NoiseModel;
@@ -335,7 +420,14 @@ mod tests {
             let noise = NoiseModel::Gaussian { cv: 0.003 };
             let mut lab = HostsLab::new(&history, &noise, &hosts, 5);
             let commit = &history.commits()[pos];
-            let j = judge(&mut lab, commit, &references, &cfg, (8, 16, None)).unwrap();
+            let j = judge(
+                &mut lab,
+                commit,
+                &references,
+                (&cfg, Measure::Tps),
+                (8, 16, None),
+            )
+            .unwrap();
             assert_eq!(j.verdict, expected, "{j:?}");
             assert_eq!(j.tps.len() as u64, 2 * lab.rounds);
         }
@@ -355,13 +447,27 @@ mod tests {
         lab.failing = Some((1, 1));
         let bad = &history.commits()[1];
         let cfg = DecisionConfig::default();
-        let j = judge(&mut lab, bad, &references, &cfg, (8, 16, None)).unwrap();
+        let j = judge(
+            &mut lab,
+            bad,
+            &references,
+            (&cfg, Measure::Tps),
+            (8, 16, None),
+        )
+        .unwrap();
         assert_eq!(j.verdict, Verdict::BadLike, "{j:?}");
         assert!(j.hosts.iter().all(|h| h.as_deref() == Some("host-1")));
         // With every host failing, the run failed.
         let mut gone = HostsLab::new(&history, &noise, &hosts[..1], 5);
         gone.failing = Some((0, 1));
-        let j = judge(&mut gone, bad, &references, &cfg, (8, 16, None)).unwrap();
+        let j = judge(
+            &mut gone,
+            bad,
+            &references,
+            (&cfg, Measure::Tps),
+            (8, 16, None),
+        )
+        .unwrap();
         assert!(matches!(j.verdict, Verdict::RunFailed(_)), "{j:?}");
     }
 
@@ -450,7 +556,7 @@ mod tests {
             &mut lab,
             &Commit::bare("c"),
             &references,
-            &cfg,
+            (&cfg, Measure::Tps),
             (8, 9, None),
         )
         .unwrap();

@@ -192,6 +192,7 @@ pub fn measure(
                 run,
                 commit: commit.short().to_string(),
                 tps: value,
+                instructions: None,
             });
             match (value, outcome) {
                 (Some(v), _) => tps[side].push(v),

@@ -96,6 +96,7 @@ pub fn measure(
                             run: spec.run,
                             commit: commit.short().to_string(),
                             tps: Some(run.tps),
+                            instructions: None,
                         });
                         if side == 0 {
                             runs.before.push(run);

@@ -9,6 +9,7 @@
 //! |-----------|-----|
 //! | `pg`      | the real PostgreSQL lab: build, server, pgbench |
 //! | `command` | shell commands from a profile |
+//! | `counting` | another lab, every run counted (`--measure instructions`) |
 //! | `replay`  | runs from a journal first, then a real lab (resume) |
 //! | `pool`    | shell commands from a profile, run on several hosts (`crate::hosts`) |
 //! | `pg::pool` | real PostgreSQL builds made here, measured on several hosts |
@@ -16,6 +17,7 @@
 //! | `spread`  | what labs of several hosts share: rounds, lone runs in turn, hosts down, sends |
 
 pub mod command;
+pub mod counting;
 pub mod held;
 pub mod open;
 pub mod pg;

@@ -4,7 +4,7 @@
 
 use crate::build::{BuildSettings, BuildSystem, Fixup};
 use crate::core::counts::{Lengths, Measure};
-use crate::counts::Cachegrind;
+use crate::counts::cachegrind::Cachegrind;
 use crate::error::UsageError;
 use crate::lab::command::{CommandLab, Commands, DEFAULT_BENCHMARK_LIMIT, DEFAULT_BUILD_LIMIT};
 use crate::lab::held::Held;
@@ -39,6 +39,12 @@ pub struct LabChoices {
     /// `--measure`: what decides; with `instructions`, runs are counted.
     #[serde(default, skip_serializing_if = "Measure::is_tps")]
     pub measure: Measure,
+    /// With `instructions`, the counter the runs are counted by, as it
+    /// named itself when the plan was made (`cachegrind
+    /// (valgrind-3.19.0)`): counts of another are not this plan's, and
+    /// the lab refuses to open on a machine whose counter differs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counter: Option<String>,
 }
 
 /// Everything a lab is opened with, resolved before: a plain value.
@@ -115,6 +121,9 @@ pub fn open(
             )?;
             Box::new(pool)
         }
+        None if plan.choices.measure == Measure::Instructions => {
+            Box::new(crate::lab::counting::Counting(lab))
+        }
         None => Box::new(lab),
     })
 }
@@ -174,9 +183,28 @@ fn pg_lab(
         Measure::Tps => lab,
         Measure::Instructions => {
             let counter = Cachegrind::find().map_err(|e| UsageError(e.to_string()))?;
+            same_counter(
+                args.counter.as_deref(),
+                crate::counts::Counter::name(&counter),
+            )?;
             lab.with_counter(Box::new(counter), Lengths::default())
         }
     })
+}
+
+/// The counter the plan was made with, `planned`, is the one found
+/// here, `found`: a hunt's counts by another counter (valgrind upgraded
+/// since) are not comparable to its journal's.
+fn same_counter(planned: Option<&str>, found: &str) -> Result<(), UsageError> {
+    match planned {
+        Some(planned) if planned != found => Err(UsageError(format!(
+            "this plan counts instructions with {planned}, and this machine's counter is \
+             {found}: counts of two counters are not set against each other\n\
+             hint: rerun the hunt's command (a hunt on {found} gets a folder of its own), or \
+             install the counter the plan was made with"
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Where the why-runs are made.

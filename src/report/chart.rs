@@ -434,6 +434,7 @@ mod tests {
             release_check: None,
             made: None,
             why: Vec::new(),
+            measure: Default::default(),
         }
     }
 

@@ -7,6 +7,7 @@
 
 use crate::core::decide::Method;
 use crate::model::{Commit, short_sha as short};
+use crate::report::counted::{self, Units};
 use crate::report::finding::{self, change};
 pub use crate::report::finding::{confidence_pct, headline};
 use crate::report::findings::{
@@ -23,8 +24,9 @@ fn fact(label: &str, value: impl Into<String>) -> (String, String) {
 
 /// The report's content.
 pub fn document(report: &HuntReport) -> Document {
-    let mut sections = vec![
-        finding::section(report),
+    let mut sections = vec![finding::section(report)];
+    sections.extend(counted::section(report));
+    sections.extend([
         Section {
             heading: "What was hunted".into(),
             blocks: [Block::Facts(hunted_facts(report))]
@@ -48,7 +50,7 @@ pub fn document(report: &HuntReport) -> Document {
             heading: "Totals".into(),
             blocks: vec![Block::Facts(totals_facts(report))],
         },
-    ];
+    ]);
     if !report.profile_toml.trim().is_empty() {
         sections.push(Section {
             heading: format!("Profile {}", report.profile_name),
@@ -182,7 +184,7 @@ fn result_blocks(report: &HuntReport) -> Vec<Block> {
             "good..bad",
             format!(
                 "{}, the first {} + {} runs",
-                change(&e.change),
+                Units::of(report).change(&e.change),
                 e.n_base,
                 e.n_new
             ),
@@ -190,7 +192,7 @@ fn result_blocks(report: &HuntReport) -> Vec<Block> {
     ])];
     blocks.extend(report.release_check.as_ref().map(release_item));
     for c in &report.culprits {
-        blocks.push(culprit_item(c));
+        blocks.push(culprit_item(c, Units::of(report)));
         blocks.extend(
             report
                 .why_of(&c.commit)
@@ -258,7 +260,7 @@ fn release_item(c: &ReleaseCheck) -> Block {
     }
 }
 
-fn culprit_item(c: &Culprit) -> Block {
+fn culprit_item(c: &Culprit, units: Units) -> Block {
     let mut facts = vec![
         fact("subject", c.subject.clone()),
         fact("author", c.author.clone()),
@@ -266,8 +268,12 @@ fn culprit_item(c: &Culprit) -> Block {
     ];
     if c.per_host.is_empty() {
         facts.push(fact(
-            "tps",
-            format!("{:.1} -> {:.1}", c.before_tps, c.after_tps),
+            if units.0.is_tps() { "tps" } else { "instr/tx" },
+            format!(
+                "{} -> {}",
+                units.level(c.before_tps),
+                units.level(c.after_tps)
+            ),
         ));
     } else {
         // Each machine's own numbers; the change below combines them.
@@ -278,7 +284,7 @@ fn culprit_item(c: &Culprit) -> Block {
         );
     }
     facts.extend([
-        fact("change", change(&c.change)),
+        fact("change", units.change(&c.change)),
         fact(
             "runs",
             format!(
@@ -343,7 +349,14 @@ fn tested_blocks(report: &HuntReport) -> Vec<Block> {
         ("commit", Align::Left),
         ("judgement", Align::Left),
         ("runs", Align::Right),
-        ("median tps", Align::Right),
+        (
+            if report.measure.is_tps() {
+                "median tps"
+            } else {
+                "median instr/tx"
+            },
+            Align::Right,
+        ),
         ("(max-min)/max", Align::Right),
         ("stddev/avg", Align::Right),
     ]
@@ -356,7 +369,7 @@ fn tested_blocks(report: &HuntReport) -> Vec<Block> {
         .tested
         .iter()
         .map(|t| {
-            let mut row = tested_row(t, is_culprit(t));
+            let mut row = tested_row(t, is_culprit(t), Units::of(report));
             if let Some((mark, _)) = levels.iter().find(|(_, at)| at.contains(&t.position)) {
                 row[1] = format!("{} ({mark})", row[1]);
             }
@@ -466,7 +479,7 @@ fn mark(i: usize) -> String {
     char::from(b'a' + (i % 26) as u8).to_string()
 }
 
-fn tested_row(t: &TestedCommit, culprit: bool) -> Vec<String> {
+fn tested_row(t: &TestedCommit, culprit: bool, units: Units) -> Vec<String> {
     let mark = if culprit { "*" } else { "" };
     let mut row = vec![
         format!("{}{mark}", t.commit.short()),
@@ -475,7 +488,7 @@ fn tested_row(t: &TestedCommit, culprit: bool) -> Vec<String> {
     ];
     match &t.summary {
         Some(s) => row.extend([
-            format!("{:.1}", s.median),
+            units.level(s.median),
             format!("{:.2}%", s.range_ratio * 100.0),
             format!("{:.2}%", s.cv * 100.0),
         ]),

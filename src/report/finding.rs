@@ -10,6 +10,7 @@
 
 use crate::core::decide::Change;
 use crate::model::short_sha as short;
+use crate::report::counted::Units;
 use crate::report::estimate;
 use crate::report::findings::{
     Culprit, HuntOutcome, HuntReport, Judgement, Provenance, UnresolvedRange,
@@ -35,19 +36,22 @@ const LEVEL_PAIRS: usize = 3;
 pub fn headline(report: &HuntReport) -> String {
     let at = at_clients(report.clients);
     let range = format!("{}..{}", report.good.short(), report.bad.short());
+    // `-26.9% TPS`, or `+6.0% instructions a transaction`.
+    let units = Units::of(report);
+    let pct = |value: f64| format!("{} {}", pct(units.pct(value)), units.name());
     let whole = pct(report.endpoints.change.pct);
     let best = pct(estimate::best(report).change.pct);
     match report.outcome {
         HuntOutcome::NoRegression => {
-            format!("pgbisect: no regression {at} in {range} ({whole} TPS)")
+            format!("pgbisect: no regression {at} in {range} ({whole})")
         }
         HuntOutcome::Inconclusive => {
-            format!("pgbisect: inconclusive {at} in {range} ({whole} TPS)")
+            format!("pgbisect: inconclusive {at} in {range} ({whole})")
         }
         HuntOutcome::CulpritFound => match report.culprits.as_slice() {
-            [] => format!("pgbisect: {best} TPS {at}, pinned to a range in {range}"),
+            [] => format!("pgbisect: {best} {at}, pinned to a range in {range}"),
             [c] => format!(
-                "pgbisect: {} TPS {at}, first bad commit {}{}",
+                "pgbisect: {} {at}, first bad commit {}{}",
                 pct(c.change.pct),
                 named(c, None),
                 also_unpinned(report)
@@ -55,7 +59,7 @@ pub fn headline(report: &HuntReport) -> String {
             many => {
                 let line = |cut: Option<usize>| {
                     format!(
-                        "pgbisect: {best} TPS {at}, {} bad commits {}{}",
+                        "pgbisect: {best} {at}, {} bad commits {}{}",
                         many.len(),
                         and_list(many.iter().map(|c| named(c, cut)).collect()),
                         also_unpinned(report)
@@ -178,6 +182,7 @@ pub fn section(report: &HuntReport) -> Section {
 /// The good and bad ends' TPS, and the best estimate of the change.
 fn whole_facts(report: &HuntReport, best: &estimate::Estimate) -> Vec<(String, String)> {
     let end = |j: Judgement| report.tested.iter().find(|t| t.judgement == j);
+    let units = Units::of(report);
     let (mut facts, mut medians) = (Vec::new(), None);
     if let (Some(good), Some(bad)) = (end(Judgement::GoodEndpoint), end(Judgement::BadEndpoint))
         && let (Some(g), Some(b)) = (&good.summary, &bad.summary)
@@ -187,11 +192,12 @@ fn whole_facts(report: &HuntReport, best: &estimate::Estimate) -> Vec<(String, S
         facts.push((
             "good..bad".to_string(),
             format!(
-                "{:.1} -> {:.1} TPS {} ({:+.1}%), medians of {} + {} runs",
-                g.median,
-                b.median,
+                "{} -> {} {} {} ({:+.1}%), medians of {} + {} runs",
+                units.level(g.median),
+                units.level(b.median),
+                units.name(),
                 at_clients(report.clients),
-                ratio,
+                units.pct(ratio),
                 good.samples.len(),
                 bad.samples.len()
             ),
@@ -199,16 +205,17 @@ fn whole_facts(report: &HuntReport, best: &estimate::Estimate) -> Vec<(String, S
     }
     facts.push((
         "change".to_string(),
-        format!("{}, from {}", change(&best.change), best.basis),
+        format!("{}, from {}", units.change(&best.change), best.basis),
     ));
     let c = &best.change;
     if let Some(m) = medians.filter(|m| m.is_finite() && (*m < c.low_pct || *m > c.high_pct)) {
         facts.push((
             "why two".to_string(),
             format!(
-                "the endpoints' medians ({m:+.1}%) set runs made at different times against \
+                "the endpoints' medians ({:+.1}%) set runs made at different times against \
                  each other, and the machine's speed moved between them (see the noise \
                  below); the change is from {}, which such swings move far less",
+                units.pct(m),
                 best.basis
             ),
         ));
@@ -219,6 +226,7 @@ fn whole_facts(report: &HuntReport, best: &estimate::Estimate) -> Vec<(String, S
 /// Each culprit and each range left unresolved, in history order, with
 /// its drop and its share of the whole.
 fn steps(report: &HuntReport, whole: &Change) -> Vec<Block> {
+    let units = Units::of(report);
     let position = |id: &str| {
         report
             .tested
@@ -229,29 +237,29 @@ fn steps(report: &HuntReport, whole: &Change) -> Vec<Block> {
     let mut steps: Vec<(usize, Block)> = report
         .culprits
         .iter()
-        .map(|c| (position(&c.commit), culprit_step(c, whole)))
+        .map(|c| (position(&c.commit), culprit_step(c, whole, units)))
         .chain(
             report
                 .unresolved
                 .iter()
-                .map(|r| (position(&r.first_bad.id), range_step(r, whole))),
+                .map(|r| (position(&r.first_bad.id), range_step(r, whole, units))),
         )
         .collect();
     steps.sort_by_key(|(pos, _)| *pos);
     steps.into_iter().map(|(_, block)| block).collect()
 }
 
-fn culprit_step(c: &Culprit, whole: &Change) -> Block {
+fn culprit_step(c: &Culprit, whole: &Change, units: Units) -> Block {
     Block::Item {
         title: format!("{} {}", short(&c.commit), c.subject),
         facts: vec![
-            ("change".into(), with_share(&c.change, whole)),
+            ("change".into(), with_share(&c.change, whole, units)),
             (
-                "tps".into(),
+                if units.0.is_tps() { "tps" } else { "instr/tx" }.into(),
                 format!(
-                    "{:.1} -> {:.1}, {} + {} runs side by side with its parent {}",
-                    c.before_tps,
-                    c.after_tps,
+                    "{} -> {}, {} + {} runs side by side with its parent {}",
+                    units.level(c.before_tps),
+                    units.level(c.after_tps),
                     c.runs_before,
                     c.runs_after,
                     short(&c.parent)
@@ -261,9 +269,9 @@ fn culprit_step(c: &Culprit, whole: &Change) -> Block {
     }
 }
 
-fn range_step(r: &UnresolvedRange, whole: &Change) -> Block {
+fn range_step(r: &UnresolvedRange, whole: &Change, units: Units) -> Block {
     let drop = match &r.comparison {
-        Some(cmp) => with_share(&cmp.change, whole),
+        Some(cmp) => with_share(&cmp.change, whole, units),
         None => "not measured side by side".into(),
     };
     Block::Item {
@@ -280,13 +288,17 @@ fn range_step(r: &UnresolvedRange, whole: &Change) -> Block {
 /// A step's change and, when both it and the whole are drops, its share
 /// of the whole: the ratio of their logarithms, so that steps that make
 /// up the whole drop add up to 100%.
-fn with_share(step: &Change, whole: &Change) -> String {
+fn with_share(step: &Change, whole: &Change, units: Units) -> String {
     let ln = |pct: f64| (1.0 + pct / 100.0).ln();
     let (s, w) = (ln(step.pct), ln(whole.pct));
     if step.pct < 0.0 && whole.pct < 0.0 && s.is_finite() && w.is_finite() {
-        format!("{}, {:.0}% of the whole drop", change(step), 100.0 * s / w)
+        format!(
+            "{}, {:.0}% of the whole drop",
+            units.change(step),
+            100.0 * s / w
+        )
     } else {
-        change(step)
+        units.change(step)
     }
 }
 
@@ -372,6 +384,7 @@ fn readable_date(rfc3339: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::counts::Measure;
 
     fn fixture() -> HuntReport {
         serde_json::from_str(include_str!("../../tests/fixtures/reports/hunt.json")).unwrap()
@@ -428,11 +441,11 @@ mod tests {
         };
         // 0.9 * 0.8 = 0.72: -10% and -20% make -28%.
         let whole = c(-28.0);
-        let a = with_share(&c(-10.0), &whole);
-        let b = with_share(&c(-20.0), &whole);
+        let a = with_share(&c(-10.0), &whole, Units(Measure::Tps));
+        let b = with_share(&c(-20.0), &whole, Units(Measure::Tps));
         assert!(a.ends_with(", 32% of the whole drop"), "{a}");
         assert!(b.ends_with(", 68% of the whole drop"), "{b}");
-        assert!(!with_share(&c(-10.0), &c(3.0)).contains("share"));
+        assert!(!with_share(&c(-10.0), &c(3.0), Units(Measure::Tps)).contains("share"));
     }
 
     #[test]

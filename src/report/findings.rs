@@ -357,6 +357,13 @@ pub struct HuntReport {
     pub clients: u32,
     /// What measured: the pgbench command line or the profile's commands.
     pub measurement: String,
+    /// What decided: tps, or the instructions a transaction costs. With
+    /// instructions, the levels of `endpoints`, `culprits` and `tested`
+    /// are the transactions a billion instructions buy (the figure the
+    /// engine decides on); [`crate::report::counted::Units`] shows them
+    /// as instructions.
+    #[serde(default, skip_serializing_if = "crate::core::counts::Measure::is_tps")]
+    pub measure: crate::core::counts::Measure,
     /// Good endpoint against bad endpoint, interleaved.
     pub endpoints: Comparison,
     pub culprits: Vec<Culprit>,

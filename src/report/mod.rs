@@ -11,6 +11,7 @@
 //! beside them, in [`watch`].
 
 pub mod chart;
+pub mod counted;
 pub mod document;
 pub mod email;
 pub mod estimate;

@@ -17,7 +17,7 @@ pub mod pgpass;
 pub mod place;
 pub mod points;
 pub mod postgres;
-mod schema;
+pub mod schema;
 pub mod sqlite;
 mod sqlite_digests;
 mod sqlite_file;

@@ -54,8 +54,9 @@ pub(super) fn save(conn: &Connection, d: &DigestRow) -> rusqlite::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::schema::Dialect;
     use super::super::sqlite::{FILE, SqliteStore, VERSION};
-    use super::super::{Dialect, Store, conformance};
+    use super::super::{Store, conformance};
     use super::*;
 
     #[test]

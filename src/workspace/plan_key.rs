@@ -42,9 +42,14 @@ pub struct PlanFlags {
 }
 
 impl PlanKey {
+    /// The key of a hunt of `good`..`bad` with `config`, `profile` and
+    /// `flags`, counted by `counter` when it counts instructions: a hunt
+    /// on counts is one of its own, and so is one whose counter is
+    /// another release of valgrind (their counts differ by more than the
+    /// noise a hunt on counts decides within).
     pub fn new(
         (good, bad): (&Commit, &Commit),
-        config: &HuntConfig,
+        (config, counter): (&HuntConfig, Option<&str>),
         profile: &Profile,
         flags: PlanFlags,
     ) -> anyhow::Result<PlanKey> {
@@ -57,8 +62,9 @@ impl PlanKey {
             ..*config
         };
         let settings = canonical(serde_json::to_value(asked).context("cannot encode the plan")?);
-        let text = serde_json::to_string(&Value::Array(vec![settings, profile.clone()]))
-            .context("cannot encode the plan")?;
+        let mut parts = vec![settings, profile.clone()];
+        parts.extend(counter.map(|c| Value::String(c.to_string())));
+        let text = serde_json::to_string(&Value::Array(parts)).context("cannot encode the plan")?;
         let flags = canonical(serde_json::json!({
             "threshold": flags.threshold,
             "max_runs": flags.max_runs,
@@ -69,7 +75,8 @@ impl PlanKey {
             digest: fingerprint(&text)[..8].to_string(),
             profile,
             flags,
-            earlier_search: config.search == Search::Bisect,
+            // Earlier releases neither counted nor searched otherwise.
+            earlier_search: config.search == Search::Bisect && config.measure.is_tps(),
         })
     }
 
@@ -131,10 +138,11 @@ fn is_empty(v: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::counts::Measure;
 
     fn key(config: HuntConfig, profile: &Profile, flags: PlanFlags) -> PlanKey {
         let (good, bad) = (Commit::bare("a".repeat(40)), Commit::bare("b".repeat(40)));
-        PlanKey::new((&good, &bad), &config, profile, flags).unwrap()
+        PlanKey::new((&good, &bad), (&config, None), profile, flags).unwrap()
     }
 
     #[test]
@@ -182,6 +190,38 @@ mod tests {
         assert!(!posterior.earlier_search && k.earlier_search);
         let written = serde_json::to_value(&parsed).unwrap();
         assert!(written.get("placement").is_none(), "{written}");
+    }
+
+    /// A hunt on counts never resumes a hunt on tps of the same range,
+    /// nor one counted by another counter; a hunt on tps keeps its key.
+    #[test]
+    fn a_hunt_on_counts_and_its_counter_are_in_the_key() {
+        let (good, bad) = (Commit::bare("a".repeat(40)), Commit::bare("b".repeat(40)));
+        let profile = Profile::default();
+        let name = |config: HuntConfig, counter: Option<&str>| {
+            let flags = PlanFlags::default();
+            let k = PlanKey::new((&good, &bad), (&config, counter), &profile, flags).unwrap();
+            (k.folder_name(), k.earlier_search)
+        };
+        let tps = HuntConfig {
+            search: Search::Bisect,
+            ..HuntConfig::default()
+        };
+        assert_eq!(
+            name(tps, None),
+            ("aaaaaaaa-bbbbbbbb-c1-d05b4b5f".to_string(), true)
+        );
+        let counted = HuntConfig {
+            measure: Measure::Instructions,
+            ..tps
+        };
+        let v19 = name(counted, Some("cachegrind (valgrind-3.19.0)"));
+        let v22 = name(counted, Some("cachegrind (valgrind-3.22.0)"));
+        assert_ne!(v19.0, name(tps, None).0);
+        assert_ne!(v19.0, v22.0);
+        assert_ne!(v19.0, name(counted, None).0);
+        // No earlier release counted: none of their folders is this hunt's.
+        assert!(!v19.1 && !name(counted, None).1);
     }
 
     #[test]

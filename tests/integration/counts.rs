@@ -10,7 +10,8 @@ use crate::common;
 
 use common::pg::{select_only_s1, server_work_dir, template_spec};
 use pgbisect::core::counts::Lengths;
-use pgbisect::counts::{Cachegrind, Counter};
+use pgbisect::counts::Counter;
+use pgbisect::counts::cachegrind::Cachegrind;
 use pgbisect::lab::RunSpec;
 use pgbisect::lab::pg::runs::{RealMachinery, RunJob, Runs};
 use pgbisect::model::RunOutcome;

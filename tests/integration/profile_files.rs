@@ -21,7 +21,7 @@ fn folder_name(profile: &Profile) -> String {
     let (good, bad) = (Commit::bare("a".repeat(40)), Commit::bare("b".repeat(40)));
     PlanKey::new(
         (&good, &bad),
-        &HuntConfig::default(),
+        (&HuntConfig::default(), None),
         profile,
         PlanFlags::default(),
     )

@@ -294,7 +294,7 @@ fn a_database_made_by_the_old_migrations_opens_and_migrates() {
     let Some(db) = Db::start() else { return };
     let fresh = db.create("fresh");
     drop(PostgresStore::connect(&fresh, "m1").unwrap());
-    let before = conformance::written_before(pgbisect::store::Dialect::Postgres);
+    let before = conformance::written_before(pgbisect::store::schema::Dialect::Postgres);
     assert_eq!(before.len(), 4);
     for version in 1..=before.len() {
         let at = db.create(&format!("v{version}"));

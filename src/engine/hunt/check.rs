@@ -361,7 +361,7 @@ impl Hunt<'_> {
             self.note(format!(
                 "first bad commit: {} {}",
                 self.commits[first_bad].short(),
-                cmp.change
+                self.cfg.measure.change_text(&cmp.change)
             ));
         } else {
             let reason = self.why_not_narrowed(last_good, first_bad);

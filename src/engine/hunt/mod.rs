@@ -167,7 +167,13 @@ impl<'a> Hunt<'a> {
         let state = commits.iter().map(|_| CommitState::default()).collect();
         let hosts = lab.hosts().len();
         Hunt {
-            cfg,
+            // The runs' spread is the measure's own: counts repeat to
+            // tenths of a percent, and a floor keeps runs that agree to a
+            // millionth from reading as no noise at all.
+            cfg: HuntConfig {
+                decision: cfg.measure.decision(cfg.decision),
+                ..cfg
+            },
             lab,
             journal: None,
             progress,
@@ -320,7 +326,7 @@ impl<'a> Hunt<'a> {
         self.state[bad].judgement = Some(Judgement::BadEndpoint);
         let text = format!(
             "endpoints: {} ({})",
-            cmp.change,
+            self.cfg.measure.change_text(&cmp.change),
             match cmp.verdict {
                 Verdict::Regressed => "regression confirmed",
                 Verdict::Unchanged => "no regression of the threshold's size",
@@ -717,6 +723,7 @@ impl<'a> Hunt<'a> {
             release_check: None,
             made: None,
             why: Vec::new(),
+            measure: self.cfg.measure,
         }
     }
 }

@@ -11,9 +11,10 @@
 //! of its round measured it, as a commit that cannot run fails on all.
 
 use super::{Hunt, HuntError, Measured};
+use crate::core::counts::Measure;
 use crate::journal::Event;
 use crate::lab::{HostRun, Planned, RunSpec};
-use crate::model::{Commit, Prepared, RunOutcome};
+use crate::model::{Commit, Measurement, Prepared, RunOutcome};
 use crate::progress::ProgressEvent;
 use crate::report::findings::RunSample;
 use std::time::Instant;
@@ -227,16 +228,19 @@ impl Hunt<'_> {
             outcome: outcome.clone(),
             host: host.clone(),
         })?;
+        let measure = self.cfg.measure;
         let sample = match outcome {
-            RunOutcome::Measured(m) if m.is_usable() => Some(RunSample {
-                run,
-                tps: m.tps,
-                host: host.clone(),
-            }),
-            RunOutcome::Measured(m) => {
-                self.run_failed(pos, &host, format!("it measured {} tps", m.tps));
-                None
-            }
+            RunOutcome::Measured(m) => match m.figure(measure) {
+                Some(figure) => Some(RunSample {
+                    run,
+                    tps: figure,
+                    host: host.clone(),
+                }),
+                None => {
+                    self.run_failed(pos, &host, unusable(&m, measure));
+                    None
+                }
+            },
             RunOutcome::Failed { reason } => {
                 self.run_failed(pos, &host, reason);
                 None
@@ -245,10 +249,16 @@ impl Hunt<'_> {
         if let (Some(s), true) = (&sample, evidence) {
             self.evidence.record(pos, s.clone());
         }
+        let shown = sample.as_ref().map(|s| s.tps);
+        let (tps, instructions) = match measure {
+            Measure::Tps => (shown, None),
+            Measure::Instructions => (None, shown.map(|figure| 1e9 / figure)),
+        };
         self.progress.event(&ProgressEvent::Run {
             run,
             commit: commit.short().to_string(),
-            tps: sample.as_ref().map(|s| s.tps),
+            tps,
+            instructions,
         });
         Ok(sample)
     }
@@ -263,6 +273,18 @@ impl Hunt<'_> {
             .unwrap_or_default();
         self.note(format!("run {} of {short}{on} failed: {reason}", self.seq));
         self.state[pos].last_failure = Some(reason);
+    }
+}
+
+/// Why a run that completed gave nothing to decide on by `measure`.
+fn unusable(m: &Measurement, measure: Measure) -> String {
+    match (measure, &m.instructions) {
+        (Measure::Tps, _) => format!("it measured {} tps", m.tps),
+        (Measure::Instructions, None) => "it gave no count of instructions".to_string(),
+        (Measure::Instructions, Some(c)) => format!(
+            "it counted {} instructions a transaction",
+            c.per_transaction
+        ),
     }
 }
 

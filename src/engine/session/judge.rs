@@ -47,6 +47,7 @@ pub fn run(
     hosts: &HostsWanted,
 ) -> anyhow::Result<Judged> {
     let references = hunt.references();
+    let plan = &measured_as_the_hunt(plan, hunt)?;
     let _lock = plan.work.create_and_lock()?;
     crate::proc::install_signal_handlers().context("cannot install the signal handlers")?;
     let held = crate::lab::held::take(
@@ -66,13 +67,33 @@ pub fn run(
         lab.as_mut(),
         commit,
         &references,
-        &plan.config.decision,
+        (&plan.config.decision, hunt.measure),
         (plan.config.clients, hunt.last_run, hunt.seconds),
     )?;
     Ok(Judged {
         judgement,
         measured_on: held.as_ref().map(|h| h.describe()),
     })
+}
+
+/// `plan`, measuring as the hunt did: a commit is judged against the
+/// hunt's counts by counts of the same counter (the lab refuses another),
+/// against its tps by tps. Asked to count against a hunt on tps, it
+/// refuses: there are no counts to judge by.
+fn measured_as_the_hunt(plan: &Plan, hunt: &HuntRuns) -> Result<Plan, UsageError> {
+    if !plan.config.measure.is_tps() && hunt.measure.is_tps() {
+        return Err(UsageError(
+            "the hunt decided on tps, and its journal holds no counts to judge instructions by\n\
+             hint: judge with --measure tps (the default), or hunt on counts first \
+             (--measure instructions)"
+                .into(),
+        ));
+    }
+    let mut plan = plan.clone();
+    plan.config.measure = hunt.measure;
+    plan.choices.measure = hunt.measure;
+    plan.choices.counter = hunt.counter.clone();
+    Ok(plan)
 }
 
 /// Each run is judged against its own host's levels: the hosts that

@@ -39,7 +39,7 @@ pub fn again(hunt: &HuntPlan) -> Vec<String> {
 
 /// The flags with a value that change what a hunt measures, and their
 /// values (`None`: not given, or the default).
-fn valued_flags(hunt: &HuntPlan) -> [(&'static str, Option<String>); 12] {
+fn valued_flags(hunt: &HuntPlan) -> [(&'static str, Option<String>); 13] {
     let given = &hunt.shaping;
     let named = |v: Option<clap::builder::PossibleValue>| v.map(|p| p.get_name().to_string());
     [
@@ -55,6 +55,11 @@ fn valued_flags(hunt: &HuntPlan) -> [(&'static str, Option<String>); 12] {
                 .and_then(|s| named(clap::ValueEnum::to_possible_value(&s))),
         ),
         ("candidates", given.candidates.map(|k| k.to_string())),
+        (
+            "measure",
+            (!hunt.plan.choices.measure.is_tps())
+                .then(|| hunt.plan.choices.measure.name().to_string()),
+        ),
         (
             "run-length",
             given

@@ -102,7 +102,7 @@ impl HuntPlan {
         let plan = &self.plan;
         PlanKey::new(
             (&plan.good, &plan.bad),
-            &plan.config,
+            (&plan.config, plan.choices.counter.as_deref()),
             &plan.profile,
             self.flags,
         )

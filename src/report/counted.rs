@@ -1,0 +1,230 @@
+//! How a hunt that decided on instruction counts says so.
+//!
+//! The engine decides on one figure a run, higher being better: with
+//! `--measure instructions` that is the transactions a billion
+//! instructions buy ([`crate::core::counts::transactions_per_billion`]).
+//! A reader wants the instructions a transaction costs, and a rise of
+//! them, not a drop of a figure nobody quotes: [`Units`] turns the
+//! engine's figures and changes back into what was counted wherever the
+//! report shows a level or a change. The section of [`section`] says that
+//! the hunt decided on counts, what each culprit costs a transaction, and
+//! what tps says beside (the why-runs' timed runs), plainly when the two
+//! disagree: counts do not see time spent waiting.
+
+use crate::core::counts::{Measure, instructions_change_pct};
+use crate::core::decide::Change;
+use crate::model::short_sha as short;
+use crate::report::finding::{change, confidence_pct};
+use crate::report::findings::{Culprit, HuntReport};
+use crate::report::layout::{Block, Section};
+
+/// What a report's levels and changes are in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Units(pub Measure);
+
+impl Units {
+    pub fn of(report: &HuntReport) -> Units {
+        Units(report.measure)
+    }
+
+    /// What a level is, after a number: `TPS`, or `instructions a
+    /// transaction`.
+    pub fn name(&self) -> &'static str {
+        match self.0 {
+            Measure::Tps => "TPS",
+            Measure::Instructions => "instructions a transaction",
+        }
+    }
+
+    /// A figure decided on, as shown: tps, or the instructions a
+    /// transaction it stands for.
+    pub fn level(&self, figure: f64) -> String {
+        match self.0 {
+            Measure::Tps => format!("{figure:.1}"),
+            Measure::Instructions => format!("{:.0}", 1e9 / figure),
+        }
+    }
+
+    /// A change of the figure decided on as the change of what was
+    /// measured, in percent: of tps, or of instructions a transaction.
+    pub fn pct(&self, pct: f64) -> f64 {
+        match self.0 {
+            Measure::Tps => pct,
+            Measure::Instructions => instructions_change_pct(pct),
+        }
+    }
+
+    /// `-26.9% [-28.1%, -25.7%] at 95% confidence` of tps, or `+6.03%
+    /// [+5.80%, +6.27%] at 99% confidence` of instructions a transaction
+    /// (a drop of what a billion instructions buy is a rise of the
+    /// instructions, its interval's ends swapped).
+    pub fn change(&self, c: &Change) -> String {
+        match self.0 {
+            Measure::Tps => change(c),
+            Measure::Instructions => {
+                if !(c.pct.is_finite() && c.low_pct.is_finite() && c.high_pct.is_finite()) {
+                    return change(c);
+                }
+                format!(
+                    "{:+.2}% [{:+.2}%, {:+.2}%] at {}% confidence",
+                    instructions_change_pct(c.pct),
+                    instructions_change_pct(c.high_pct),
+                    instructions_change_pct(c.low_pct),
+                    confidence_pct(c.confidence)
+                )
+            }
+        }
+    }
+}
+
+/// The section a hunt on counts adds after the finding; none for a hunt
+/// on tps.
+pub fn section(report: &HuntReport) -> Option<Section> {
+    if report.measure.is_tps() {
+        return None;
+    }
+    let units = Units::of(report);
+    let mut blocks = vec![Block::Paragraph(
+        "This hunt decided on the instructions the server's backends executed a \
+         transaction (counted as the benchmark below says), not on tps: counts repeat to \
+         tenths of a percent where tps moves by several percent, and they do not see time \
+         spent waiting (locks, I/O, the network, sleeping). The tps of a counted run is \
+         that of a server slowed by the counter, and is not reported."
+            .into(),
+    )];
+    blocks.extend(report.culprits.iter().map(|c| culprit(report, units, c)));
+    Some(Section {
+        heading: "Decided on instruction counts".into(),
+        blocks,
+    })
+}
+
+/// A culprit's instructions a transaction, side by side with its parent,
+/// and what tps said of it.
+fn culprit(report: &HuntReport, units: Units, c: &Culprit) -> Block {
+    let facts = vec![
+        (
+            "instr/tx".to_string(),
+            format!(
+                "{} -> {}, {} + {} counted runs side by side with its parent {}",
+                units.level(c.before_tps),
+                units.level(c.after_tps),
+                c.runs_before,
+                c.runs_after,
+                short(&c.parent)
+            ),
+        ),
+        ("change".to_string(), units.change(&c.change)),
+        ("tps".to_string(), tps_beside(report, units, c)),
+    ];
+    Block::Item {
+        title: format!("{} {}", short(&c.commit), c.subject),
+        facts,
+    }
+}
+
+/// What the why-runs' timed runs said of the culprit's tps at the hunt's
+/// client count, and whether it agrees with the counts; what to run when
+/// there were none.
+fn tps_beside(report: &HuntReport, units: Units, c: &Culprit) -> String {
+    let point = report
+        .why_of(&c.commit)
+        .and_then(|w| w.points.iter().find(|p| p.clients == report.clients));
+    let Some(p) = point else {
+        return format!(
+            "not measured (the hunt made counted runs only); measure it beside the counts: \
+             pgbisect compare {} {} --measure tps --clients {}",
+            short(&c.parent),
+            short(&c.commit),
+            report.clients
+        );
+    };
+    let counted = units.pct(c.change.pct);
+    let timed = p.tps_change_pct;
+    let said = format!(
+        "{:.1} -> {:.1} ({timed:+.1}%), medians of {} + {} timed why-runs",
+        p.before.median_tps, p.after.median_tps, p.before.runs, p.after.runs
+    );
+    // More instructions a transaction is fewer transactions a second.
+    let agree = (counted > 0.0) == (timed < 0.0);
+    if agree {
+        format!("{said}: the same direction as the counts")
+    } else {
+        format!(
+            "{said}: the two DISAGREE ({counted:+.2}% instructions a transaction, \
+             {timed:+.1}% tps): counts do not see waiting, and the machine may hide a \
+             change of instructions; this is not a change of speed of that size until tps \
+             shows it"
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::counts::transactions_per_billion;
+
+    fn fixture() -> HuntReport {
+        serde_json::from_str(include_str!("../../tests/fixtures/reports/hunt.json")).unwrap()
+    }
+
+    /// The fixture's first culprit as a hunt on counts saw it: its parent
+    /// at 36,137,002 instructions a transaction, itself at 38,316,919.
+    fn counted() -> HuntReport {
+        let mut report = fixture();
+        report.measure = Measure::Instructions;
+        report.why.clear();
+        let c = &mut report.culprits[0];
+        c.before_tps = transactions_per_billion(36_137_002.0);
+        c.after_tps = transactions_per_billion(38_316_919.0);
+        c.change = Change {
+            pct: -5.69,
+            low_pct: -5.91,
+            high_pct: -5.48,
+            confidence: 0.99,
+        };
+        report
+    }
+
+    #[test]
+    fn a_hunt_on_tps_has_no_such_section_and_keeps_its_units() {
+        let report = fixture();
+        assert!(section(&report).is_none());
+        let units = Units::of(&report);
+        assert_eq!(units.level(353.04), "353.0");
+        assert_eq!(
+            units.change(&report.culprits[0].change),
+            change(&report.culprits[0].change)
+        );
+    }
+
+    #[test]
+    fn a_culprit_found_by_counts_is_shown_in_instructions_with_tps_to_measure() {
+        let report = counted();
+        let section = section(&report).expect("a hunt on counts says so");
+        assert_eq!(section.heading, "Decided on instruction counts");
+        let Some(Block::Item { facts, .. }) = section.blocks.get(1) else {
+            panic!("the culprit follows the paragraph: {:?}", section.blocks);
+        };
+        let fact = |label: &str| {
+            facts
+                .iter()
+                .find(|(l, _)| l == label)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default()
+        };
+        assert!(
+            fact("instr/tx").starts_with("36137002 -> 38316919, "),
+            "{facts:?}"
+        );
+        assert_eq!(fact("change"), "+6.03% [+5.80%, +6.28%] at 99% confidence");
+        assert!(fact("tps").starts_with("not measured"), "{facts:?}");
+        assert!(fact("tps").contains("--measure tps --clients"), "{facts:?}");
+        let headline = crate::report::finding::headline(&report);
+        assert!(
+            headline.contains("% instructions a transaction at 128 clients"),
+            "{headline}"
+        );
+        assert!(!headline.contains("TPS"), "{headline}");
+    }
+}
