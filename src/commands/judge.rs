@@ -227,28 +227,41 @@ fn report(said: &Said, hunt: &HuntRuns, json: Option<&Path>) -> anyhow::Result<(
         println!("measured on {on}");
     }
     if let Some(path) = json {
-        let mut body = serde_json::json!({
-            "commit": said.commit,
-            "verdict": said.word,
-            "tps": tps,
-            "median_tps": own,
-            "good": { "commit": hunt.good, "median_tps": good, "runs": hunt.good_tps.len() },
-            "bad": { "commit": hunt.bad, "median_tps": bad, "runs": hunt.bad_tps.len() },
-        });
-        if let Some(counter) = &hunt.counter {
-            // The figures above are the transactions a billion
-            // instructions buy, as decided on.
-            body["measure"] = "instructions".into();
-            body["counter"] = counter.as_str().into();
-            body["instructions"] = tps.iter().map(|f| 1e9 / f).collect::<Vec<_>>().into();
-        }
-        if let Some(on) = said.measured_on {
-            body["measured_on"] = on.into();
-            body["hosts"] = per_host.into();
-        }
+        let body = json_body(said, hunt, [own, good, bad], per_host);
         write_output_file(path, &body.to_string())?;
     }
     Ok(())
+}
+
+/// The verdict as JSON: the runs and medians (`[own, good, bad]`), the
+/// counter when the hunt counted, each host's when several measured.
+fn json_body(
+    said: &Said,
+    hunt: &HuntRuns,
+    [own, good, bad]: [f64; 3],
+    per_host: Vec<serde_json::Value>,
+) -> serde_json::Value {
+    let tps = &said.judged.tps;
+    let mut body = serde_json::json!({
+        "commit": said.commit,
+        "verdict": said.word,
+        "tps": tps,
+        "median_tps": own,
+        "good": { "commit": hunt.good, "median_tps": good, "runs": hunt.good_tps.len() },
+        "bad": { "commit": hunt.bad, "median_tps": bad, "runs": hunt.bad_tps.len() },
+    });
+    if let Some(counter) = &hunt.counter {
+        // The figures above are the transactions a billion
+        // instructions buy, as decided on.
+        body["measure"] = "instructions".into();
+        body["counter"] = counter.as_str().into();
+        body["instructions"] = tps.iter().map(|f| 1e9 / f).collect::<Vec<_>>().into();
+    }
+    if let Some(on) = said.measured_on {
+        body["measured_on"] = on.into();
+        body["hosts"] = per_host.into();
+    }
+    body
 }
 
 /// Each host's medians, printed, and as JSON.

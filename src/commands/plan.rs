@@ -79,14 +79,7 @@ pub(super) fn resolve_plan_judged(
     (first_only, judged): (bool, Option<u32>),
     profile: Profile,
 ) -> anyhow::Result<Plan> {
-    let (Some(good), Some(bad)) = (&args.good, &args.bad) else {
-        return Err(UsageError(
-            "a hunt needs --good REV and --bad REV (a fast and a later, slower commit)\n\
-             hint: pgbisect --good REL9_5_0 --bad master --clients 128; see pgbisect --help"
-                .into(),
-        )
-        .into());
-    };
+    let (good, bad) = endpoints_given(args)?;
     let repo_dir = args.lab.repo_dir();
     let repo = Repo::open(&repo_dir)?;
     let ends = repo.endpoints(good, bad)?;
@@ -116,6 +109,19 @@ pub(super) fn resolve_plan_judged(
         choices,
         setups,
     })
+}
+
+/// `--good` and `--bad`, which a hunt cannot go without.
+fn endpoints_given(args: &TargetArgs) -> anyhow::Result<(&str, &str)> {
+    match (&args.good, &args.bad) {
+        (Some(good), Some(bad)) => Ok((good, bad)),
+        _ => Err(UsageError(
+            "a hunt needs --good REV and --bad REV (a fast and a later, slower commit)\n\
+             hint: pgbisect --good REL9_5_0 --bad master --clients 128; see pgbisect --help"
+                .into(),
+        )
+        .into()),
+    }
 }
 
 /// The counter of a plan that counts, as it names itself: found before

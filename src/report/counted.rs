@@ -11,71 +11,10 @@
 //! what tps says beside (the why-runs' timed runs), plainly when the two
 //! disagree: counts do not see time spent waiting.
 
-use crate::core::counts::{Measure, instructions_change_pct};
-use crate::core::decide::Change;
 use crate::model::short_sha as short;
-use crate::report::finding::{change, confidence_pct};
 use crate::report::findings::{Culprit, HuntReport};
 use crate::report::layout::{Block, Section};
-
-/// What a report's levels and changes are in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Units(pub Measure);
-
-impl Units {
-    pub fn of(report: &HuntReport) -> Units {
-        Units(report.measure)
-    }
-
-    /// What a level is, after a number: `TPS`, or `instructions a
-    /// transaction`.
-    pub fn name(&self) -> &'static str {
-        match self.0 {
-            Measure::Tps => "TPS",
-            Measure::Instructions => "instructions a transaction",
-        }
-    }
-
-    /// A figure decided on, as shown: tps, or the instructions a
-    /// transaction it stands for.
-    pub fn level(&self, figure: f64) -> String {
-        match self.0 {
-            Measure::Tps => format!("{figure:.1}"),
-            Measure::Instructions => format!("{:.0}", 1e9 / figure),
-        }
-    }
-
-    /// A change of the figure decided on as the change of what was
-    /// measured, in percent: of tps, or of instructions a transaction.
-    pub fn pct(&self, pct: f64) -> f64 {
-        match self.0 {
-            Measure::Tps => pct,
-            Measure::Instructions => instructions_change_pct(pct),
-        }
-    }
-
-    /// `-26.9% [-28.1%, -25.7%] at 95% confidence` of tps, or `+6.03%
-    /// [+5.80%, +6.27%] at 99% confidence` of instructions a transaction
-    /// (a drop of what a billion instructions buy is a rise of the
-    /// instructions, its interval's ends swapped).
-    pub fn change(&self, c: &Change) -> String {
-        match self.0 {
-            Measure::Tps => change(c),
-            Measure::Instructions => {
-                if !(c.pct.is_finite() && c.low_pct.is_finite() && c.high_pct.is_finite()) {
-                    return change(c);
-                }
-                format!(
-                    "{:+.2}% [{:+.2}%, {:+.2}%] at {}% confidence",
-                    instructions_change_pct(c.pct),
-                    instructions_change_pct(c.high_pct),
-                    instructions_change_pct(c.low_pct),
-                    confidence_pct(c.confidence)
-                )
-            }
-        }
-    }
-}
+pub use crate::report::units::Units;
 
 /// The section a hunt on counts adds after the finding; none for a hunt
 /// on tps.
@@ -162,7 +101,10 @@ fn tps_beside(report: &HuntReport, units: Units, c: &Culprit) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::counts::Measure;
     use crate::core::counts::transactions_per_billion;
+    use crate::core::decide::Change;
+    use crate::report::units::change;
 
     fn fixture() -> HuntReport {
         serde_json::from_str(include_str!("../../tests/fixtures/reports/hunt.json")).unwrap()

@@ -8,12 +8,13 @@
 use crate::core::decide::Method;
 use crate::model::{Commit, short_sha as short};
 use crate::report::counted::{self, Units};
+pub use crate::report::finding::headline;
 use crate::report::finding::{self, change};
-pub use crate::report::finding::{confidence_pct, headline};
 use crate::report::findings::{
     Culprit, HuntReport, Judgement, ReleaseCheck, ReleaseFinding, TestedCommit, Totals,
     UnresolvedRange,
 };
+pub use crate::report::units::confidence_pct;
 use crate::report::why;
 
 use crate::report::layout::{Align, Block, Document, Section};

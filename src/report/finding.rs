@@ -10,12 +10,12 @@
 
 use crate::core::decide::Change;
 use crate::model::short_sha as short;
-use crate::report::counted::Units;
 use crate::report::estimate;
 use crate::report::findings::{
     Culprit, HuntOutcome, HuntReport, Judgement, Provenance, UnresolvedRange,
 };
 use crate::report::layout::{Align, Block, Section};
+pub(crate) use crate::report::units::{Units, change, pct};
 
 /// Longest headline (it is also the mail's subject) before the culprits'
 /// subjects are cut to fit.
@@ -133,36 +133,6 @@ fn at_clients(clients: u32) -> String {
     match clients {
         1 => "at 1 client".to_string(),
         n => format!("at {n} clients"),
-    }
-}
-
-pub(crate) fn pct(value: f64) -> String {
-    format!("{value:+.1}%")
-}
-
-/// `-26.9% [-28.1%, -25.7%] at 95% confidence`; a change without a
-/// finite interval (too few runs on a side) says so instead.
-pub(crate) fn change(c: &Change) -> String {
-    if !(c.pct.is_finite() && c.low_pct.is_finite() && c.high_pct.is_finite()) {
-        return "not measured: too few runs for an interval".into();
-    }
-    format!(
-        "{} [{}, {}] at {}% confidence",
-        pct(c.pct),
-        pct(c.low_pct),
-        pct(c.high_pct),
-        confidence_pct(c.confidence)
-    )
-}
-
-/// A confidence level in percent, rounded down to a tenth so that an
-/// achieved level of 99.99% never reads as a certain 100%.
-pub fn confidence_pct(confidence: f64) -> String {
-    let tenths = (confidence * 1000.0 + 1e-6).floor().min(999.0);
-    if tenths % 10.0 == 0.0 {
-        format!("{:.0}", tenths / 10.0)
-    } else {
-        format!("{:.1}", tenths / 10.0)
     }
 }
 

@@ -21,6 +21,7 @@ pub mod layout;
 pub mod markdown;
 pub mod running;
 pub mod text;
+pub mod units;
 pub mod watch;
 pub mod why;
 
