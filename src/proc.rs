@@ -451,9 +451,13 @@ pub fn shell_quote(word: &str) -> String {
 
 /// The process holding an flock on `file` (another open file of it),
 /// from `/proc/locks`.
+///
+/// The kernel writes `/proc/locks` a page at a time: a line can slip past
+/// a reader while other processes take and drop locks, so it is read
+/// again before nobody is named.
 pub fn flock_pid(file: &std::fs::File) -> Option<u32> {
     let ino = std::os::unix::fs::MetadataExt::ino(&file.metadata().ok()?);
-    flock_holder(&std::fs::read_to_string("/proc/locks").ok()?, ino)
+    (0..5).find_map(|_| flock_holder(&std::fs::read_to_string("/proc/locks").ok()?, ino))
 }
 
 /// The pid holding an flock on the file whose inode is `ino`, from the

@@ -152,14 +152,7 @@ fn same_file(file: &File, path: &Path) -> bool {
 
 /// Who holds the flock on `file`, from `/proc/locks`.
 fn holder(file: &File) -> Option<Holder> {
-    let ino = file.metadata().ok()?.ino();
-    // The kernel writes /proc/locks a page at a time: a line can slip
-    // past a reader while other processes take and drop locks. Read again
-    // before saying nobody is named.
-    let pid = (0..5).find_map(|_| {
-        let locks = std::fs::read_to_string("/proc/locks").ok()?;
-        crate::proc::flock_holder(&locks, ino)
-    })?;
+    let pid = crate::proc::flock_pid(file)?;
     // A pgbisect writes its text just after it took the lock: give it a
     // moment.
     for _ in 0..25 {
