@@ -62,10 +62,11 @@ if [ -z "$quick" ]; then
 fi
 if cargo nextest --version >/dev/null 2>&1; then
   # Every test in its own process, the binaries side by side, the longest
-  # tests first (.config/nextest.toml).
-  filter=()
-  [ -n "$quick" ] && filter=(-E 'not (test(/^(build|counts|hosts_cli|perf|server|store_postgres|store_tls|workload|release_cli|watch_site)::/))')
-  cargo nextest run --cargo-profile "$profile" "${targets[@]}" "${filter[@]}" "$@" 2>&1 | tee "$log"
+  # tests first; --quick's selection is nextest's `quick` profile
+  # (.config/nextest.toml).
+  runner=default
+  [ -n "$quick" ] && runner=quick
+  cargo nextest run --cargo-profile "$profile" --profile "$runner" "${targets[@]}" "$@" 2>&1 | tee "$log"
   passed=$(sed -n 's/.* tests run: \([0-9]*\) passed.*/\1/p' "$log" | tail -n 1)
 else
   echo "test.sh: cargo-nextest is not installed: running the tests with cargo test, one binary after another (slower; cargo install cargo-nextest --locked)"
