@@ -44,14 +44,7 @@ fn culprit(report: &HuntReport, units: Units, c: &Culprit) -> Block {
     let facts = vec![
         (
             "instr/tx".to_string(),
-            format!(
-                "{} -> {}, {} + {} counted runs side by side with its parent {}",
-                units.level(c.before_tps),
-                units.level(c.after_tps),
-                c.runs_before,
-                c.runs_after,
-                short(&c.parent)
-            ),
+            units.beside_parent(c, "counted runs"),
         ),
         ("change".to_string(), units.change(&c.change)),
         ("tps".to_string(), tps_beside(report, units, c)),

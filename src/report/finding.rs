@@ -226,14 +226,7 @@ fn culprit_step(c: &Culprit, whole: &Change, units: Units) -> Block {
             ("change".into(), with_share(&c.change, whole, units)),
             (
                 if units.0.is_tps() { "tps" } else { "instr/tx" }.into(),
-                format!(
-                    "{} -> {}, {} + {} runs side by side with its parent {}",
-                    units.level(c.before_tps),
-                    units.level(c.after_tps),
-                    c.runs_before,
-                    c.runs_after,
-                    short(&c.parent)
-                ),
+                units.beside_parent(c, "runs"),
             ),
         ],
     }

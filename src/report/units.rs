@@ -5,8 +5,10 @@
 
 use crate::core::counts::{Measure, instructions_change_pct};
 use crate::core::decide::Change;
-use crate::report::findings::HuntReport;
+use crate::model::short_sha;
+use crate::report::findings::{Culprit, HuntReport};
 
+/// A change in percent, signed, to a tenth: `-26.9%`.
 pub(crate) fn pct(value: f64) -> String {
     format!("{value:+.1}%")
 }
@@ -93,5 +95,18 @@ impl Units {
                 )
             }
         }
+    }
+
+    /// A culprit's level against its parent's: `{before} -> {after}, {n}
+    /// + {m} {runs} side by side with its parent {sha}`.
+    pub fn beside_parent(&self, c: &Culprit, runs: &str) -> String {
+        format!(
+            "{} -> {}, {} + {} {runs} side by side with its parent {}",
+            self.level(c.before_tps),
+            self.level(c.after_tps),
+            c.runs_before,
+            c.runs_after,
+            short_sha(&c.parent)
+        )
     }
 }
