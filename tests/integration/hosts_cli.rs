@@ -190,8 +190,32 @@ fn pid_files(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Whether process `pid` runs: a zombie does not (this machine's first
+/// process reaps orphans seconds late).
 fn alive(pid: &str) -> bool {
-    Path::new(&format!("/proc/{}", pid.trim())).exists()
+    std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).is_ok_and(|stat| {
+        let state = stat.rsplit_once(')').map(|(_, rest)| rest.trim_start());
+        state.is_some_and(|s| !s.starts_with(['Z', 'X']))
+    })
+}
+
+/// Kills (SIGKILL) the job script on a host around the job that wrote
+/// `pidfile`: the shell that ssh started, whose command line sets the job's
+/// name before it starts the job. Left alone, it would see its job end and
+/// sweep away what the job left, the server among it.
+fn kill_job_script(pidfile: &Path) {
+    let name = pidfile.file_stem().unwrap().to_string_lossy();
+    let mark = format!("PGBISECT_JOB={name} setsid");
+    for entry in std::fs::read_dir("/proc").unwrap().filter_map(Result::ok) {
+        let pid = entry.file_name().to_string_lossy().into_owned();
+        if pid.parse::<u32>().is_err() || pid == std::process::id().to_string() {
+            continue;
+        }
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains(&mark) {
+            let _ = Command::new("kill").args(["-s", "KILL", &pid]).status();
+        }
+    }
 }
 
 /// `out`, a second start after its coordinator was killed, ended well and
@@ -502,8 +526,10 @@ fn a_pgbench_hunt_over_ssh_hosts_survives_a_killed_coordinator() {
     let server = wait_for("a server on a host", || postmasters(tmp.path()).pop());
     child.kill().unwrap();
     child.wait().unwrap();
-    // The runs on the hosts killed too, before they stop their servers.
+    // The runs on the hosts killed too, before they stop their servers,
+    // and the job scripts around them before that.
     for pidfile in pid_files(tmp.path()) {
+        kill_job_script(&pidfile);
         let pid = std::fs::read_to_string(&pidfile).unwrap();
         let _ = Command::new("kill")
             .args(["-s", "KILL", "--"])

@@ -29,6 +29,7 @@ const SPIN: &str = "80000";
 /// The shared history: its repository and the SHA of the slow commit.
 #[derive(Debug)]
 pub struct BuiltHistory {
+    root: PathBuf,
     repo: PathBuf,
     /// The slow commit.
     pub slow: String,
@@ -46,9 +47,15 @@ pub fn built_history() -> Option<&'static BuiltHistory> {
 impl BuiltHistory {
     /// A clone of the history at `dest` (objects shared, no files: instant) and
     /// `work/installs` holding every commit's install.
+    ///
+    /// The copy is made under the history's lock, shared: a test in another
+    /// process that finds the history made still marks each install used
+    /// (a file written aside and renamed), and `cp` must not meet that file
+    /// half-way.
     pub fn seed(&self, dest: &Path, work: &Path) {
         clone(&self.repo, dest, false);
         std::fs::create_dir_all(work).unwrap();
+        let _lock = lock(&self.root, libc::LOCK_SH);
         let copied = Command::new("cp")
             .arg("-a")
             .arg(&self.installs)
@@ -76,9 +83,8 @@ fn make() -> Option<BuiltHistory> {
     let source = pg_source()?;
     let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("pg-history");
     std::fs::create_dir_all(&root).unwrap();
-    let lock = std::fs::File::create(root.join("lock")).unwrap();
-    // Held until made: another test binary waits, then finds it made.
-    assert_eq!(unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) }, 0);
+    // Held until made: another test process waits, then finds it made.
+    let _lock = lock(&root, libc::LOCK_EX);
     let repo = root.join("repo");
     let work = root.join("work");
     // The checkout where a hunt has it, so that ccache, which sees paths
@@ -99,10 +105,19 @@ fn make() -> Option<BuiltHistory> {
         }
     }
     Some(BuiltHistory {
+        root,
         repo,
         slow,
         installs: work.join("installs"),
     })
+}
+
+/// The history's lock at `root`, taken as `how` (`LOCK_SH`, `LOCK_EX`) and
+/// held until the file returned is dropped.
+fn lock(root: &Path, how: libc::c_int) -> std::fs::File {
+    let file = std::fs::File::create(root.join("lock")).unwrap();
+    assert_eq!(unsafe { libc::flock(file.as_raw_fd(), how) }, 0);
+    file
 }
 
 /// Makes the history at `repo` unless the same script made it from the
