@@ -133,6 +133,9 @@ AccountingStorageType=accounting_storage/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 SchedulerType=sched/backfill
+# A batch job is placed when it is submitted, not up to 3 s later (the
+# default): pgbisect sends one run a job, and the tests' hunts send dozens.
+SchedulerParameters=batch_sched_delay=0
 ReturnToService=2
 MinJobAge=600
 KillWait=5

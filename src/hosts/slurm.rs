@@ -121,9 +121,12 @@ impl Slurm {
         }))
     }
 
-    /// Waits for the job `id` to end: how it did.
+    /// Waits for the job `id` to end: how it did. Its status file is read
+    /// every tenth of `poll`, so a short job ends when it does; the queue is
+    /// asked once a `poll`.
     fn watch(&self, host: &str, id: &str, job: &Job) -> anyhow::Result<JobEnd> {
         let (_, status) = self.files(&job.name);
+        let mut asked = std::time::Instant::now();
         loop {
             if proc::check_interrupt().is_err() {
                 let _ = command_output(&["scancel", id]);
@@ -132,6 +135,11 @@ impl Slurm {
             if let Some(ended) = read_status(&status) {
                 return ended_with_status(host, job, ended);
             }
+            if asked.elapsed() < self.poll {
+                std::thread::sleep(self.poll / 10);
+                continue;
+            }
+            asked = std::time::Instant::now();
             let state = command_output(&["squeue", "-h", "-j", id, "-o", "%T"]);
             if matches!(&state, Ok(s) if s.trim().is_empty()) || state.is_err() {
                 // Gone from the queue: its status file, else Slurm's word.
@@ -140,7 +148,6 @@ impl Slurm {
                 }
                 return Ok(JobEnd::Lost(ended_without_status(host, id, job)));
             }
-            std::thread::sleep(self.poll);
         }
     }
 }

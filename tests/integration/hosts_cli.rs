@@ -190,6 +190,27 @@ fn pid_files(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The pid file of the job on a host that hangs in the profile's
+/// `sleep 300`, and the job's pid: the job whose session (the job starts
+/// one, `setsid`) holds that sleep; another host's run of the same round
+/// may be running too.
+fn hanging_job(dir: &Path) -> Option<(PathBuf, String)> {
+    let sleeping_sessions: Vec<String> = std::fs::read_dir("/proc")
+        .ok()?
+        .filter_map(Result::ok)
+        .filter(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == b"sleep\x00300\x00"))
+        .filter_map(|e| {
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let (_, rest) = stat.rsplit_once(')')?;
+            rest.split_whitespace().nth(3).map(str::to_string)
+        })
+        .collect();
+    pid_files(dir).into_iter().find_map(|file| {
+        let pid = std::fs::read_to_string(&file).ok()?.trim().to_string();
+        sleeping_sessions.contains(&pid).then_some((file, pid))
+    })
+}
+
 /// Whether process `pid` runs: a zombie does not (this machine's first
 /// process reaps orphans seconds late).
 fn alive(pid: &str) -> bool {
@@ -380,14 +401,7 @@ fn a_killed_ssh_coordinator_is_cleaned_up_after_and_holds_its_hosts() {
     // SIGKILL while a job hangs on a host: the job is left there.
     std::fs::write(&flag, "").unwrap();
     wait_for("a run to take the flag", || (!flag.exists()).then_some(()));
-    // The hanging job is the one whose pid file stays: the other host's
-    // run of the round ends within a second.
-    let pidfile = wait_for("the hanging job", || {
-        let seen = pid_files(tmp.path());
-        std::thread::sleep(Duration::from_secs(2));
-        seen.into_iter().find(|p| p.exists())
-    });
-    let pid = std::fs::read_to_string(&pidfile).unwrap();
+    let (_, pid) = wait_for("the hanging job", || hanging_job(tmp.path()));
     child.kill().unwrap();
     child.wait().unwrap();
     std::thread::sleep(Duration::from_millis(500));
@@ -832,16 +846,7 @@ fn a_killed_compare_is_cleaned_up_after_when_run_again() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let pidfile = wait_for("the hanging job", || {
-        (!flag.exists())
-            .then(|| pid_files(tmp.path()).pop())
-            .flatten()
-    });
-    let pid = wait_for("its pid", || {
-        std::fs::read_to_string(&pidfile)
-            .ok()
-            .filter(|p| !p.trim().is_empty())
-    });
+    let (_, pid) = wait_for("the hanging job", || hanging_job(tmp.path()));
     child.kill().unwrap();
     child.wait().unwrap();
     std::thread::sleep(Duration::from_millis(500));
