@@ -232,7 +232,7 @@ pub struct HuntSection {
     /// `tps` or `instructions` (the instructions a transaction costs,
     /// counted by cachegrind): what the hunt and `judge` decide on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub measure: Option<crate::core::counts::Measure>,
+    pub measure: Option<crate::core::counts::MeasureChoice>,
 }
 
 impl BenchmarkSection {

@@ -138,14 +138,15 @@ pub struct TargetArgs {
     #[arg(long, value_enum, value_name = "HOW", help_heading = DECIDE_HEADING)]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_length: Option<RunLength>,
-    /// What decides: `tps`, or `instructions`, the instructions a
+    /// What decides: `tps`; `instructions`, the instructions a
     /// transaction costs, counted by cachegrind (repeat to 0.1-0.3% where
-    /// tps moves 3-15%; blind to waiting) (default: the profile's
-    /// `measure`, else tps).
-    #[arg(long, value_name = "tps|instructions", value_parser = crate::core::counts::Measure::parse,
-          help_heading = DECIDE_HEADING)]
+    /// tps moves 3-15%; blind to waiting); or `auto`, both measured at the
+    /// endpoints and the one that sees the slowdown kept (default: the
+    /// profile's `measure`, else tps).
+    #[arg(long, value_name = "tps|instructions|auto",
+          value_parser = crate::core::counts::MeasureChoice::parse, help_heading = DECIDE_HEADING)]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub measure: Option<crate::core::counts::Measure>,
+    pub measure: Option<crate::core::counts::MeasureChoice>,
 }
 
 /// `--clients` of a hunt: one positive count; a list gets a pointer to

@@ -111,7 +111,7 @@ pub(super) fn command(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         why_runs: args.why.then_some(args.why_args.why_runs),
         hosts: args.on.wanted(),
     };
-    let measure = super::resolve::measure(args.measure, &profile);
+    let measure = super::resolve::one_measure(args.measure.map(Into::into), &profile)?;
     let done = compare::run(bench(&args.lab, measure, profile)?, &ask)?;
     write_outputs(&done, args)?;
     Ok(print(&done))

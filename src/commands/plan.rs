@@ -91,7 +91,15 @@ pub(super) fn resolve_plan_judged(
         counter: counter(config.measure, &profile)?,
         ..choices(&args.lab)
     };
+    // A judgement measures as its hunt did, whatever the profile asks.
+    let auto = judged.is_none() && resolve::measure(args.measure, &profile).fixed().is_none();
+    let auto_counter = if auto {
+        counter(Measure::Instructions, &profile)?
+    } else {
+        None
+    };
     Ok(Plan {
+        auto_counter,
         profile,
         config,
         resolution: ends.records(),
@@ -154,7 +162,10 @@ fn hunt_config(
         choose_run_length: resolve::chooses_run_length(args.run_length, profile),
         search: resolve::search(args.search, profile),
         candidates: args.candidates,
-        measure: resolve::measure(args.measure, profile),
+        // `auto` starts on tps until the endpoints choose (see `Plan::auto_counter`).
+        measure: resolve::measure(args.measure, profile)
+            .fixed()
+            .unwrap_or(Measure::Tps),
         ..HuntConfig::default()
     })
 }

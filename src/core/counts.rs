@@ -79,6 +79,58 @@ impl Measure {
     }
 }
 
+/// What `--measure` and a profile's `measure` ask for: one measure, or
+/// `auto`, which a hunt chooses at its endpoints
+/// ([`crate::core::choose_measure`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MeasureChoice {
+    #[default]
+    Tps,
+    Instructions,
+    Auto,
+}
+
+impl MeasureChoice {
+    /// Parses `tps`, `instructions` or `auto`.
+    pub fn parse(text: &str) -> Result<MeasureChoice, String> {
+        match text {
+            "auto" => Ok(MeasureChoice::Auto),
+            other => Measure::parse(other).map(MeasureChoice::from).map_err(|_| {
+                format!(
+                    "`{other}` is not a measure: give `tps` (pgbench's transactions per \
+                     second), `instructions` (instructions a transaction costs, counted by \
+                     cachegrind) or `auto` (a hunt measures its endpoints both ways and \
+                     decides on the one that sees the slowdown)"
+                )
+            }),
+        }
+    }
+
+    /// The one measure asked for; `None` for `auto`.
+    pub fn fixed(self) -> Option<Measure> {
+        match self {
+            MeasureChoice::Tps => Some(Measure::Tps),
+            MeasureChoice::Instructions => Some(Measure::Instructions),
+            MeasureChoice::Auto => None,
+        }
+    }
+
+    /// How it is named in flags and profiles.
+    pub fn name(self) -> &'static str {
+        self.fixed().map_or("auto", |m| m.name())
+    }
+}
+
+impl From<Measure> for MeasureChoice {
+    fn from(measure: Measure) -> MeasureChoice {
+        match measure {
+            Measure::Tps => MeasureChoice::Tps,
+            Measure::Instructions => MeasureChoice::Instructions,
+        }
+    }
+}
+
 impl std::fmt::Display for Measure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
@@ -371,6 +423,16 @@ mod tests {
         assert!((instructions_change_pct(pct) - 5.0).abs() < 1e-9);
         assert_eq!(Measure::parse("instructions"), Ok(Measure::Instructions));
         assert!(Measure::parse("cycles").unwrap_err().contains("give `tps`"));
+        assert_eq!(MeasureChoice::parse("auto"), Ok(MeasureChoice::Auto));
+        assert_eq!(
+            MeasureChoice::parse("instructions").map(MeasureChoice::fixed),
+            Ok(Some(Measure::Instructions))
+        );
+        assert!(
+            MeasureChoice::parse("cycles")
+                .unwrap_err()
+                .contains("or `auto`")
+        );
         let change = Change {
             pct: -5.69,
             low_pct: -5.70,

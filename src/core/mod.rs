@@ -6,6 +6,7 @@
 
 pub mod bisect;
 pub mod change_points;
+pub mod choose_measure;
 pub mod counts;
 pub mod decide;
 pub mod fingerprint;

@@ -9,6 +9,7 @@
 //! the work dir's lock, the hosts and the lab, runs an engine and keeps
 //! what it found.
 
+pub mod choose_measure;
 pub mod compare;
 pub mod hunt;
 pub mod judge;

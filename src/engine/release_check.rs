@@ -175,14 +175,7 @@ pub fn measure(
                 return Err(HuntError::Interrupted.into());
             }
             if let Some(j) = journal.as_deref_mut() {
-                j.append(&Event::Run {
-                    run,
-                    commit: commit.id.clone(),
-                    clients,
-                    seconds: None,
-                    outcome: outcome.clone(),
-                    host: None,
-                })?;
+                j.append(&Event::run_here(run, commit, clients, &outcome))?;
             }
             let value = match &outcome {
                 RunOutcome::Measured(m) if m.tps.is_finite() && m.tps > 0.0 => Some(m.tps),

@@ -53,6 +53,26 @@ pub enum Event {
     Finish { outcome: String, at: String },
 }
 
+impl Event {
+    /// Run `run` of `commit` at `clients`, made on this machine at the
+    /// profile's length, ending with `outcome`.
+    pub fn run_here(
+        run: u64,
+        commit: &crate::model::Commit,
+        clients: u32,
+        outcome: &RunOutcome,
+    ) -> Event {
+        Event::Run {
+            run,
+            commit: commit.id.clone(),
+            clients,
+            seconds: None,
+            outcome: outcome.clone(),
+            host: None,
+        }
+    }
+}
+
 /// An append-only journal file.
 ///
 /// Opening an existing journal remembers what it holds: appending a run or

@@ -116,6 +116,15 @@ fn choose(
     Ok(Some(Arc::new(ssh)))
 }
 
+/// Whether a hunt with `args` and the profile's `section` measures on
+/// other machines (ssh hosts or Slurm nodes) rather than here.
+pub fn elsewhere(args: &HostsWanted, section: &HostsSection) -> bool {
+    args.slurm
+        || !args.hosts.is_empty()
+        || section.ssh.as_ref().is_some_and(|s| !s.is_empty())
+        || section.nodes.as_ref().is_some_and(|n| !n.is_empty())
+}
+
 /// Host names: not empty, no repeats, nothing a shell or ssh would read
 /// as an option.
 fn check_names(names: &[String], from: &str) -> anyhow::Result<()> {

@@ -128,6 +128,22 @@ pub fn open(
     })
 }
 
+/// The PostgreSQL lab of `plan` on this machine with both measures: its
+/// runs timed, its counted runs counted by the plan's counter (the plan
+/// counts). For `--measure auto`, which measures the endpoints both ways.
+pub fn open_timed_and_counted(
+    plan: &LabSpec,
+    watch: &Watch,
+    runs_dir: &Path,
+) -> anyhow::Result<Box<dyn Lab>> {
+    if plan.choices.measure != Measure::Instructions || plan.profile.benchmark.command.is_some() {
+        return Err(crate::lab::cannot_count());
+    }
+    let repo = open_repo(plan)?;
+    let lab = pg_lab(plan, runs_dir, watch, repo, build_settings(&plan.profile)?)?;
+    Ok(Box::new(lab))
+}
+
 /// The repository of `plan`, with the commits made in the private work
 /// tree (a patch applied) readable too.
 pub fn open_repo(plan: &LabSpec) -> anyhow::Result<Repo> {

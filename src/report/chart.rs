@@ -432,6 +432,7 @@ mod tests {
             configure_flags: Vec::new(),
             resolution: Vec::new(),
             release_check: None,
+            measure_chosen: None,
             made: None,
             why: Vec::new(),
             measure: Default::default(),

@@ -11,6 +11,8 @@
 //! what tps says beside (the why-runs' timed runs), plainly when the two
 //! disagree: counts do not see time spent waiting.
 
+use crate::core::counts::Measure;
+use crate::core::decide::Comparison;
 use crate::model::short_sha as short;
 use crate::report::findings::{Culprit, HuntReport};
 use crate::report::layout::{Block, Section};
@@ -35,6 +37,52 @@ pub fn section(report: &HuntReport) -> Option<Section> {
     Some(Section {
         heading: "Decided on instruction counts".into(),
         blocks,
+    })
+}
+
+/// The section of a hunt asked to choose its measure (`--measure auto`):
+/// which one its endpoints chose, and from what; none otherwise.
+pub fn chosen_section(report: &HuntReport) -> Option<Section> {
+    let chosen = report.measure_chosen.as_ref()?;
+    let said = |c: Option<&Comparison>, measure: Measure, runs: &str| {
+        c.map_or_else(
+            || "no usable runs".to_string(),
+            |c| {
+                format!(
+                    "{} in {} + {} {runs}",
+                    measure.change_text(&c.change),
+                    c.n_base,
+                    c.n_new
+                )
+            },
+        )
+    };
+    let facts = vec![
+        ("decided on".to_string(), chosen.measure.name().to_string()),
+        (
+            "tps".to_string(),
+            said(chosen.tps.as_ref(), Measure::Tps, "timed runs"),
+        ),
+        (
+            "instructions".to_string(),
+            said(
+                chosen.counts.as_ref(),
+                Measure::Instructions,
+                "counted runs",
+            ),
+        ),
+    ];
+    Some(Section {
+        heading: "Measure chosen at the endpoints".into(),
+        blocks: vec![
+            Block::Paragraph(
+                "Asked to choose (--measure auto), the hunt measured both endpoints on tps \
+                 and on instruction counts, interleaved, before the search."
+                    .into(),
+            ),
+            Block::Facts(facts),
+            Block::Paragraph(format!("Why: {}.", chosen.why)),
+        ],
     })
 }
 

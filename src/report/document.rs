@@ -26,6 +26,7 @@ fn fact(label: &str, value: impl Into<String>) -> (String, String) {
 /// The report's content.
 pub fn document(report: &HuntReport) -> Document {
     let mut sections = vec![finding::section(report)];
+    sections.extend(counted::chosen_section(report));
     sections.extend(counted::section(report));
     sections.extend([
         Section {

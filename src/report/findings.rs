@@ -322,6 +322,18 @@ pub enum ReleaseFinding {
     Unmeasured,
 }
 
+/// `--measure auto`: the measure the endpoints chose, why, and the
+/// endpoints' comparisons on each (absent where that measure made no
+/// usable runs); counts compared as the transactions a billion
+/// instructions buy, so that a drop is slower on both.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MeasureChosen {
+    pub measure: crate::core::counts::Measure,
+    pub why: String,
+    pub tps: Option<Comparison>,
+    pub counts: Option<Comparison>,
+}
+
 /// A release tag off master's line measured, before the search, against
 /// the commit where its line left master (the hunt's good end).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -398,6 +410,10 @@ pub struct HuntReport {
     /// was moved there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub release_check: Option<ReleaseCheck>,
+    /// The measure chosen at the endpoints, when the hunt was asked to
+    /// choose (`--measure auto`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measure_chosen: Option<MeasureChosen>,
     /// What the why-runs after each culprit found, by culprit.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub why: Vec<crate::core::why::Why>,

@@ -309,6 +309,21 @@ impl HuntDir {
         self.dir.join("release-check.jsonl")
     }
 
+    /// Outputs of the runs that choose the measure (`--measure auto`).
+    pub fn measure_choice_runs(&self) -> PathBuf {
+        self.dir.join("measure-choice")
+    }
+
+    /// The journals of those runs, timed and counted, apart from the
+    /// hunt's; kept in the folder of the hunt on tps, which the choice
+    /// precedes.
+    pub fn measure_choice_journals(&self) -> (PathBuf, PathBuf) {
+        (
+            self.dir.join("measure-choice-tps.jsonl"),
+            self.dir.join("measure-choice-counts.jsonl"),
+        )
+    }
+
     /// What the why-runs of a culprit found (named by its full SHA), kept
     /// apart from the journal: never evidence, not made again on resume.
     pub fn why(&self, culprit: &str) -> PathBuf {

@@ -721,6 +721,7 @@ impl<'a> Hunt<'a> {
             configure_flags: Vec::new(),
             resolution: Vec::new(),
             release_check: None,
+            measure_chosen: None,
             made: None,
             why: Vec::new(),
             measure: self.cfg.measure,

@@ -6,10 +6,12 @@
 use super::Plan;
 use super::resolved::HuntPlan;
 use super::runner::{HuntRun, WhyFailure};
+use crate::core::counts::Measure;
+use crate::engine::choose_measure::{self, Chosen};
 use crate::engine::hunt::budget::Budget;
 use crate::engine::hunt::posterior::candidates_a_round;
 use crate::engine::release_check;
-use crate::error::{EXIT_CULPRIT_FOUND, EXIT_INCONCLUSIVE, EXIT_NO_REGRESSION};
+use crate::error::{EXIT_CULPRIT_FOUND, EXIT_INCONCLUSIVE, EXIT_NO_REGRESSION, UsageError};
 use crate::files::write_file;
 use crate::lab::held::Held;
 use crate::machine::steady::Watch;
@@ -44,16 +46,20 @@ pub fn run(
     budget: Option<Budget>,
     work_dir: &mut Option<PathBuf>,
 ) -> anyhow::Result<Finished> {
-    let plan = &hunt.plan;
-    let candidates = Repo::open(&plan.repo_dir)?.candidates(&plan.good, &plan.bad)?;
-    *work_dir = Some(plan.work.root().to_path_buf());
-    let opened = open(plan, hunt.key()?)?;
+    let given = &hunt.plan;
+    let candidates = Repo::open(&given.repo_dir)?.candidates(&given.good, &given.bad)?;
+    *work_dir = Some(given.work.root().to_path_buf());
+    let lock = given.work.create_and_lock()?;
     let mut progress = crate::progress::for_stderr();
-    for record in &plan.resolution {
+    for record in &given.resolution {
         progress.event(&ProgressEvent::Note(record.line()));
     }
     let interrupt =
         crate::proc::install_signal_handlers().context("cannot install the interrupt handler")?;
+    let watch = Watch::default();
+    let (hunt, chosen) = decide_measure(hunt, (progress.as_mut(), &interrupt), &watch)?;
+    let plan = &hunt.plan;
+    let opened = open(plan, hunt.key()?, lock)?;
     let held = crate::lab::held::take(
         &hunt.hosts,
         &plan.profile,
@@ -65,7 +71,6 @@ pub fn run(
     let mut saved = hunt.clone();
     saved.plan.config.candidates = Some(candidates_a_round(hosts, plan.config.candidates) as u32);
     saved.save(&opened.hunt)?;
-    let watch = Watch::default();
     super::outline::say(plan, candidates.len(), budget, progress.as_mut());
     let release = check_release(
         (plan, &opened.hunt, budget),
@@ -85,7 +90,7 @@ pub fn run(
     }
     let name = opened.key.folder_name();
     let run = HuntRun {
-        hunt,
+        hunt: &hunt,
         folder: &opened.hunt,
         names: &[&name, &opened.hunt.name],
         candidates: &candidates,
@@ -94,6 +99,7 @@ pub fn run(
         held: held.as_ref(),
         watch: &watch,
         release,
+        measure_chosen: chosen,
         why_failure: WhyFailure::Stops,
     };
     let report = super::runner::run(run, lab.as_mut(), progress.as_mut())?;
@@ -109,10 +115,9 @@ pub fn run(
     })
 }
 
-/// Opens the hunt's folder under the lock: the folder `key` names, and
-/// the profile kept for `judge`.
-fn open(plan: &Plan, key: PlanKey) -> anyhow::Result<Opened> {
-    let lock = plan.work.create_and_lock()?;
+/// Opens the hunt's folder, the work dir locked by `lock`: the folder
+/// `key` names, and the profile kept for `judge`.
+fn open(plan: &Plan, key: PlanKey, lock: crate::workspace::Lock) -> anyhow::Result<Opened> {
     let hunt = plan.work.hunt_for(&key)?;
     hunt.create()?;
     // `pgbisect judge` measures with the same profile later.
@@ -124,6 +129,62 @@ fn open(plan: &Plan, key: PlanKey) -> anyhow::Result<Opened> {
         key,
         hunt,
     })
+}
+
+/// The measure chosen, with what choosing it spent (the lab's totals,
+/// wall seconds).
+type ChosenAndSpent = (Chosen, (LabTotals, f64));
+
+/// `--measure auto`: the hunt deciding on the measure its endpoints
+/// chose ([`crate::engine::choose_measure`]), and the choice; the hunt
+/// as it is when its measure was given. The choice's runs are journaled
+/// in the folder of the hunt on tps, so a resumed hunt replays them and
+/// comes to the same folder.
+fn decide_measure(
+    hunt: &HuntPlan,
+    (progress, interrupt): (&mut dyn Progress, &Arc<AtomicBool>),
+    watch: &Watch,
+) -> anyhow::Result<(HuntPlan, Option<ChosenAndSpent>)> {
+    let given = &hunt.plan;
+    let Some(counter) = given.auto_counter.as_deref() else {
+        return Ok((hunt.clone(), None));
+    };
+    if crate::lab::held::elsewhere(&hunt.hosts, &given.profile.hosts) {
+        return Err(UsageError(
+            "--measure auto counts instructions on this machine, and a hunt on hosts measures \
+             tps: give --measure tps to hunt on the hosts, or leave the hosts out"
+                .into(),
+        )
+        .into());
+    }
+    let mut on_tps = hunt.clone();
+    on_tps.plan = given.deciding_on(Measure::Tps, None);
+    let folder = given.work.hunt_for(&on_tps.key()?)?;
+    folder.create()?;
+    let counting = given.deciding_on(Measure::Instructions, Some(counter));
+    let mut lab = crate::lab::open::open_timed_and_counted(
+        &counting.lab_spec(),
+        watch,
+        &folder.measure_choice_runs(),
+    )?;
+    let started = std::time::Instant::now();
+    let (timed, counted) = folder.measure_choice_journals();
+    let setup = choose_measure::Setup {
+        decision: given.config.decision,
+        clients: given.config.clients,
+        progress,
+        interrupt: Some(interrupt.clone()),
+    };
+    let chosen = choose_measure::choose(
+        lab.as_mut(),
+        (&timed, &counted),
+        (&given.good, &given.bad),
+        setup,
+    )?;
+    let mut decided = hunt.clone();
+    decided.plan = given.deciding_on(chosen.measure, Some(counter));
+    let spent = (lab.totals(), started.elapsed().as_secs_f64());
+    Ok((decided, Some((chosen, spent))))
 }
 
 /// When the good end was moved from a release to where it left master's

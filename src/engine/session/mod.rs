@@ -16,6 +16,7 @@ pub mod watch_hunts;
 pub mod watch_site;
 pub mod why;
 
+use crate::core::counts::Measure;
 use crate::engine::hunt::HuntConfig;
 use crate::engine::release_check::Sides;
 use crate::lab::open::{LabChoices, LabSpec};
@@ -48,9 +49,25 @@ pub struct Plan {
     /// The server settings, `max_connections` and placement at each
     /// client count the plan runs at (see [`decide_setups`]).
     pub setups: Setups,
+    /// `--measure auto`: the counter the endpoints are counted by while
+    /// the measure is chosen ([`crate::engine::choose_measure`]); the
+    /// measure in `config` is tps until then, and what was chosen after.
+    /// `None`: the measure was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_counter: Option<String>,
 }
 
 impl Plan {
+    /// This plan deciding on `measure`, counted by `counter` when it
+    /// counts (the plan key tells the two apart).
+    pub fn deciding_on(&self, measure: Measure, counter: Option<&str>) -> Plan {
+        let mut plan = self.clone();
+        plan.config.measure = measure;
+        plan.choices.measure = measure;
+        plan.choices.counter = counter.filter(|_| !measure.is_tps()).map(str::to_string);
+        plan
+    }
+
     /// What the lab is opened with.
     pub fn lab_spec(&self) -> LabSpec {
         lab_spec(
@@ -78,6 +95,7 @@ impl Plan {
             repo_dir: dir.to_path_buf(),
             work: WorkDir::at(dir.join("w")),
             choices: LabChoices::default(),
+            auto_counter: None,
         }
     }
 }

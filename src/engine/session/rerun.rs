@@ -37,6 +37,17 @@ pub fn again(hunt: &HuntPlan) -> Vec<String> {
     out
 }
 
+/// `--measure` of the hunt: `auto` when it chose, what it counted by
+/// otherwise; `None` for tps, the default.
+fn measure_flag(hunt: &HuntPlan) -> Option<String> {
+    let measure = hunt.plan.choices.measure;
+    if hunt.plan.auto_counter.is_some() {
+        Some("auto".to_string())
+    } else {
+        (!measure.is_tps()).then(|| measure.name().to_string())
+    }
+}
+
 /// The flags with a value that change what a hunt measures, and their
 /// values (`None`: not given, or the default).
 fn valued_flags(hunt: &HuntPlan) -> [(&'static str, Option<String>); 13] {
@@ -55,11 +66,7 @@ fn valued_flags(hunt: &HuntPlan) -> [(&'static str, Option<String>); 13] {
                 .and_then(|s| named(clap::ValueEnum::to_possible_value(&s))),
         ),
         ("candidates", given.candidates.map(|k| k.to_string())),
-        (
-            "measure",
-            (!hunt.plan.choices.measure.is_tps())
-                .then(|| hunt.plan.choices.measure.name().to_string()),
-        ),
+        ("measure", measure_flag(hunt)),
         (
             "run-length",
             given

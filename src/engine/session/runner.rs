@@ -29,7 +29,7 @@ use crate::machine::steady::{self, Watch};
 use crate::model::{Commit, LabTotals};
 use crate::placement::Placement;
 use crate::progress::{Progress, ProgressEvent};
-use crate::report::findings::{HuntReport, Provenance, ReleaseCheck};
+use crate::report::findings::{HuntReport, MeasureChosen, Provenance, ReleaseCheck};
 use crate::workspace::HuntDir;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -55,6 +55,9 @@ pub struct HuntRun<'a> {
     /// The release check made before the search, with what this start
     /// spent on it (the lab's totals, wall seconds).
     pub release: Option<(ReleaseCheck, (LabTotals, f64))>,
+    /// The measure chosen at the endpoints (`--measure auto`), with what
+    /// this start spent choosing it (the lab's totals, wall seconds).
+    pub measure_chosen: Option<(MeasureChosen, (LabTotals, f64))>,
     pub why_failure: WhyFailure,
 }
 
@@ -118,6 +121,10 @@ pub fn run(
     }
     machine.steadiness = run.watch.seen();
     complete(&mut report, run.hunt, machine, run.release)?;
+    if let Some((chosen, (lab, wall))) = run.measure_chosen {
+        report.measure_chosen = Some(chosen);
+        report.totals.add_work(&lab, wall);
+    }
     write_outputs(&report, run.folder)?;
     Ok(report)
 }

@@ -66,6 +66,7 @@ impl Hunter {
             held: None,
             watch: &self.watch,
             release: None,
+            measure_chosen: None,
             why_failure: WhyFailure::Noted,
         };
         super::runner::run(run, lab, progress)
@@ -96,6 +97,8 @@ impl Hunter {
             work: self.work.clone(),
             choices: spec.choices.clone(),
             setups: spec.setups.clone(),
+            // The watcher measures tps.
+            auto_counter: None,
         };
         let (flags, shaping) = flags_for(&spec.profile, &asked.config);
         Ok(HuntPlan {

@@ -1,0 +1,138 @@
+use super::*;
+use crate::core::counts::{Counted, Window};
+use crate::model::{LabTotals, Measurement};
+use crate::progress::Silent;
+
+/// Endpoints whose tps and instructions a transaction are given, tps with
+/// a spread that repeats every few runs; counting can be made to fail.
+struct Ends {
+    tps: [f64; 2],
+    instructions: [f64; 2],
+    counting_fails: bool,
+    runs: usize,
+    counted: usize,
+}
+
+impl Ends {
+    fn new(tps: [f64; 2], instructions: [f64; 2]) -> Ends {
+        Ends {
+            tps,
+            instructions,
+            counting_fails: false,
+            runs: 0,
+            counted: 0,
+        }
+    }
+
+    fn side(commit: &Commit) -> usize {
+        usize::from(commit.id == "b")
+    }
+}
+
+const SPREAD: [f64; 5] = [1.0, 1.04, 0.97, 1.02, 0.98];
+
+fn measured(tps: f64, instructions: Option<f64>) -> RunOutcome {
+    let window = |transactions, instructions| Window {
+        transactions,
+        instructions,
+        processes: 1,
+    };
+    RunOutcome::Measured(Measurement {
+        instructions: instructions.map(|per_transaction| Counted {
+            per_transaction,
+            counter: "cachegrind (valgrind-3.19.0)".into(),
+            short: window(200, 8_000_000),
+            long: window(1200, 48_000_000),
+            functions: vec![],
+        }),
+        ..match RunOutcome::tps_only(tps) {
+            RunOutcome::Measured(m) => m,
+            RunOutcome::Failed { .. } => unreachable!("tps_only measures"),
+        }
+    })
+}
+
+impl Lab for Ends {
+    fn prepare(&mut self, _: &Commit) -> anyhow::Result<Prepared> {
+        Ok(Prepared::Ready { cached: true })
+    }
+    fn run(&mut self, commit: &Commit, _: RunSpec) -> anyhow::Result<RunOutcome> {
+        self.runs += 1;
+        let tps = self.tps[Ends::side(commit)] * SPREAD[self.runs % SPREAD.len()];
+        Ok(measured(tps, None))
+    }
+    fn counted_run(&mut self, commit: &Commit, _: RunSpec) -> anyhow::Result<RunOutcome> {
+        self.counted += 1;
+        if self.counting_fails {
+            return Ok(RunOutcome::Failed {
+                reason: "valgrind: the server did not start".into(),
+            });
+        }
+        let wobble = 1.0 + 0.0005 * (self.counted % 3) as f64;
+        Ok(measured(
+            3.0,
+            Some(self.instructions[Ends::side(commit)] * wobble),
+        ))
+    }
+    fn totals(&self) -> LabTotals {
+        LabTotals::default()
+    }
+    fn describe(&self) -> String {
+        "pgbench -S".into()
+    }
+}
+
+fn choose_in(lab: &mut dyn Lab, dir: &Path) -> Chosen {
+    let mut progress = Silent;
+    let setup = Setup {
+        decision: DecisionConfig::default(),
+        clients: 1,
+        progress: &mut progress,
+        interrupt: None,
+    };
+    let (good, bad) = (Commit::bare("a"), Commit::bare("b"));
+    let journals = (dir.join("tps.jsonl"), dir.join("counts.jsonl"));
+    choose(lab, (&journals.0, &journals.1), (&good, &bad), setup).unwrap()
+}
+
+#[test]
+fn a_rise_of_instructions_behind_a_small_drop_is_hunted_on_counts_and_replayed() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 6% more instructions; tps down 6% in a 4% spread.
+    let mut lab = Ends::new([1000.0, 940.0], [40_000.0, 42_400.0]);
+    let chosen = choose_in(&mut lab, tmp.path());
+    assert_eq!(chosen.measure, Measure::Instructions, "{}", chosen.why);
+    assert!(chosen.why.contains("+6.0"), "{}", chosen.why);
+    assert!(chosen.counts.is_some() && chosen.tps.is_some());
+    let made = (lab.runs, lab.counted);
+    assert!(made.1 <= 2 * DecisionConfig::default().min_runs, "{made:?}");
+
+    // Resumed: the journals answer every run, and the choice is the same.
+    let mut again = Ends::new([1.0, 1.0], [1.0, 1.0]);
+    assert_eq!(choose_in(&mut again, tmp.path()), chosen);
+    assert_eq!((again.runs, again.counted), (0, 0));
+}
+
+#[test]
+fn a_drop_of_tps_with_the_same_instructions_is_hunted_on_tps() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut lab = Ends::new([1000.0, 700.0], [40_000.0, 40_000.0]);
+    let chosen = choose_in(&mut lab, tmp.path());
+    assert_eq!(chosen.measure, Measure::Tps, "{}", chosen.why);
+    assert!(chosen.why.contains("waiting"), "{}", chosen.why);
+}
+
+#[test]
+fn counting_that_fails_leaves_the_hunt_to_tps_and_says_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut lab = Ends::new([1000.0, 700.0], [40_000.0, 40_000.0]);
+    lab.counting_fails = true;
+    let chosen = choose_in(&mut lab, tmp.path());
+    assert_eq!(chosen.measure, Measure::Tps);
+    assert!(
+        chosen.why.contains("the server did not start"),
+        "{}",
+        chosen.why
+    );
+    assert_eq!(chosen.counts, None);
+}
