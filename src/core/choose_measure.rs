@@ -55,11 +55,18 @@ pub fn pick(tps: &Comparison, counts: &Comparison, at_cap: bool) -> Option<Picke
             ),
         )
         .filter(|_| tps.verdict == Regressed || at_cap),
-        (Regressed, Regressed | Unclear) => picked(
+        (Regressed, Regressed) => picked(
             Measure::Instructions,
             format!(
-                "the counts rose {counted}, which explains tps's {t}: the hunt runs on \
-                 instruction counts"
+                "the counts rose {counted}, which explains the drop of tps ({t}): the hunt \
+                 runs on instruction counts"
+            ),
+        ),
+        (Regressed, Unclear) => picked(
+            Measure::Instructions,
+            format!(
+                "the counts rose {counted}, and tps ({t}) cannot tell a change of that size \
+                 from its noise: the hunt runs on instruction counts"
             ),
         ),
         (Regressed, Unchanged) => picked(
