@@ -47,13 +47,15 @@ impl Measure {
     /// `cfg` with the noise of this measure: counts never read a tighter
     /// spread than [`NOISE_FLOOR`] from runs that happen to agree to a
     /// millionth, nor call a run that differs by a few millionths an
-    /// outlier; tps keeps `cfg` as it is.
+    /// outlier, and a side-by-side comparison of counts may decide from
+    /// [`COUNTED_MIN_RUNS`] runs a side; tps keeps `cfg` as it is.
     pub fn decision(&self, cfg: DecisionConfig) -> DecisionConfig {
         match self {
             Measure::Tps => cfg,
             Measure::Instructions => DecisionConfig {
                 noise_floor: cfg.noise_floor.max(NOISE_FLOOR),
                 outlier_floor: cfg.outlier_floor.max(NOISE_FLOOR),
+                min_runs: cfg.min_runs.min(COUNTED_MIN_RUNS),
                 ..cfg
             },
         }
@@ -143,6 +145,14 @@ impl std::fmt::Display for Measure {
 /// reads a tighter spread than this from four runs that happen to agree
 /// to a millionth.
 pub const NOISE_FLOOR: f64 = 0.001;
+
+/// The fewest counted runs a side before a comparison of counts may
+/// decide: counts repeat to 0.1-0.3% (BENCHMARKS), so three runs a side,
+/// read with at least [`NOISE_FLOOR`] of spread, tell a change of a
+/// threshold's size (1% and up) from none, where tps needs four or more;
+/// three, not two, so that a run far from the others is still seen as
+/// one (the test of a side's outliers needs three).
+pub const COUNTED_MIN_RUNS: usize = 3;
 
 /// A number decided on where higher is better, from instructions a
 /// transaction: the transactions a billion instructions buy. A rise of
