@@ -213,6 +213,10 @@ pub fn functions_per_transaction(
     out
 }
 
+/// The functions a report lists of those that moved most between two
+/// sides' counted runs (a comparison's, a culprit's against its parent).
+pub const SHOWN_FUNCTIONS: usize = 12;
+
 /// How one function's instructions a transaction moved from A to B: the
 /// medians of the counted runs of each side that kept it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -220,6 +224,17 @@ pub struct FunctionChange {
     pub name: String,
     pub a: f64,
     pub b: f64,
+}
+
+impl FunctionChange {
+    /// B against A as a percentage (`+94.4%`), or `new` when A had none.
+    pub fn ratio_text(&self) -> String {
+        if self.a > 0.0 {
+            format!("{:+.1}%", (self.b / self.a - 1.0) * 100.0)
+        } else {
+            "new".to_string()
+        }
+    }
 }
 
 /// The functions whose instructions a transaction moved most between the

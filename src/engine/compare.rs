@@ -39,9 +39,6 @@ pub struct Slot {
     pub side: SideId,
 }
 
-/// The functions a counted comparison lists, those that moved most.
-const SHOWN_FUNCTIONS: usize = 12;
-
 /// The runs in the order they are made: per client count, `runs` rounds
 /// of A then B.
 pub fn schedule(clients: &[u32], runs: usize) -> Vec<Slot> {
@@ -149,7 +146,11 @@ impl Row {
         self.per_host = HostFigures::of(&a, &b);
         self.comparison =
             (self.a.is_some() && self.b.is_some() && enough).then(|| self.compare(cfg));
-        self.functions = function_changes(&self.a_functions, &self.b_functions, SHOWN_FUNCTIONS);
+        self.functions = function_changes(
+            &self.a_functions,
+            &self.b_functions,
+            crate::core::counts::SHOWN_FUNCTIONS,
+        );
     }
 
     /// Whether the runs were counted.
@@ -493,11 +494,7 @@ fn functions_table(report: &CompareReport) -> String {
             "A", "B", "B-A", "B/A"
         );
         for f in &row.functions {
-            let ratio = if f.a > 0.0 {
-                format!("{:+.1}%", (f.b / f.a - 1.0) * 100.0)
-            } else {
-                "new".to_string()
-            };
+            let ratio = f.ratio_text();
             let _ = writeln!(
                 out,
                 "{:>12.0} {:>12.0} {:>+12.0} {:>8}  {}",

@@ -459,6 +459,7 @@ mod tests {
             runs_before: 4,
             runs_after: 4,
             per_host: Vec::new(),
+            functions: Vec::new(),
         }
     }
 

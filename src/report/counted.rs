@@ -15,7 +15,7 @@ use crate::core::counts::Measure;
 use crate::core::decide::Comparison;
 use crate::model::short_sha as short;
 use crate::report::findings::{Culprit, HuntReport};
-use crate::report::layout::{Block, Section};
+use crate::report::layout::{Align, Block, Section};
 pub use crate::report::units::Units;
 
 /// The section a hunt on counts adds after the finding; none for a hunt
@@ -33,7 +33,10 @@ pub fn section(report: &HuntReport) -> Option<Section> {
          that of a server slowed by the counter, and is not reported."
             .into(),
     )];
-    blocks.extend(report.culprits.iter().map(|c| culprit(report, units, c)));
+    for c in &report.culprits {
+        blocks.push(culprit(report, units, c));
+        blocks.extend(functions(c));
+    }
     Some(Section {
         heading: "Decided on instruction counts".into(),
         blocks,
@@ -101,6 +104,43 @@ fn culprit(report: &HuntReport, units: Units, c: &Culprit) -> Block {
         title: format!("{} {}", short(&c.commit), c.subject),
         facts,
     }
+}
+
+/// Where a culprit's instructions went: the functions whose instructions
+/// a transaction moved most from its parent's, as cachegrind counted them
+/// in their runs (`compare --measure instructions` shows the same table).
+fn functions(c: &Culprit) -> Option<Block> {
+    if c.functions.is_empty() {
+        return None;
+    }
+    let rows = c
+        .functions
+        .iter()
+        .map(|f| {
+            let ratio = f.ratio_text();
+            vec![
+                format!("{:.0}", f.a),
+                format!("{:.0}", f.b),
+                format!("{:+.0}", f.b - f.a),
+                ratio,
+                crate::shown::visible_line(&f.name).into_owned(),
+            ]
+        })
+        .collect();
+    let right = |name: &str| (name.to_string(), Align::Right);
+    Some(Block::Table {
+        columns: vec![
+            right(short(&c.parent)),
+            right(short(&c.commit)),
+            right("change"),
+            right("ratio"),
+            (
+                "instructions a transaction, by function".to_string(),
+                Align::Left,
+            ),
+        ],
+        rows,
+    })
 }
 
 /// What the why-runs' timed runs said of the culprit's tps at the hunt's
@@ -209,5 +249,35 @@ mod tests {
             "{headline}"
         );
         assert!(!headline.contains("TPS"), "{headline}");
+    }
+
+    #[test]
+    fn a_culprit_found_by_counts_shows_where_its_instructions_went() {
+        let mut report = counted();
+        assert!(
+            !section(&report)
+                .unwrap()
+                .blocks
+                .iter()
+                .any(|b| matches!(b, Block::Table { .. })),
+            "no functions, no table"
+        );
+        report.culprits[0].functions = vec![crate::core::counts::FunctionChange {
+            name: "float8mul\u{1b}[31m".into(),
+            a: 1_080_054.0,
+            b: 2_100_105.0,
+        }];
+        let blocks = section(&report).unwrap().blocks;
+        let Some(Block::Table { columns, rows }) = blocks.get(2) else {
+            panic!("the table follows its culprit: {blocks:?}");
+        };
+        assert_eq!(columns.len(), rows[0].len());
+        assert_eq!(rows[0][..4], ["1080054", "2100105", "+1020051", "+94.4%"]);
+        assert!(rows[0][4].starts_with("float8mul") && !rows[0][4].contains('\u{1b}'));
+        let text = crate::report::text(&report);
+        assert!(
+            text.contains("instructions a transaction, by function"),
+            "{text}"
+        );
     }
 }

@@ -56,6 +56,12 @@ pub struct Culprit {
     /// on several hosts (the medians above are then over all of them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub per_host: Vec<HostFigures>,
+    /// In a hunt on counts: the functions whose instructions a
+    /// transaction moved most from the parent to the culprit, from the
+    /// functions cachegrind counted in their runs (A the parent, B the
+    /// culprit).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub functions: Vec<crate::core::counts::FunctionChange>,
 }
 
 /// One host's part of a comparison made on several hosts: each side's

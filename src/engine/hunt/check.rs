@@ -357,6 +357,8 @@ impl Hunt<'_> {
                 runs_before: cmp.n_base,
                 runs_after: cmp.n_new,
                 per_host: HostFigures::of(&before_runs, &after_runs),
+                // Filled from the journal by the session (a hunt on counts).
+                functions: Vec::new(),
             });
             self.note(format!(
                 "first bad commit: {} {}",

@@ -82,6 +82,7 @@ mod tests {
             runs_before: 5,
             runs_after: 5,
             per_host: Vec::new(),
+            functions: Vec::new(),
         }
     }
 

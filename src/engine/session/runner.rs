@@ -15,6 +15,7 @@
 
 use super::Plan;
 use super::resolved::{HuntPlan, as_named};
+use crate::core::counts::{FunctionCount, SHOWN_FUNCTIONS, function_changes};
 use crate::core::why::Why;
 use crate::engine::hunt::budget::Budget;
 use crate::engine::hunt::{Hunt, ran_out_of_time};
@@ -26,11 +27,12 @@ use crate::lab::open::build_settings;
 use crate::lab::replay::ReplayLab;
 use crate::machine::Machine;
 use crate::machine::steady::{self, Watch};
-use crate::model::{Commit, LabTotals};
+use crate::model::{Commit, LabTotals, RunOutcome};
 use crate::placement::Placement;
 use crate::progress::{Progress, ProgressEvent};
 use crate::report::findings::{HuntReport, MeasureChosen, Provenance, ReleaseCheck};
 use crate::workspace::HuntDir;
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -106,6 +108,7 @@ pub fn run(
         hunt = hunt.with_budget(budget);
     }
     let mut report = hunt.run()?;
+    count_functions(&mut report, &run.folder.journal())?;
     if let Some(h) = run.held {
         let placed = h.placement.lock();
         machine.placement = placed.unwrap_or_else(|p| p.into_inner()).clone();
@@ -127,6 +130,38 @@ pub fn run(
     }
     write_outputs(&report, run.folder)?;
     Ok(report)
+}
+
+/// In a hunt on counts, each culprit's functions whose instructions a
+/// transaction moved most from its parent's, from the functions every
+/// counted run of the two kept (the journal holds them all, this start's
+/// and earlier ones').
+fn count_functions(report: &mut HuntReport, journal: &Path) -> anyhow::Result<()> {
+    if report.measure.is_tps() || report.culprits.is_empty() {
+        return Ok(());
+    }
+    let events = Journal::load(journal)?;
+    let functions_of = |commit: &str| -> Vec<Vec<FunctionCount>> {
+        events
+            .iter()
+            .filter_map(|event| match event {
+                Event::Run {
+                    commit: c,
+                    outcome: RunOutcome::Measured(m),
+                    ..
+                } if c == commit => m.instructions.as_ref().map(|i| i.functions.clone()),
+                _ => None,
+            })
+            .filter(|functions| !functions.is_empty())
+            .collect()
+    };
+    for culprit in &mut report.culprits {
+        let (parent, own) = (functions_of(&culprit.parent), functions_of(&culprit.commit));
+        if !parent.is_empty() && !own.is_empty() {
+            culprit.functions = function_changes(&parent, &own, SHOWN_FUNCTIONS);
+        }
+    }
+    Ok(())
 }
 
 /// Says how much of the hunt its journal already holds.
@@ -280,4 +315,78 @@ fn write_outputs(report: &HuntReport, hunt: &HuntDir) -> anyhow::Result<()> {
     write_file(&hunt.report_markdown(), &crate::report::markdown(report))?;
     write_file(&hunt.chart(), &crate::report::chart::hunt_chart(report))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::counts::{Counted, Measure, Window};
+    use crate::model::Measurement;
+
+    /// A counted run of `commit` whose transactions spent `per_tx` in
+    /// `float8mul` and 1,000 in `ExecInterpExpr`.
+    fn counted_run(run: u64, commit: &str, per_tx: f64) -> Event {
+        let window = |transactions, instructions| Window {
+            transactions,
+            instructions,
+            processes: 1,
+        };
+        let functions = [("float8mul", per_tx), ("ExecInterpExpr", 1_000.0)]
+            .map(|(name, per_transaction)| FunctionCount {
+                name: name.into(),
+                per_transaction,
+            })
+            .to_vec();
+        let outcome = RunOutcome::Measured(Measurement {
+            instructions: Some(Counted {
+                per_transaction: 40_000.0 + per_tx,
+                counter: "cachegrind (valgrind-3.19.0)".into(),
+                short: window(200, 8_000_000),
+                long: window(1200, 48_000_000),
+                functions,
+            }),
+            ..match RunOutcome::tps_only(3.0) {
+                RunOutcome::Measured(m) => m,
+                RunOutcome::Failed { .. } => unreachable!("tps_only measures"),
+            }
+        });
+        Event::run_here(run, &Commit::bare(commit), 1, &outcome)
+    }
+
+    #[test]
+    fn a_culprit_on_counts_gets_the_functions_that_moved_from_its_parent() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("journal.jsonl");
+        let mut report: HuntReport =
+            serde_json::from_str(include_str!("../../../tests/fixtures/reports/hunt.json"))
+                .unwrap();
+        let (parent, culprit) = (
+            report.culprits[0].parent.clone(),
+            report.culprits[0].commit.clone(),
+        );
+        let mut journal = Journal::open(&path).unwrap();
+        for (run, (commit, per_tx)) in [
+            (&parent, 1_000.0),
+            (&culprit, 2_000.0),
+            (&parent, 1_002.0),
+            (&culprit, 2_002.0),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            journal
+                .append(&counted_run(run as u64 + 1, commit, per_tx))
+                .unwrap();
+        }
+        // A hunt on tps lists none.
+        count_functions(&mut report, &path).unwrap();
+        assert!(report.culprits[0].functions.is_empty());
+        report.measure = Measure::Instructions;
+        count_functions(&mut report, &path).unwrap();
+        let moved = &report.culprits[0].functions;
+        assert_eq!(moved[0].name, "float8mul");
+        assert_eq!((moved[0].a, moved[0].b), (1_001.0, 2_001.0));
+        // ExecInterpExpr, which did not move, is left out.
+        assert_eq!(moved.len(), 1);
+    }
 }
