@@ -91,15 +91,8 @@ pub(super) fn resolve_plan_judged(
         counter: counter(config.measure, &profile)?,
         ..choices(&args.lab)
     };
-    // A judgement measures as its hunt did, whatever the profile asks.
-    let auto = judged.is_none() && resolve::measure(args.measure, &profile).fixed().is_none();
-    let auto_counter = if auto {
-        counter(Measure::Instructions, &profile)?
-    } else {
-        None
-    };
     Ok(Plan {
-        auto_counter,
+        auto_counter: auto_counter(args, judged, &profile)?,
         profile,
         config,
         resolution: ends.records(),
@@ -129,6 +122,20 @@ fn endpoints_given(args: &TargetArgs) -> anyhow::Result<(&str, &str)> {
                 .into(),
         )
         .into()),
+    }
+}
+
+/// With `--measure auto` (or the profile's), the counter the endpoints
+/// are counted by while the measure is chosen; `None` otherwise, and for
+/// a judgement (`judged`), which measures as its hunt did.
+fn auto_counter(
+    args: &TargetArgs,
+    judged: Option<u32>,
+    profile: &Profile,
+) -> anyhow::Result<Option<String>> {
+    match (judged, resolve::measure(args.measure, profile).fixed()) {
+        (None, None) => counter(Measure::Instructions, profile),
+        _ => Ok(None),
     }
 }
 
