@@ -1,0 +1,110 @@
+//! The watcher's mistakes refused before it measures, end to end: each is
+//! a usage error (exit 2) that says what to do, and nothing is built or
+//! run first (the work dir is not even made).
+
+use crate::common;
+
+use common::watch::{dated_history, replay};
+use common::*;
+use std::path::PathBuf;
+
+/// A repository of three nights on `main` and the counting test profile;
+/// the benchmark notes each run in `calls`.
+struct Setup {
+    repo: tempfile::TempDir,
+    tmp: tempfile::TempDir,
+    profile: PathBuf,
+    calls: PathBuf,
+}
+
+impl Setup {
+    fn new() -> Setup {
+        let (repo, _) = dated_history(&[1000; 3]);
+        let tmp = tempfile::tempdir().unwrap();
+        let calls = tmp.path().join("calls");
+        let before = format!("echo run >> {}", calls.display());
+        let profile = profile_with(tmp.path(), "counting.toml", &before);
+        Setup {
+            repo,
+            tmp,
+            profile,
+            calls,
+        }
+    }
+
+    fn work(&self) -> PathBuf {
+        self.tmp.path().join("w")
+    }
+
+    /// A replay of January 1 to 3 with `extra` flags.
+    fn watch(&self, range: &str, extra: &[&str]) -> std::process::Output {
+        let mut args = replay(&self.profile, range);
+        args.extend(extra);
+        pgbisect_sub("watch", self.repo.path(), &self.work(), &args)
+    }
+
+    /// Fails unless the replay with `extra` is a usage error saying each of
+    /// `words`, made before the work dir was created or a run made; the
+    /// error.
+    fn refused(&self, extra: &[&str], words: &[&str]) -> String {
+        let out = self.watch("2024-01-01..2024-01-03", extra);
+        assert_code(&out, 2);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        for word in words {
+            assert!(stderr.contains(word), "{word:?} not in: {stderr}");
+        }
+        assert!(!self.work().exists(), "the work dir was made: {stderr}");
+        assert!(!self.calls.exists(), "a run was made: {stderr}");
+        stderr
+    }
+}
+
+#[test]
+fn every_0_says_what_every_means() {
+    let setup = Setup::new();
+    setup.refused(
+        &["--every", "0"],
+        &["--every N replays a night every N days", "e.g. --every 7"],
+    );
+}
+
+#[test]
+fn a_store_in_a_missing_folder_names_the_folder_once() {
+    let setup = Setup::new();
+    let store = setup.tmp.path().join("no/such/dir/x");
+    let flag = format!("sqlite:{}", store.display());
+    let folder = format!(
+        "the folder {} does not exist",
+        store.parent().unwrap().display()
+    );
+    let err = setup.refused(&["--store", &flag], &[&folder, "mkdir -p"]);
+    assert_eq!(err.matches("does not exist").count(), 1, "{err}");
+    assert!(!err.contains("unable to open database file"), "{err}");
+}
+
+#[test]
+fn html_naming_a_file_is_refused_naming_html_and_a_new_folder_is_taken() {
+    let setup = Setup::new();
+    let file = setup.tmp.path().join("site.html");
+    std::fs::write(&file, "mine").unwrap();
+    let err = setup.refused(
+        &["--html", file.to_str().unwrap()],
+        &["is a file, not a folder", "give --html another path"],
+    );
+    assert!(!err.contains("--work-dir"), "{err}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");
+    let missing = setup.tmp.path().join("no/site");
+    setup.refused(
+        &["--html", missing.to_str().unwrap()],
+        &["the folder", "does not exist", "hint: give --html a folder"],
+    );
+    // A folder not yet made in one that is: the night runs, the site is
+    // written.
+    let site = setup.tmp.path().join("site");
+    let out = setup.watch(
+        "2024-01-01..2024-01-01",
+        &["--html", site.to_str().unwrap()],
+    );
+    assert_code(&out, 1);
+    assert!(site.join("index.html").is_file());
+}
