@@ -7,6 +7,7 @@ use crate::common;
 use common::watch::{dated_history, replay};
 use common::*;
 use std::path::PathBuf;
+use std::process::Command;
 
 /// A repository of three nights on `main` and the counting test profile;
 /// the benchmark notes each run in `calls`.
@@ -57,6 +58,17 @@ impl Setup {
         assert!(!self.calls.exists(), "a run was made: {stderr}");
         stderr
     }
+
+    fn branch(&self, name: &str) {
+        let out = Command::new("git")
+            .args(["branch", name])
+            .current_dir(self.repo.path())
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git branch {name}: {out:?}");
+    }
 }
 
 #[test]
@@ -66,6 +78,37 @@ fn every_0_says_what_every_means() {
         &["--every", "0"],
         &["--every N replays a night every N days", "e.g. --every 7"],
     );
+}
+
+#[test]
+fn an_unknown_branch_lists_the_branches_there_are_and_the_closest() {
+    let setup = Setup::new();
+    for name in ["feature", "REL_16_STABLE"] {
+        setup.branch(name);
+    }
+    let err = setup.refused(
+        &["--branch", "mian"],
+        &[
+            "--branch mian:",
+            "has no branch of that name",
+            "its branches: REL_16_STABLE, feature, main\n",
+            "did you mean `--branch main`?",
+        ],
+    );
+    assert!(!err.contains("more"), "{err}");
+    // Many branches: a handful listed, the rest counted; nothing close.
+    for k in 0..10 {
+        setup.branch(&format!("topic-{k:02}"));
+    }
+    let err = setup.refused(
+        &["--branch", "zzz"],
+        &["and 5 more", "give --branch one of them"],
+    );
+    assert!(
+        err.contains("its branches: REL_16_STABLE, feature, main, topic-00"),
+        "{err}"
+    );
+    assert!(!err.contains("did you mean"), "{err}");
 }
 
 #[test]

@@ -222,7 +222,7 @@ fn machine_name() -> String {
 /// The branch given, or master, or main when there is no master.
 fn branch(repo: &Repo, given: Option<&str>) -> anyhow::Result<String> {
     if let Some(b) = given {
-        repo.resolve(b)?;
+        repo.resolve_branch(b)?;
         return Ok(b.to_string());
     }
     ["master", "main"]
