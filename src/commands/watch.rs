@@ -192,6 +192,12 @@ pub(super) fn command(args: &WatchArgs) -> anyhow::Result<ExitCode> {
     if let Some(dir) = &args.html {
         check_writable_folder(dir, "--html")?;
     }
+    let tell = &args.tell;
+    super::preflight::check_telling(
+        &tell.mail_to,
+        tell.smtp.as_deref(),
+        tell.notify_cmd.as_deref(),
+    )?;
     let ask = ask(args)?;
     let done = session::run(ask, &mut |line| {
         eprintln!("{}", crate::shown::visible_line(line));

@@ -6,7 +6,7 @@ use crate::common;
 
 use common::watch::{dated_history, replay};
 use common::*;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// A repository of three nights on `main` and the counting test profile;
@@ -150,4 +150,41 @@ fn html_naming_a_file_is_refused_naming_html_and_a_new_folder_is_taken() {
     );
     assert_code(&out, 1);
     assert!(site.join("index.html").is_file());
+}
+
+/// A port on this machine nothing listens at.
+fn closed_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn mail_with_no_way_out_is_refused_as_a_hunt_refuses_it() {
+    let setup = Setup::new();
+    let relay = format!("127.0.0.1:{}", closed_port());
+    let to = ["--mail-to", "perf@example.org"];
+    setup.refused(
+        &[to[0], to[1], "--smtp", &relay],
+        &[
+            &format!("--smtp {relay}"),
+            "no SMTP relay answers",
+            "start the relay",
+        ],
+    );
+    setup.refused(
+        &["--notify-cmd", "no-such-notifier --all"],
+        &["--notify-cmd", "not found in PATH"],
+    );
+    if Path::new("/usr/sbin/sendmail").exists() {
+        return; // This machine has one: the watcher mails through it.
+    }
+    setup.refused(
+        &to,
+        &[
+            "/usr/sbin/sendmail, which does not exist",
+            "--smtp HOST:PORT",
+        ],
+    );
 }
