@@ -1,6 +1,7 @@
 //! The watcher's mistakes refused before it measures, end to end: each is
 //! a usage error (exit 2) that says what to do, and nothing is built or
-//! run first (the work dir is not even made).
+//! run first (the work dir is not even made). And a replay asked to start
+//! before the branch's first commit starts there instead.
 
 use crate::common;
 
@@ -187,4 +188,31 @@ fn mail_with_no_way_out_is_refused_as_a_hunt_refuses_it() {
             "--smtp HOST:PORT",
         ],
     );
+}
+
+#[test]
+fn a_replay_from_before_the_first_commit_starts_on_its_day() {
+    let setup = Setup::new();
+    let out = setup.watch("2023-12-20..2024-01-03", &["--per-night", "1"]);
+    assert_code(&out, 1);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let note = "--replay: nothing had landed on main by 2023-12-20; the replay starts on \
+                2024-01-01, the day its first commit landed";
+    assert_eq!(stderr.matches(note).count(), 1, "{stderr}");
+    assert!(!stderr.contains("error"), "{stderr}");
+    assert!(stderr.contains("night of 2024-01-01"), "{stderr}");
+    assert!(stderr.contains("night of 2024-01-03"), "{stderr}");
+    assert!(!stderr.contains("night of 2023-"), "{stderr}");
+    assert!(setup.calls.exists(), "nothing was measured: {stderr}");
+    // A range that ends before it: nothing to replay, said so.
+    std::fs::remove_dir_all(setup.work()).unwrap();
+    std::fs::remove_file(&setup.calls).unwrap();
+    let out = setup.watch("2023-12-01..2023-12-31", &[]);
+    assert_code(&out, 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("give a range that ends on 2024-01-01 or later"),
+        "{stderr}"
+    );
+    assert!(!setup.work().exists() && !setup.calls.exists(), "{stderr}");
 }
