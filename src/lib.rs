@@ -15,7 +15,7 @@
 //! | workspace | `workspace` | the work dir: paths, lock, a hunt's plan key (from the hunt's settings, `core::hunt_config`) |
 //! | labs | `lab` (`pg`, `command`, `replay`, `pool`, `sim`: the simulated labs, `open`: the lab a `LabSpec` names, `held`: the hosts taken), `build`, `server`, `bench`, `hosts` | turning commits into measurements, here or on other hosts |
 //! | services | `repo`, `profile`, `journal`, `store`, `report`, `notify`, `progress`, `machine`, `placement`, `perf`, `counts` | git, workloads, results on disk, the watcher's database, renderers, telling people, where the server and pgbench run, CPU profiles, instruction counts |
-//! | core | `core` (`stats`, `decide`, `bisect`, `hunt_config`), `model`, `error`, `time`, `files`, `folders`, `profile_files`, `capture`, `proc`, `shown`, `strays` | pure decisions, the shared vocabulary, safe writes and the folders they go in, files a profile names read safely, commands' output and leftovers, others' text made safe to show |
+//! | core | `core` (`stats`, `decide`, `bisect`, `hunt_config`), `model`, `error`, `time`, `files`, `folders`, `profile_files`, `capture`, `proc`, `shown`, `spelling`, `strays` | pure decisions, the shared vocabulary, safe writes and the folders they go in, files a profile names read safely, commands' output and leftovers, others' text made safe to show, names close to a mistyped one |
 //!
 //! The `Lab` trait itself (`lab/mod.rs`) belongs to the core's floor: the
 //! engine depends on the seam, never on a lab implementation.
@@ -46,6 +46,7 @@ pub mod repo;
 pub mod report;
 pub mod server;
 pub mod shown;
+pub mod spelling;
 pub mod store;
 pub mod strays;
 #[cfg(test)]

@@ -16,6 +16,12 @@ pub fn now_rfc3339() -> String {
     rfc3339_from_unix(secs as i64)
 }
 
+/// The day (UTC) of seconds since the epoch, as `YYYY-MM-DD`.
+pub fn date_from_unix(secs: i64) -> String {
+    let text = rfc3339_from_unix(secs);
+    text.get(..10).unwrap_or(&text).to_string()
+}
+
 /// Formats seconds since the epoch as `YYYY-MM-DDTHH:MM:SSZ`.
 pub fn rfc3339_from_unix(secs: i64) -> String {
     let days = secs.div_euclid(86_400);

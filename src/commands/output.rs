@@ -10,18 +10,24 @@ use std::path::Path;
 pub(super) fn check_writable_file(path: &Path, flag: &str) -> anyhow::Result<()> {
     let folder = crate::files::folder_of(path);
     let problem = if path.is_dir() {
-        "is a directory"
+        "is a directory; give a file path in an existing folder".to_string()
     } else if !folder.is_dir() {
-        "is in a folder that does not exist"
+        missing_folder(folder)
     } else {
         crate::files::check_output(path).map_err(|e| UsageError(format!("{flag} {e}")))?;
         return try_create_in(folder, path, flag);
     };
-    Err(UsageError(format!(
-        "{flag} {}: {problem}; give a file path in an existing folder",
-        path.display()
-    ))
-    .into())
+    Err(UsageError(format!("{flag} {}: {problem}", path.display())).into())
+}
+
+/// Names the missing `folder` a path was given in, and what to do.
+fn missing_folder(folder: &Path) -> String {
+    format!(
+        "the folder {} does not exist; make it first (`mkdir -p {}`), or give a path in \
+         a folder that exists",
+        folder.display(),
+        folder.display()
+    )
 }
 
 /// Fails at once, before hours of measuring, when `dir` cannot take the
@@ -31,8 +37,9 @@ pub(super) fn check_writable_file(path: &Path, flag: &str) -> anyhow::Result<()>
 pub(super) fn check_writable_folder(dir: &Path, flag: &str) -> anyhow::Result<()> {
     let refuse = |problem: String| -> anyhow::Result<()> {
         Err(UsageError(format!(
-            "{flag} {}: {problem}\nhint: give a folder (made if missing) whose every level \
-             is a real folder (not a link), yours or root's, that other users cannot write",
+            "{flag} {}: {problem}\nhint: give {flag} a folder (made if missing) whose every \
+             level is a real folder (not a link), yours or root's, that other users cannot \
+             write",
             dir.display()
         ))
         .into())
@@ -43,14 +50,15 @@ pub(super) fn check_writable_folder(dir: &Path, flag: &str) -> anyhow::Result<()
         }
         Ok(m) if !m.is_dir() => {
             return refuse(format!(
-                "is not a folder; {flag} names the folder to write into"
+                "is a file, not a folder; {flag} names the folder to write into (made if \
+                 missing): move the file away, or give {flag} another path"
             ));
         }
         Ok(_) => dir,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let folder = crate::files::folder_of(dir);
             if !folder.is_dir() {
-                return refuse("is in a folder that does not exist".into());
+                return refuse(missing_folder(folder));
             }
             folder
         }
@@ -131,7 +139,11 @@ mod tests {
         let file = tmp.path().join("site.html");
         std::fs::write(&file, "").unwrap();
         let err = check_writable_folder(&file, "--html").unwrap_err();
-        assert!(err.to_string().contains("is not a folder"), "{err}");
+        assert!(err.to_string().contains("is a file, not a folder"), "{err}");
+        assert!(
+            err.to_string().contains("hint: give --html a folder"),
+            "{err}"
+        );
         assert!(!err.to_string().contains("--work-dir"), "{err}");
         assert!(err.downcast_ref::<UsageError>().is_some());
         let missing = check_writable_folder(&tmp.path().join("no/site"), "--html").unwrap_err();

@@ -49,12 +49,7 @@ pub(super) fn check_json(out: &Outputs) -> anyhow::Result<()> {
 /// the error.
 pub(super) fn check(hunt: &HuntPlan) -> anyhow::Result<()> {
     let (out, plan) = (&hunt.outputs, &hunt.plan);
-    if !out.mail_to.is_empty() {
-        check_mail(out.smtp.as_deref())?;
-    }
-    if let Some(cmd) = &out.notify_cmd {
-        check_notify_command(cmd)?;
-    }
+    check_telling(&out.mail_to, out.smtp.as_deref(), out.notify_cmd.as_deref())?;
     let (profile, run_as) = (&plan.profile, plan.choices.run_as.as_deref());
     super::plan::check_run_as(run_as, profile)?;
     if profile.is_custom() {
@@ -73,6 +68,24 @@ pub(super) fn check(hunt: &HuntPlan) -> anyhow::Result<()> {
             .map_err(|e| UsageError(format!("--clients {clients}: {e:#}")))?;
     }
     Ok(())
+}
+
+/// That whoever is to be told can be: `--mail-to` has a way out, the
+/// `--notify-cmd` program is there. A hunt checks it before its first
+/// build, the watcher before its night: what it finds is told hours
+/// later, when nobody is there to fix the way out.
+pub(super) fn check_telling(
+    mail_to: &[String],
+    smtp: Option<&str>,
+    notify_cmd: Option<&str>,
+) -> anyhow::Result<()> {
+    if !mail_to.is_empty() {
+        check_mail(smtp)?;
+    }
+    match notify_cmd {
+        Some(cmd) => check_notify_command(cmd),
+        None => Ok(()),
+    }
 }
 
 /// `--run-as` names who runs PostgreSQL; a custom command runs as it is.
@@ -112,7 +125,7 @@ fn check_mail(smtp: Option<&str>) -> anyhow::Result<()> {
     let problem = match smtp {
         None => missing_program(Path::new(SENDMAIL)).map(|why| {
             format!(
-                "--mail-to: the result is mailed through {SENDMAIL}, which {why}: install a \
+                "--mail-to: mail goes out through {SENDMAIL}, which {why}: install a \
                  mail transfer agent (e.g. `apt-get install msmtp-mta`), or name a relay \
                  with --smtp HOST:PORT"
             )
@@ -121,8 +134,8 @@ fn check_mail(smtp: Option<&str>) -> anyhow::Result<()> {
             let relay = crate::notify::mail::Smtp::parse(addr).map_err(UsageError)?;
             relay_unreachable(&relay.host, relay.port, RELAY_TIMEOUT).map(|why| {
                 format!(
-                    "--smtp {addr}: {why}; the result would be lost at the end of the \
-                     hunt: start the relay, or give another --smtp HOST:PORT"
+                    "--smtp {addr}: {why}; what is mailed hours from now would be lost: \
+                     start the relay, or give another --smtp HOST:PORT"
                 )
             })
         }
@@ -191,7 +204,7 @@ fn check_notify_command(cmd: &str) -> anyhow::Result<()> {
     };
     match found {
         Some(why) => Err(UsageError(format!(
-            "--notify-cmd: {why}: the command would fail when the hunt ends; give a \
+            "--notify-cmd: {why}: the command would fail when it is run; give a \
              program that exists (its full path, when cron's PATH is short)"
         ))
         .into()),

@@ -69,7 +69,7 @@ pub struct WatchArgs {
     pub replay: Option<String>,
     /// With --replay: a night every N days.
     #[arg(long, value_name = "N", default_value_t = 1, requires = "replay",
-          value_parser = values::count)]
+          value_parser = every)]
     pub every: u32,
     /// Mail a digest of what moved every DAYS days (0: never).
     #[arg(long, value_name = "DAYS", default_value_t = 7)]
@@ -192,6 +192,12 @@ pub(super) fn command(args: &WatchArgs) -> anyhow::Result<ExitCode> {
     if let Some(dir) = &args.html {
         check_writable_folder(dir, "--html")?;
     }
+    let tell = &args.tell;
+    super::preflight::check_telling(
+        &tell.mail_to,
+        tell.smtp.as_deref(),
+        tell.notify_cmd.as_deref(),
+    )?;
     let ask = ask(args)?;
     let done = session::run(ask, &mut |line| {
         eprintln!("{}", crate::shown::visible_line(line));
@@ -353,6 +359,16 @@ fn series_name(given: Option<&str>) -> String {
     std::path::Path::new(given)
         .file_stem()
         .map_or_else(|| given.to_string(), |s| s.to_string_lossy().into_owned())
+}
+
+/// `--every`: the days between two replayed nights, at least 1.
+fn every(text: &str) -> Result<u32, String> {
+    values::count(text).map_err(|_| {
+        format!(
+            "`{text}` is not a number of days: --every N replays a night every N days, \
+             at least 1 (e.g. --every 7 for a night a week)"
+        )
+    })
 }
 
 /// A share of transactions: above 0, at most 1.

@@ -33,6 +33,20 @@ pub enum RepoError {
         hint: String,
     },
 
+    /// The branch to watch names nothing in the repository.
+    #[error(
+        "--branch {name}: {} has no branch of that name; {known}\nhint: {hint}",
+        repo.display()
+    )]
+    UnknownBranch {
+        name: String,
+        repo: PathBuf,
+        /// The local branches there are, a handful of them.
+        known: String,
+        /// The closest name, or how to get the branch.
+        hint: String,
+    },
+
     /// A short SHA that several objects start with.
     #[error(
         "revision '{rev}' is ambiguous: several objects start with it; give more digits of the SHA, or check the \

@@ -32,6 +32,9 @@ use std::path::{Path, PathBuf};
 /// How many similar names an unknown-revision error lists.
 const MAX_SUGGESTIONS: usize = 5;
 
+/// How many local branches an unknown-branch error lists.
+const MAX_BRANCHES_LISTED: usize = 8;
+
 /// The user's git repository, opened read-only in spirit.
 pub struct Repo {
     git: Repository,
@@ -86,6 +89,57 @@ impl Repo {
     /// [`Repo::resolve_name`]).
     pub fn resolve(&self, rev: &str) -> Result<Commit, RepoError> {
         Ok(self.resolve_name(rev)?.commit)
+    }
+
+    /// Resolves `name`, the branch to watch (a tag or a commit also
+    /// does); one that names nothing is [`RepoError::UnknownBranch`],
+    /// which lists the local branches and the closest of them.
+    pub fn resolve_branch(&self, name: &str) -> Result<Commit, RepoError> {
+        match self.resolve(name) {
+            Err(RepoError::UnknownRevision { .. }) => Err(self.unknown_branch(name)),
+            found => found,
+        }
+    }
+
+    fn unknown_branch(&self, name: &str) -> RepoError {
+        let branches = self.local_branches();
+        let known = match branches.len() {
+            0 => "it has no local branch at all".to_string(),
+            n if n <= MAX_BRANCHES_LISTED => format!("its branches: {}", branches.join(", ")),
+            n => format!(
+                "its branches: {} and {} more (`git -C {} branch` lists them)",
+                branches[..MAX_BRANCHES_LISTED].join(", "),
+                n - MAX_BRANCHES_LISTED,
+                self.location.display()
+            ),
+        };
+        let hint = match crate::spelling::closest(name, &branches) {
+            Some(close) => format!("did you mean `--branch {close}`?"),
+            None => format!(
+                "give --branch one of them, or a remote branch as REMOTE/NAME (after \
+                 `git -C {} fetch`)",
+                self.location.display()
+            ),
+        };
+        RepoError::UnknownBranch {
+            name: name.to_string(),
+            repo: self.location.clone(),
+            known,
+            hint,
+        }
+    }
+
+    /// The names of the local branches, sorted.
+    fn local_branches(&self) -> Vec<String> {
+        let Ok(branches) = self.git.branches(Some(git2::BranchType::Local)) else {
+            return Vec::new();
+        };
+        let mut names: Vec<String> = branches
+            .flatten()
+            .filter_map(|(b, _)| b.name().ok().flatten().map(str::to_string))
+            .collect();
+        names.sort();
+        names
     }
 
     /// The commits to search between `good` and `bad`: those of

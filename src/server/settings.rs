@@ -312,26 +312,11 @@ fn needs_size(name: &str) -> bool {
 fn suggestions(name: &str) -> Vec<String> {
     let mut close: Vec<(usize, &String)> = known_names()
         .keys()
-        .map(|known| (edit_distance(name, known), known))
+        .map(|known| (crate::spelling::edit_distance(name, known), known))
         .filter(|(d, known)| *d <= 2 || (name.len() >= 5 && known.contains(name)))
         .collect();
     close.sort();
     close.into_iter().take(3).map(|(_, n)| n.clone()).collect()
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = diagonal + usize::from(ca != *cb);
-            diagonal = row[j + 1];
-            row[j + 1] = substitution.min(row[j] + 1).min(row[j + 1] + 1);
-        }
-    }
-    row[b.len()]
 }
 
 /// A size setting's value in MB: `20GB`, `1024MB`, `512kB`, `1TB`, or a

@@ -26,6 +26,7 @@ const FLOORS: &[(&str, &[&str])] = &[
             "capture",
             "proc",
             "shown",
+            "spelling",
             "strays",
             "core",
             "lab",

@@ -31,5 +31,6 @@ mod store_tls;
 mod watch_cli;
 mod watch_hunt_report;
 mod watch_mail;
+mod watch_refusals;
 mod watch_site;
 mod workload;

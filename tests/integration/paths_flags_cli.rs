@@ -78,8 +78,9 @@ fn html_naming_a_file_is_refused_before_anything_is_measured() {
         ],
     );
     let err = usage_error(&out);
-    assert!(err.contains("is not a folder"), "{err}");
-    assert!(err.contains("hint: give a folder"), "{err}");
+    assert!(err.contains("is a file, not a folder"), "{err}");
+    assert!(err.contains("give --html another path"), "{err}");
+    assert!(err.contains("hint: give --html a folder"), "{err}");
     assert!(!err.contains("--work-dir"), "{err}");
     assert!(!work.exists(), "nothing measured");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");

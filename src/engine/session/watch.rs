@@ -95,16 +95,16 @@ pub fn run(mut ask: WatchAsk, note: &mut dyn FnMut(&str)) -> anyhow::Result<Watc
     ask.config.branch = branch.clone();
     ask.config.machine = Some(machine_facts());
     let line = repo.first_parents(&branch, LINE_LIMIT)?;
-    let _lock = ask.work.create_and_lock()?;
-    let at = store_at(&ask.work, ask.store.as_ref());
-    let mut store = at.open_watcher(&machine_name())?;
     let clocks = match ask.replay {
-        Some((since, until, every)) => watch::replay_clocks(since, until, every),
+        Some(range) => replay_clocks(&line, &branch, range, note)?,
         None => vec![now()],
     };
     let Some(&first) = clocks.first() else {
         return Err(UsageError("--replay: the range holds no day".into()).into());
     };
+    let _lock = ask.work.create_and_lock()?;
+    let at = store_at(&ask.work, ask.store.as_ref());
+    let mut store = at.open_watcher(&machine_name())?;
     let reference = watch::reference_for(store.as_mut(), &line, first, &ask.config)?;
     let profiles = profile_setups(&ask, &line, reference);
     let mut labs = open_labs(&ask, &profiles)?;
@@ -160,6 +160,35 @@ pub fn run(mut ask: WatchAsk, note: &mut dyn FnMut(&str)) -> anyhow::Result<Watc
         }
     }
     Ok(all)
+}
+
+/// The nights of the replay `(since, until, every)`; one asked to start
+/// before the branch's first commit starts on the day that commit landed,
+/// said in a note, and one that ends before it is refused.
+fn replay_clocks(
+    line: &[Landed],
+    branch: &str,
+    (since, until, every): (i64, i64, u32),
+    note: &mut dyn FnMut(&str),
+) -> anyhow::Result<Vec<i64>> {
+    let start = watch::pick::replay_start(line, since).unwrap_or(since);
+    if start != since {
+        let first = crate::time::date_from_unix(start);
+        let asked = crate::time::date_from_unix(since);
+        if start > until {
+            return Err(UsageError(format!(
+                "--replay: the first commit of {branch} landed on {first}, after the whole \
+                 range ({asked} to {}): give a range that ends on {first} or later",
+                crate::time::date_from_unix(until)
+            ))
+            .into());
+        }
+        note(&format!(
+            "--replay: nothing had landed on {branch} by {asked}; the replay starts on \
+             {first}, the day its first commit landed"
+        ));
+    }
+    Ok(watch::replay_clocks(start, until, every))
 }
 
 /// Writes the series of `branch` in the work dir's results (or those of
@@ -222,7 +251,7 @@ fn machine_name() -> String {
 /// The branch given, or master, or main when there is no master.
 fn branch(repo: &Repo, given: Option<&str>) -> anyhow::Result<String> {
     if let Some(b) = given {
-        repo.resolve(b)?;
+        repo.resolve_branch(b)?;
         return Ok(b.to_string());
     }
     ["master", "main"]

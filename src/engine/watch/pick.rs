@@ -71,10 +71,42 @@ pub fn backfill(line: &[Landed], clock: i64, days: usize) -> Vec<(i64, &Landed)>
     nights
 }
 
+/// The first day of a replay asked to start on the day `since` (00:00
+/// UTC): that day, or, when nothing had landed by its night, the day the
+/// line's first commit landed; `None` when the line is empty. A night
+/// before that commit would have nothing to measure.
+pub fn replay_start(line: &[Landed], since: i64) -> Option<i64> {
+    let first = line.iter().map(|l| l.committed).min()?;
+    let night = since.div_euclid(DAY) * DAY + DAY - 1;
+    Some(if first > night {
+        first.div_euclid(DAY) * DAY
+    } else {
+        since
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::Commit;
+
+    #[test]
+    fn a_replay_from_before_the_first_commit_starts_on_its_day() {
+        // Commit k lands at k hours past noon of day 10.
+        let noon = 10 * DAY + DAY / 2;
+        let line: Vec<Landed> = line(3)
+            .into_iter()
+            .map(|l| Landed {
+                committed: l.committed + noon,
+                ..l
+            })
+            .collect();
+        assert_eq!(replay_start(&line, 2 * DAY), Some(10 * DAY));
+        // Landed by the night of the day asked: that day.
+        assert_eq!(replay_start(&line, 10 * DAY), Some(10 * DAY));
+        assert_eq!(replay_start(&line, 12 * DAY), Some(12 * DAY));
+        assert_eq!(replay_start(&[], 2 * DAY), None);
+    }
 
     /// Commit `k` lands at `k` hours.
     fn line(n: usize) -> Vec<Landed> {

@@ -289,8 +289,7 @@ pub fn error_line(reason: &str) -> &str {
 
 /// `YYYY-MM-DD` of a clock.
 fn day(clock: i64) -> String {
-    let text = crate::time::rfc3339_from_unix(clock);
-    text.get(..10).unwrap_or(&text).to_string()
+    crate::time::date_from_unix(clock)
 }
 
 #[cfg(test)]

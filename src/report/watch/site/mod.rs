@@ -185,8 +185,7 @@ fn commit_href(template: Option<&str>, sha: &str) -> Option<String> {
 
 /// A night's date, `YYYY-MM-DD` (UTC).
 fn date(clock: i64) -> String {
-    let text = crate::time::rfc3339_from_unix(clock);
-    text.get(..10).unwrap_or(&text).to_string()
+    crate::time::date_from_unix(clock)
 }
 
 #[cfg(test)]
