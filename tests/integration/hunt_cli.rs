@@ -545,3 +545,76 @@ fn a_full_disk_during_a_build_stops_the_hunt_and_the_rerun_builds_again() {
         shas[9].as_str()
     );
 }
+
+/// `--measure auto` measures the endpoints counted, here: with a custom
+/// benchmark command, or with hosts, it is refused before anything is
+/// built, saying what to give instead; `compare`, which shows one
+/// measure, refuses a profile that asks for `auto`.
+#[test]
+fn measure_auto_is_refused_where_nothing_can_count() {
+    let (repo, _) = history(&[1000, 1000, 800], &[]);
+    let tmp = tempfile::tempdir().unwrap();
+    let work = tmp.path().join("w");
+    let run = |profile: &std::path::Path, extra: &[&str]| {
+        bin()
+            .args([
+                "--good",
+                "good",
+                "--bad",
+                "bad",
+                "--measure",
+                "auto",
+                "--profile",
+            ])
+            .arg(profile)
+            .args(extra)
+            .arg("--repo")
+            .arg(repo.path())
+            .arg("--work-dir")
+            .arg(&work)
+            .output()
+            .unwrap()
+    };
+    let out = run(&profile(tmp.path()), &[]);
+    assert_code(&out, 2);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("cannot count instructions"), "{said}");
+    assert!(said.contains("--measure tps"), "{said}");
+    assert!(!work.join("installs").exists(), "nothing built");
+
+    // A PostgreSQL profile on hosts: counted runs are made here only.
+    let smoke = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bisect-profiles/smoke.toml");
+    let out = run(&smoke, &["--hosts", "pgbisect-a"]);
+    assert_code(&out, 2);
+    let said = String::from_utf8_lossy(&out.stderr);
+    let valgrind = std::process::Command::new("valgrind")
+        .arg("--version")
+        .output();
+    if valgrind.is_ok_and(|o| o.status.success()) {
+        assert!(
+            said.contains("--measure auto counts instructions on this machine"),
+            "{said}"
+        );
+    } else {
+        assert!(said.contains("install it"), "{said}");
+    }
+    assert!(!work.join("installs").exists(), "nothing built");
+
+    let asks_auto = tmp.path().join("auto.toml");
+    std::fs::write(&asks_auto, format!("{PROFILE}[hunt]\nmeasure = \"auto\"\n")).unwrap();
+    let out = bin()
+        .args(["compare", "good", "bad", "--profile"])
+        .arg(&asks_auto)
+        .arg("--repo")
+        .arg(repo.path())
+        .arg("--work-dir")
+        .arg(&work)
+        .output()
+        .unwrap();
+    assert_code(&out, 2);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("give --measure tps or --measure instructions"),
+        "{said}"
+    );
+}
