@@ -3,7 +3,7 @@
 //! the hunt's report with its why-section. Pure: the text from the facts.
 
 use crate::model::short_sha;
-use crate::report::findings::{HuntOutcome, HuntReport};
+use crate::report::findings::{Culprit, HuntOutcome, HuntReport};
 use crate::store::ChangeRow;
 use crate::store::points::Point;
 use std::fmt::Write;
@@ -82,10 +82,36 @@ pub fn body(
             short_sha(&c.parent)
         );
     }
+    if let Some(c) = report.culprits.first() {
+        let _ = writeln!(
+            out,
+            "\nTo measure it again, in a PostgreSQL checkout:\n\n    {}",
+            again(report, c)
+        );
+    }
     out.push_str("\nThe series around the change (throughput over the reference's):\n\n");
     out.push_str(&chart(points, change, AROUND));
     let _ = write!(out, "\nThe hunt's report ({report_path}):\n\n{report_text}");
     out
+}
+
+/// The comparison of `culprit` against its parent as the hunt measured
+/// it: its profile, client count and measure.
+fn again(report: &HuntReport, culprit: &Culprit) -> String {
+    let mut words = vec![
+        "pgbisect".to_string(),
+        "compare".into(),
+        short_sha(&culprit.parent).to_string(),
+        short_sha(&culprit.commit).to_string(),
+    ];
+    if !report.profile_name.is_empty() && report.profile_name != "default" {
+        words.extend(["--profile".into(), report.profile_name.clone()]);
+    }
+    words.extend(["--clients".into(), report.clients.to_string()]);
+    if !report.measure.is_tps() {
+        words.extend(["--measure".into(), report.measure.name().to_string()]);
+    }
+    crate::report::layout::shell_line(&words)
 }
 
 fn outcome_words(outcome: HuntOutcome) -> &'static str {
@@ -222,5 +248,37 @@ mod tests {
             message_id_part(&c),
             format!("watch.default/c8.{}.{}", "a".repeat(8), "b".repeat(8))
         );
+    }
+
+    #[test]
+    fn the_mail_says_how_to_measure_the_culprit_again() {
+        let mut report: HuntReport =
+            serde_json::from_str(include_str!("../../../tests/fixtures/reports/hunt.json"))
+                .unwrap();
+        report.profile_name = "/etc/pgbisect/nightly profile.toml".into();
+        let c = report.culprits[0].clone();
+        let points: Vec<Point> = (0..4).map(|d| point(d, &format!("c{d}"), 1.0)).collect();
+        let body = body(&change(), &report, &points, ("the report", "/w/report.txt"));
+        let line = format!(
+            "    pgbisect compare {} {} --profile '/etc/pgbisect/nightly profile.toml' --clients {}",
+            short_sha(&c.parent),
+            short_sha(&c.commit),
+            report.clients
+        );
+        assert!(body.contains(&line), "{body}");
+        report.measure = crate::core::counts::Measure::Instructions;
+        report.profile_name = "default".into();
+        let body = super::body(&change(), &report, &points, ("the report", "/w/report.txt"));
+        assert!(
+            body.contains(&format!(
+                "--clients {} --measure instructions\n",
+                report.clients
+            )),
+            "{body}"
+        );
+        assert!(!body.contains("--profile"), "{body}");
+        report.culprits.clear();
+        let body = super::body(&change(), &report, &points, ("the report", "/w/report.txt"));
+        assert!(!body.contains("To measure it again"), "{body}");
     }
 }
