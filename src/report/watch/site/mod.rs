@@ -11,6 +11,7 @@
 
 mod chart;
 mod html;
+mod layout;
 
 use crate::store::points::{Point, points};
 use crate::store::{ChangeRow, Night, NightStatus, Role, RunRow};

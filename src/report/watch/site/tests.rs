@@ -281,3 +281,113 @@ fn series_pages_get_names_of_their_own() {
     let pages: Vec<&str> = names.iter().map(|n| n.page.as_str()).collect();
     assert_eq!(pages, ["series-x-c1.html", "series-x-c1-2.html"]);
 }
+
+/// The `cy` of every point of a chart, in order.
+fn point_ys(doc: &roxmltree::Document) -> Vec<f64> {
+    doc.descendants()
+        .filter(|n| n.attribute("class") == Some("point"))
+        .map(|n| n.attribute("cy").expect("cy").parse().expect("a number"))
+        .collect()
+}
+
+#[test]
+fn one_wild_run_is_marked_at_the_edge_and_the_step_stays_tall() {
+    let mut f = fixture();
+    let wild = f
+        .runs
+        .iter_mut()
+        .find(|r| r.night == 2 && r.role == Role::Candidate && r.round == 0)
+        .expect("night 2's first run");
+    wild.tps = Some(500.0);
+    let pages = site(&f, &BTreeSet::new(), None);
+    let svg = svg_of(&pages[1].text);
+    let doc = roxmltree::Document::parse(&svg).expect("the chart is valid XML");
+    let ys = point_ys(&doc);
+    // The 10% step (night 3 to night 4) takes over a quarter of the plot.
+    let plot =
+        crate::report::chart::HEIGHT - crate::report::chart::BOTTOM - crate::report::chart::TOP;
+    assert!(ys[3] - ys[2] > plot / 4.0, "{ys:?}");
+    let marks: Vec<_> = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("off-axis"))
+        .collect();
+    assert_eq!(marks.len(), 1, "{svg}");
+    let title = marks[0].children().find(|n| n.has_tag_name("title"));
+    let title = title.and_then(|t| t.text()).unwrap_or_default();
+    assert!(title.contains("lowest pair of runs at 0.5000"), "{title}");
+    // Drawn at the bottom edge of the axis, under every point.
+    let d = marks[0].attribute("d").unwrap_or_default();
+    let edge: f64 = d[1..]
+        .split([',', ' '])
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    assert!(ys.iter().all(|y| *y < edge), "{ys:?} {d}");
+    assert!(edge <= crate::report::chart::HEIGHT - crate::report::chart::BOTTOM);
+}
+
+#[test]
+fn a_chart_without_a_wild_run_marks_nothing_off_the_axis() {
+    let f = fixture();
+    let svg = svg_of(&site(&f, &BTreeSet::new(), None)[1].text);
+    let doc = roxmltree::Document::parse(&svg).expect("the chart is valid XML");
+    assert_eq!(class_count(&doc, "off-axis"), 0);
+    let (top, bottom) = (
+        crate::report::chart::TOP,
+        crate::report::chart::HEIGHT - crate::report::chart::BOTTOM,
+    );
+    for y in point_ys(&doc) {
+        assert!(top < y && y < bottom, "{y}");
+    }
+}
+
+#[test]
+fn the_y_span_holds_every_value_of_a_series_without_outliers() {
+    // A 10% step with runs spread evenly up to 3% about each level.
+    let levels: Vec<f64> = (0..30).map(|i| if i < 15 { 1.0 } else { 0.9 }).collect();
+    let ends: Vec<f64> = levels
+        .iter()
+        .enumerate()
+        .flat_map(|(i, l)| {
+            let off = 0.03 * ((i * 7 % 11) as f64 / 10.0);
+            [l - off, l + off]
+        })
+        .collect();
+    let (lo, hi) = layout::y_span(&ends, &levels).expect("a span");
+    for v in ends.iter().chain(&levels) {
+        assert!((lo..=hi).contains(v), "{v} outside {lo}..{hi}");
+    }
+    assert_eq!(layout::y_span(&[f64::NAN], &[]), None);
+    // A kept value is held however far it lies.
+    let (lo, _) = layout::y_span(&ends, &[0.2]).expect("a span");
+    assert_eq!(lo, 0.2);
+}
+
+#[test]
+fn the_y_span_leaves_a_wild_run_out() {
+    let levels = [1.0, 1.0, 1.0, 1.0, 0.9, 0.9, 0.9, 0.9];
+    let mut ends: Vec<f64> = levels.iter().flat_map(|l| [l - 0.005, l + 0.005]).collect();
+    ends[2] = 0.5;
+    let (lo, hi) = layout::y_span(&ends, &levels).expect("a span");
+    assert!(lo > 0.85 && hi < 1.05, "{lo}..{hi}");
+}
+
+#[test]
+fn labels_of_changes_close_together_do_not_overlap() {
+    let right = 870.0;
+    let mut at: Vec<(f64, usize)> = (0..30).map(|i| (100.0 + 6.0 * i as f64, 16)).collect();
+    at.extend((0..6).map(|i| (840.0 + 5.0 * i as f64, 14)));
+    at.push((400.0, 0));
+    let boxes = layout::place_labels(&at, right, 64.0);
+    assert_eq!(boxes.len(), at.len());
+    for (i, a) in boxes.iter().enumerate() {
+        assert!(a.right <= right + 4.0, "{a:?}");
+        for b in &boxes[i + 1..] {
+            assert!(!a.overlaps(b), "{a:?} and {b:?}");
+        }
+    }
+    // Far apart, they share the first row.
+    let apart = layout::place_labels(&[(100.0, 10), (500.0, 10)], right, 64.0);
+    assert_eq!(apart[0].baseline, apart[1].baseline);
+    assert!(!apart[0].end && !apart[1].end);
+}
