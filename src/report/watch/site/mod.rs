@@ -145,7 +145,11 @@ fn slug(key: &str) -> String {
 fn slots(input: &SiteInput, series: &str) -> Vec<Slot> {
     let pts = points(input.nights, input.runs, Some(series));
     let mut out = Vec::new();
-    for night in input.nights {
+    // In the order they ran, however the store listed them: the chart's x
+    // axis and the points' table read this order.
+    let mut nights: Vec<&Night> = input.nights.iter().collect();
+    nights.sort_by_key(|n| (n.clock, n.id));
+    for night in nights {
         if night.status == NightStatus::Failed {
             out.push(Slot::Failed(night.clone()));
             continue;

@@ -391,3 +391,85 @@ fn labels_of_changes_close_together_do_not_overlap() {
     assert_eq!(apart[0].baseline, apart[1].baseline);
     assert!(!apart[0].end && !apart[1].end);
 }
+
+/// The `class` of each status cell of the changes' table, in order.
+fn statuses_in_order(page: &str) -> Vec<&str> {
+    let start = page
+        .find("<table id=\"changes\">")
+        .expect("a changes table");
+    let end = start + page[start..].find("</table>").expect("closed");
+    let mut out = Vec::new();
+    for row in page[start..end].split("<tr>").skip(2) {
+        let status = ["confirmed", "candidate", "dismissed"]
+            .into_iter()
+            .find(|s| row.contains(&format!("<td class=\"{s}\">")));
+        out.push(status.unwrap_or("none"));
+    }
+    out
+}
+
+/// The dates of a table's rows, in order.
+fn dates_in(page: &str, table: &str) -> Vec<String> {
+    let start = page.find(&format!("<table id=\"{table}\">")).expect(table);
+    let end = start + page[start..].find("</table>").expect("closed");
+    page[start..end]
+        .split("<tr")
+        .skip(2)
+        .filter_map(|row| row.split("<td>").nth(1)?.get(..10).map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn changes_are_listed_newest_night_first_whatever_the_store_order() {
+    let mut f = fixture();
+    // Stored oldest last: the change at night 2 after the later ones.
+    f.changes.push(change(3, 1, 2, ChangeStatus::Candidate));
+    f.changes.swap(0, 1);
+    let pages = site(&f, &BTreeSet::new(), None);
+    for page in &pages {
+        assert_eq!(
+            statuses_in_order(&page.text),
+            ["confirmed", "dismissed", "candidate"],
+            "{}",
+            page.path
+        );
+        assert!(
+            page.text.contains("Newest first, by the night"),
+            "{}",
+            page.path
+        );
+        let nights = dates_in(&page.text, "changes");
+        assert_eq!(nights.len(), 3, "{}", page.path);
+    }
+    let nights = dates_in(&pages[1].text, "changes");
+    assert_eq!(
+        nights,
+        [
+            date(f.nights[3].clock),
+            date(f.nights[2].clock),
+            date(f.nights[1].clock)
+        ]
+    );
+}
+
+#[test]
+fn nights_are_listed_newest_first_and_charted_oldest_first_whatever_the_store_order() {
+    let mut f = fixture();
+    f.nights[1].status = NightStatus::Stopped;
+    f.nights[1].reason = Some("stopped at its deadline".into());
+    f.nights.reverse();
+    let pages = site(&f, &BTreeSet::new(), None);
+    let clock = |id: i64| date(86_400 * (19_723 + id) + 86_399);
+    assert_eq!(dates_in(&pages[0].text, "failed"), [clock(5), clock(2)]);
+    let points = dates_in(&pages[1].text, "points");
+    let newest_first: Vec<String> = [6, 5, 4, 3, 2, 1].into_iter().map(clock).collect();
+    assert_eq!(points, newest_first);
+    let svg = svg_of(&pages[1].text);
+    let doc = roxmltree::Document::parse(&svg).expect("the chart is valid XML");
+    let xs: Vec<f64> = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("point"))
+        .map(|n| n.attribute("cx").expect("cx").parse().expect("a number"))
+        .collect();
+    assert!(xs.windows(2).all(|w| w[0] < w[1]), "{xs:?}");
+}
