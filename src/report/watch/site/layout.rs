@@ -72,9 +72,10 @@ impl LabelBox {
     }
 }
 
-/// A generous width of a character at the chart's 12px sans-serif: the
-/// text's width is guessed from its length, as nothing here measures.
-const CHAR_WIDTH: f64 = 7.0;
+/// A generous width of a character at the chart's 12px sans-serif, bold
+/// as the page's style draws a confirmed change: the text's width is
+/// guessed from its length, as nothing here measures.
+const CHAR_WIDTH: f64 = 7.5;
 /// A row's height; a label's box is its font's height and a little.
 const ROW: f64 = 16.0;
 const ASCENT: f64 = 11.0;
