@@ -248,3 +248,58 @@ fn change_marks(out: &mut String, slots: &[Slot], changes: &[&ChangeRow], x: &Ax
         );
     }
 }
+
+/// How many of a series' last points its sparkline on the index draws.
+const SPARK_POINTS: usize = 30;
+const SPARK_WIDTH: f64 = 120.0;
+const SPARK_HEIGHT: f64 = 28.0;
+
+/// A series' last points (their ratios to the reference) as a small line
+/// for the index, the last one a dot; its tooltip says what it spans. The
+/// axis is at least 2% of the level high, so that a quiet series' noise
+/// does not look like steps. Empty without a point.
+pub(super) fn sparkline(key: &str, slots: &[Slot]) -> String {
+    let ratios: Vec<f64> = slots
+        .iter()
+        .filter_map(|s| match s {
+            Slot::Point(p, _) => Some(p.ratio).filter(|r| r.is_finite()),
+            Slot::Failed(_) => None,
+        })
+        .collect();
+    let recent = &ratios[ratios.len().saturating_sub(SPARK_POINTS)..];
+    let Some((lo, hi)) = y_span(&[], recent) else {
+        return String::new();
+    };
+    let mid = (lo + hi) / 2.0;
+    let window = [lo, hi, mid - 0.01 * mid.abs(), mid + 0.01 * mid.abs()];
+    let y = Axis::over(window.into_iter(), 0.1, SPARK_HEIGHT - 2.0, 2.0);
+    let x = Axis::over(
+        (0..recent.len().max(2)).map(|i| i as f64),
+        0.0,
+        3.0,
+        SPARK_WIDTH - 4.0,
+    );
+    let at: Vec<(f64, f64)> = (recent.iter().enumerate())
+        .map(|(i, r)| (x.px(i as f64), y.px(*r)))
+        .collect();
+    let path: Vec<String> = at
+        .iter()
+        .map(|(px, py)| format!("{px:.1},{py:.1}"))
+        .collect();
+    let tip = format!(
+        "{key}: the last {} point(s), {lo:.4} to {hi:.4} of the reference",
+        recent.len()
+    );
+    let (last_x, last_y) = at.last().copied().unwrap_or_default();
+    format!(
+        "<svg class=\"sparkline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{SPARK_WIDTH}\" \
+         height=\"{SPARK_HEIGHT}\" viewBox=\"0 0 {SPARK_WIDTH} {SPARK_HEIGHT}\" role=\"img\">\
+         <title>{}</title><polyline points=\"{}\" fill=\"none\" stroke=\"{}\" \
+         stroke-width=\"1.5\"/><circle cx=\"{last_x:.1}\" cy=\"{last_y:.1}\" r=\"2.5\" \
+         fill=\"{}\"/></svg>",
+        escape(&tip),
+        path.join(" "),
+        COLORS[0],
+        COLORS[0]
+    )
+}

@@ -1,7 +1,7 @@
 //! The site's pages as HTML: the index, and a page per series. Every
 //! text that comes from git or the store is escaped.
 
-use super::chart::{change_style, series_chart};
+use super::chart::{change_style, series_chart, sparkline};
 use super::{SeriesName, SiteInput, Slot, commit_href, date, hunt_report};
 use crate::model::short_sha;
 use crate::report::chart::escape;
@@ -30,7 +30,8 @@ fn open(title: &str) -> String {
 
 const CLOSE: &str = "<p class=\"quiet\">Written by pgbisect watch.</p>\n</body>\n</html>\n";
 
-/// The index: every series with its last point and its changes, then
+/// The index: every series with a small chart of its recent points, its
+/// last point and its changes, then
 /// every change, then the nights that failed or left a commit out.
 pub(super) fn index(input: &SiteInput, series: &[(&SeriesName, Vec<Slot>)]) -> String {
     let mut out = open(&format!("pgbisect watch: {}", input.branch));
@@ -42,8 +43,8 @@ pub(super) fn index(input: &SiteInput, series: &[(&SeriesName, Vec<Slot>)]) -> S
     );
     out.push_str(
         "<h2>Series</h2>\n<table id=\"series\">\n<tr><th>series</th><th>profile</th>\
-         <th>clients</th><th>points</th><th>last point (ratio to the reference)</th>\
-         <th>changes</th></tr>\n",
+         <th>clients</th><th>points</th><th>recent points</th>\
+         <th>last point (ratio to the reference)</th><th>changes</th></tr>\n",
     );
     for (s, slots) in series {
         let last = slots.iter().rev().find_map(|slot| match slot {
@@ -69,11 +70,12 @@ pub(super) fn index(input: &SiteInput, series: &[(&SeriesName, Vec<Slot>)]) -> S
         let _ = writeln!(
             out,
             "<tr><td><a href=\"{}\">{}</a></td><td>{}</td><td class=\"n\">{}</td>\
-             <td class=\"n\">{count}</td><td>{last}</td><td>{changes}</td></tr>",
+             <td class=\"n\">{count}</td><td>{}</td><td>{last}</td><td>{changes}</td></tr>",
             escape(&s.page),
             escape(&s.key),
             escape(&s.profile),
-            s.clients
+            s.clients,
+            sparkline(&s.key, slots)
         );
     }
     out.push_str("</table>\n");

@@ -1,6 +1,6 @@
 //! The watcher's results as a static site, as `asv publish` writes one
-//! for Python projects: an index of every series with its last point and
-//! its changes, and a page per series with its points over the nights as
+//! for Python projects: an index of every series with a sparkline of its
+//! recent points, its last point and its changes, and a page per series with its points over the nights as
 //! an inline SVG chart, change points marked, each point linked to its
 //! commit and each change to its hunt report.
 //!

@@ -473,3 +473,38 @@ fn nights_are_listed_newest_first_and_charted_oldest_first_whatever_the_store_or
         .collect();
     assert!(xs.windows(2).all(|w| w[0] < w[1]), "{xs:?}");
 }
+
+#[test]
+fn the_index_draws_each_series_recent_points_small_and_escaped() {
+    let mut f = fixture();
+    for r in &mut f.runs {
+        r.series = "a<b&c".into();
+    }
+    for c in &mut f.changes {
+        c.series = "a<b&c".into();
+    }
+    let index = &site(&f, &BTreeSet::new(), None)[0].text;
+    assert!(!index.contains("a<b"), "{index}");
+    let svg = svg_of(index);
+    let doc = roxmltree::Document::parse(&svg).expect("the sparkline is valid XML");
+    let root = doc.root_element();
+    assert_eq!(root.attribute("class"), Some("sparkline"));
+    let title = root.children().find(|n| n.has_tag_name("title"));
+    let title = title.and_then(|t| t.text()).unwrap_or_default();
+    assert!(title.starts_with("a<b&c: the last 5 point(s)"), "{title}");
+    let line = root.children().find(|n| n.has_tag_name("polyline"));
+    let ys: Vec<f64> = line
+        .and_then(|l| l.attribute("points"))
+        .unwrap_or_default()
+        .split(' ')
+        .filter_map(|xy| xy.split(',').nth(1)?.parse().ok())
+        .collect();
+    assert_eq!(ys.len(), 5, "{svg}");
+    // Nights 1 to 3 at the reference, nights 4 and 6 10% under: lower.
+    assert!(ys.iter().all(|y| (0.0..=28.0).contains(y)), "{ys:?}");
+    assert!(
+        ys[0] == ys[2] && ys[2] + 10.0 < ys[3] && ys[3] == ys[4],
+        "{ys:?}"
+    );
+    assert_eq!(chart::sparkline("x", &[]), "");
+}
