@@ -2,13 +2,18 @@
 //! commit's ratio to the reference with the spread of its pairs of runs,
 //! linked to the commit; each change a vertical line between the commits
 //! it lies between, drawn by its status; each failed night a cross. The
-//! axes and frame are the hunt report's ([`crate::report::chart`]).
+//! axes and frame are the hunt report's ([`crate::report::chart`]); the
+//! y axis spans the bulk of the points and the labels are kept apart
+//! ([`super::layout`]), so that a step stays visible beside a wild run.
 
-use super::{Slot, commit_href, date};
+use super::layout::{place_labels, y_span};
+use super::{Slot, Spread, commit_href, date};
+use crate::model::short_sha;
 use crate::report::chart::{
     Axis, BOTTOM, COLORS, HEIGHT, LEFT, RIGHT, TOP, WIDTH, escape, frame, svg_start, x_tick,
 };
-use crate::store::{ChangeRow, ChangeStatus};
+use crate::store::points::Point;
+use crate::store::{ChangeRow, ChangeStatus, Night};
 use std::fmt::Write;
 
 /// The colour a change of `status` is drawn in, and its dash pattern.
@@ -35,14 +40,7 @@ pub(super) fn series_chart(
         LEFT,
         WIDTH - RIGHT,
     );
-    let values = slots.iter().flat_map(|s| match s {
-        Slot::Point(p, spread) => {
-            let (lo, hi) = spread.map_or((p.ratio, p.ratio), |s| (s.low, s.high));
-            vec![p.ratio, lo, hi]
-        }
-        Slot::Failed(_) => vec![],
-    });
-    let y = Axis::over(values, 0.08, HEIGHT - BOTTOM, TOP);
+    let y = y_axis(slots);
     frame(
         &mut out,
         &y,
@@ -58,66 +56,125 @@ pub(super) fn series_chart(
         x_tick(&mut out, x.px(i as f64), &date(clock));
     }
     line(&mut out, slots, &x, &y);
-    for (k, change) in changes.iter().enumerate() {
-        change_mark(&mut out, slots, change, k, &x);
-    }
+    change_marks(&mut out, slots, changes, &x);
     for (i, slot) in slots.iter().enumerate() {
         let px = x.px(i as f64);
         match slot {
-            Slot::Point(p, spread) => {
-                if let Some(s) = spread {
-                    let _ = writeln!(
-                        out,
-                        "<line class=\"spread\" x1=\"{px:.1}\" y1=\"{:.1}\" x2=\"{px:.1}\" \
-                         y2=\"{:.1}\" stroke=\"{}\" stroke-opacity=\"0.5\"/>",
-                        y.px(s.low),
-                        y.px(s.high),
-                        COLORS[0]
-                    );
-                }
-                let tip = format!(
-                    "{} {}: {:.4} of the reference ({:.1} tps); night of {}",
-                    p.commit,
-                    p.subject,
-                    p.ratio,
-                    p.tps,
-                    date(p.clock)
-                );
-                let dot = format!(
-                    "<circle class=\"point\" cx=\"{px:.1}\" cy=\"{:.1}\" r=\"4\" fill=\"{}\">\
-                     <title>{}</title></circle>",
-                    y.px(p.ratio),
-                    COLORS[0],
-                    escape(&tip)
-                );
-                match commit_href(commit_url, &p.commit) {
-                    Some(href) => {
-                        let _ = writeln!(out, "<a href=\"{}\">{dot}</a>", escape(&href));
-                    }
-                    None => {
-                        let _ = writeln!(out, "{dot}");
-                    }
-                }
-            }
-            Slot::Failed(n) => {
-                let tip = format!(
-                    "night of {} failed: {}",
-                    date(n.clock),
-                    n.reason.as_deref().unwrap_or("no reason stored")
-                );
-                let _ = writeln!(
-                    out,
-                    "<text class=\"failed\" x=\"{px:.1}\" y=\"{:.1}\" text-anchor=\"middle\" \
-                     fill=\"{}\" font-size=\"16\">\u{d7}<title>{}</title></text>",
-                    HEIGHT - BOTTOM - 8.0,
-                    COLORS[1],
-                    escape(&tip)
-                );
-            }
+            Slot::Point(p, spread) => point_mark(&mut out, p, *spread, px, &y, commit_url),
+            Slot::Failed(n) => failed_mark(&mut out, n, px),
         }
     }
     out.push_str("</svg>\n");
     out
+}
+
+/// The y axis over the bulk of the points' spreads, holding every point
+/// (a commit's median ratio). A change's levels before and after it are
+/// medians of those points, so they lie inside too.
+fn y_axis(slots: &[Slot]) -> Axis {
+    let mut ends = Vec::new();
+    let mut medians = Vec::new();
+    for slot in slots {
+        if let Slot::Point(p, spread) = slot {
+            medians.push(p.ratio);
+            if let Some(s) = spread {
+                ends.extend([s.low, s.high]);
+            }
+        }
+    }
+    let span = y_span(&ends, &medians).map(|(lo, hi)| [lo, hi]);
+    Axis::over(span.into_iter().flatten(), 0.08, HEIGHT - BOTTOM, TOP)
+}
+
+/// A point: its spread as a bar (cut at the axis, a triangle pointing
+/// out where an end lies past it), and a dot linked to its commit.
+fn point_mark(
+    out: &mut String,
+    p: &Point,
+    spread: Option<Spread>,
+    px: f64,
+    y: &Axis,
+    commit_url: Option<&str>,
+) {
+    if let Some(s) = spread {
+        let _ = writeln!(
+            out,
+            "<line class=\"spread\" x1=\"{px:.1}\" y1=\"{:.1}\" x2=\"{px:.1}\" \
+             y2=\"{:.1}\" stroke=\"{}\" stroke-opacity=\"0.5\"/>",
+            y.px(s.low.clamp(y.lo, y.hi)),
+            y.px(s.high.clamp(y.lo, y.hi)),
+            COLORS[0]
+        );
+        for (end, which) in [(s.low, "lowest"), (s.high, "highest")] {
+            off_axis_mark(out, p, end, which, px, y);
+        }
+    }
+    let tip = format!(
+        "{} {}: {:.4} of the reference ({:.1} tps); night of {}",
+        p.commit,
+        p.subject,
+        p.ratio,
+        p.tps,
+        date(p.clock)
+    );
+    let dot = format!(
+        "<circle class=\"point\" cx=\"{px:.1}\" cy=\"{:.1}\" r=\"4\" fill=\"{}\">\
+         <title>{}</title></circle>",
+        y.px(p.ratio),
+        COLORS[0],
+        escape(&tip)
+    );
+    match commit_href(commit_url, &p.commit) {
+        Some(href) => {
+            let _ = writeln!(out, "<a href=\"{}\">{dot}</a>", escape(&href));
+        }
+        None => {
+            let _ = writeln!(out, "{dot}");
+        }
+    }
+}
+
+/// A small triangle at the edge of the axis, pointing out, for an end of
+/// a spread past it; nothing for one inside.
+fn off_axis_mark(out: &mut String, p: &Point, value: f64, which: &str, px: f64, y: &Axis) {
+    // The tip on the edge, the base inside the frame.
+    let (edge, base) = if value > y.hi {
+        (y.px(y.hi), 7.0)
+    } else if value < y.lo {
+        (y.px(y.lo), -7.0)
+    } else {
+        return;
+    };
+    let tip = format!(
+        "{} {}: its {which} pair of runs at {value:.4} of the reference, off the axis",
+        short_sha(&p.commit),
+        p.subject
+    );
+    let _ = writeln!(
+        out,
+        "<path class=\"off-axis\" d=\"M{px:.1},{edge:.1} l-4.5,{:.1} h9 z\" fill=\"{}\">\
+         <title>{}</title></path>",
+        base,
+        COLORS[1],
+        escape(&tip)
+    );
+}
+
+/// A cross at the foot of the chart for a night that failed.
+fn failed_mark(out: &mut String, n: &Night, px: f64) {
+    let tip = format!(
+        "night of {} failed: {}",
+        date(n.clock),
+        n.reason.as_deref().unwrap_or("no reason stored")
+    );
+    let _ = writeln!(
+        out,
+        "<text class=\"failed\" x=\"{px:.1}\" y=\"{:.1}\" text-anchor=\"middle\" \
+         fill=\"{}\" font-size=\"16\">\u{d7}<title>{}</title></text>",
+        HEIGHT - BOTTOM - 8.0,
+        COLORS[1],
+        escape(&tip)
+    );
 }
 
 /// A thin line through the points, broken at no failed night (the
@@ -142,38 +199,107 @@ fn line(out: &mut String, slots: &[Slot], x: &Axis, y: &Axis) {
     }
 }
 
-/// A vertical line just before the first point of the change's later
-/// commit, labelled with its size and status (labels stepped down so that
-/// neighbours do not overlap). A change whose commit is not on the chart
-/// is left out.
-fn change_mark(out: &mut String, slots: &[Slot], change: &ChangeRow, k: usize, x: &Axis) {
-    let Some(at) = slots
+/// Each change a vertical line just before the first point of its later
+/// commit, labelled with its size and status, the labels in rows so that
+/// none hides another. A change whose commit is not on the chart is left
+/// out.
+fn change_marks(out: &mut String, slots: &[Slot], changes: &[&ChangeRow], x: &Axis) {
+    let on_chart: Vec<(f64, &ChangeRow, String)> = changes
         .iter()
-        .position(|s| matches!(s, Slot::Point(p, _) if p.commit == change.after))
-    else {
-        return;
+        .filter_map(|change| {
+            let at = slots
+                .iter()
+                .position(|s| matches!(s, Slot::Point(p, _) if p.commit == change.after))?;
+            let label = format!("{:+.1}% {}", change.pct, change.status.as_str());
+            Some((x.px(at as f64 - 0.5), *change, label))
+        })
+        .collect();
+    let boxes = place_labels(
+        &on_chart
+            .iter()
+            .map(|(px, _, label)| (*px, label.chars().count()))
+            .collect::<Vec<_>>(),
+        WIDTH - RIGHT,
+        TOP + 14.0,
+    );
+    for ((px, change, label), at) in on_chart.iter().zip(&boxes) {
+        let (color, dash) = change_style(change.status);
+        let tip = format!(
+            "{}..{} {:+.1}% ({}), change-point p = {:.3}",
+            short_sha(&change.before),
+            short_sha(&change.after),
+            change.pct,
+            change.status.as_str(),
+            change.p_value
+        );
+        let _ = writeln!(
+            out,
+            "<g class=\"change {}\"><title>{}</title><line x1=\"{px:.1}\" y1=\"{TOP}\" \
+             x2=\"{px:.1}\" y2=\"{:.1}\" stroke=\"{color}\" stroke-width=\"2\" \
+             stroke-dasharray=\"{dash}\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"{}\" \
+             fill=\"{color}\">{}</text></g>",
+            change.status.as_str(),
+            escape(&tip),
+            HEIGHT - BOTTOM,
+            at.x,
+            at.baseline,
+            if at.end { "end" } else { "start" },
+            escape(label)
+        );
+    }
+}
+
+/// How many of a series' last points its sparkline on the index draws.
+const SPARK_POINTS: usize = 30;
+const SPARK_WIDTH: f64 = 120.0;
+const SPARK_HEIGHT: f64 = 28.0;
+
+/// A series' last points (their ratios to the reference) as a small line
+/// for the index, the last one a dot; its tooltip says what it spans. The
+/// axis is at least 2% of the level high, so that a quiet series' noise
+/// does not look like steps. Empty without a point.
+pub(super) fn sparkline(key: &str, slots: &[Slot]) -> String {
+    let ratios: Vec<f64> = slots
+        .iter()
+        .filter_map(|s| match s {
+            Slot::Point(p, _) => Some(p.ratio).filter(|r| r.is_finite()),
+            Slot::Failed(_) => None,
+        })
+        .collect();
+    let recent = &ratios[ratios.len().saturating_sub(SPARK_POINTS)..];
+    let Some((lo, hi)) = y_span(&[], recent) else {
+        return String::new();
     };
-    let (color, dash) = change_style(change.status);
-    let px = x.px(at as f64 - 0.5);
-    let label = format!("{:+.1}% {}", change.pct, change.status.as_str());
+    let mid = (lo + hi) / 2.0;
+    let window = [lo, hi, mid - 0.01 * mid.abs(), mid + 0.01 * mid.abs()];
+    let y = Axis::over(window.into_iter(), 0.1, SPARK_HEIGHT - 2.0, 2.0);
+    let x = Axis::over(
+        (0..recent.len().max(2)).map(|i| i as f64),
+        0.0,
+        3.0,
+        SPARK_WIDTH - 4.0,
+    );
+    let at: Vec<(f64, f64)> = (recent.iter().enumerate())
+        .map(|(i, r)| (x.px(i as f64), y.px(*r)))
+        .collect();
+    let path: Vec<String> = at
+        .iter()
+        .map(|(px, py)| format!("{px:.1},{py:.1}"))
+        .collect();
     let tip = format!(
-        "{}..{} {:+.1}% ({}), change-point p = {:.3}",
-        crate::model::short_sha(&change.before),
-        crate::model::short_sha(&change.after),
-        change.pct,
-        change.status.as_str(),
-        change.p_value
+        "{key}: the last {} point(s), {lo:.4} to {hi:.4} of the reference",
+        recent.len()
     );
-    let _ = writeln!(
-        out,
-        "<g class=\"change {}\"><title>{}</title><line x1=\"{px:.1}\" y1=\"{TOP}\" \
-         x2=\"{px:.1}\" y2=\"{:.1}\" stroke=\"{color}\" stroke-width=\"2\" \
-         stroke-dasharray=\"{dash}\"/><text x=\"{:.1}\" y=\"{:.1}\" fill=\"{color}\">{}</text></g>",
-        change.status.as_str(),
+    let (last_x, last_y) = at.last().copied().unwrap_or_default();
+    format!(
+        "<svg class=\"sparkline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{SPARK_WIDTH}\" \
+         height=\"{SPARK_HEIGHT}\" viewBox=\"0 0 {SPARK_WIDTH} {SPARK_HEIGHT}\" role=\"img\">\
+         <title>{}</title><polyline points=\"{}\" fill=\"none\" stroke=\"{}\" \
+         stroke-width=\"1.5\"/><circle cx=\"{last_x:.1}\" cy=\"{last_y:.1}\" r=\"2.5\" \
+         fill=\"{}\"/></svg>",
         escape(&tip),
-        HEIGHT - BOTTOM,
-        px + 4.0,
-        TOP + 14.0 + 14.0 * (k % 4) as f64,
-        escape(&label)
-    );
+        path.join(" "),
+        COLORS[0],
+        COLORS[0]
+    )
 }

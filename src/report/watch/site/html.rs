@@ -1,11 +1,12 @@
 //! The site's pages as HTML: the index, and a page per series. Every
 //! text that comes from git or the store is escaped.
 
-use super::chart::{change_style, series_chart};
+use super::chart::{change_style, series_chart, sparkline};
 use super::{SeriesName, SiteInput, Slot, commit_href, date, hunt_report};
 use crate::model::short_sha;
 use crate::report::chart::escape;
-use crate::store::{ChangeRow, ChangeStatus, NightStatus};
+use crate::store::{ChangeRow, ChangeStatus, Night, NightStatus};
+use std::cmp::Reverse;
 use std::fmt::Write;
 
 const STYLE: &str = "body{font-family:sans-serif;margin:1.5em;color:#222;max-width:1100px}\
@@ -29,7 +30,8 @@ fn open(title: &str) -> String {
 
 const CLOSE: &str = "<p class=\"quiet\">Written by pgbisect watch.</p>\n</body>\n</html>\n";
 
-/// The index: every series with its last point and its changes, then
+/// The index: every series with a small chart of its recent points, its
+/// last point and its changes, then
 /// every change, then the nights that failed or left a commit out.
 pub(super) fn index(input: &SiteInput, series: &[(&SeriesName, Vec<Slot>)]) -> String {
     let mut out = open(&format!("pgbisect watch: {}", input.branch));
@@ -41,8 +43,8 @@ pub(super) fn index(input: &SiteInput, series: &[(&SeriesName, Vec<Slot>)]) -> S
     );
     out.push_str(
         "<h2>Series</h2>\n<table id=\"series\">\n<tr><th>series</th><th>profile</th>\
-         <th>clients</th><th>points</th><th>last point (ratio to the reference)</th>\
-         <th>changes</th></tr>\n",
+         <th>clients</th><th>points</th><th>recent points</th>\
+         <th>last point (ratio to the reference)</th><th>changes</th></tr>\n",
     );
     for (s, slots) in series {
         let last = slots.iter().rev().find_map(|slot| match slot {
@@ -68,11 +70,12 @@ pub(super) fn index(input: &SiteInput, series: &[(&SeriesName, Vec<Slot>)]) -> S
         let _ = writeln!(
             out,
             "<tr><td><a href=\"{}\">{}</a></td><td>{}</td><td class=\"n\">{}</td>\
-             <td class=\"n\">{count}</td><td>{last}</td><td>{changes}</td></tr>",
+             <td class=\"n\">{count}</td><td>{}</td><td>{last}</td><td>{changes}</td></tr>",
             escape(&s.page),
             escape(&s.key),
             escape(&s.profile),
-            s.clients
+            s.clients,
+            sparkline(&s.key, slots)
         );
     }
     out.push_str("</table>\n");
@@ -176,10 +179,13 @@ fn change_counts<'a>(changes: impl Iterator<Item = &'a ChangeRow>) -> String {
     }
 }
 
-/// The changes, newest first, each with its hunt report when the site
-/// holds one.
+/// The changes, newest first by the night they lie at, each with its
+/// hunt report when the site holds one.
 fn changes_table(input: &SiteInput, changes: &[&ChangeRow], with_series: bool) -> String {
-    let mut out = String::from("<h2>Changes</h2>\n");
+    let mut out = String::from(
+        "<h2>Changes</h2>\n<p class=\"quiet\">Newest first, by the night that first \
+         measured the commit after the change.</p>\n",
+    );
     if changes.is_empty() {
         out.push_str("<p>No change found.</p>\n");
         return out;
@@ -189,13 +195,23 @@ fn changes_table(input: &SiteInput, changes: &[&ChangeRow], with_series: bool) -
         out.push_str("<th>series</th>");
     }
     out.push_str(
-        "<th>between</th><th>change</th><th>status</th><th>found</th><th>hunt</th></tr>\n",
+        "<th>night</th><th>between</th><th>change</th><th>status</th><th>found</th>\
+         <th>hunt</th></tr>\n",
     );
-    for c in changes.iter().rev() {
+    let mut changes: Vec<(Option<&Night>, &ChangeRow)> = changes
+        .iter()
+        .map(|c| (change_night(input, c), *c))
+        .collect();
+    changes.sort_by_key(|(night, c)| {
+        let landed = night.and_then(|n| n.commits.iter().position(|m| m.id == c.after));
+        Reverse((night.map(|n| (n.clock, n.id)), landed, c.id))
+    });
+    for (night, c) in changes {
         out.push_str("<tr>");
         if with_series {
             let _ = write!(out, "<td>{}</td>", escape(&c.series));
         }
+        let at = night.map_or_else(String::new, |n| date(n.clock));
         let interval = match (c.low_pct, c.high_pct) {
             (Some(l), Some(h)) => format!(" [{l:+.1}%, {h:+.1}%]"),
             _ => String::new(),
@@ -207,7 +223,7 @@ fn changes_table(input: &SiteInput, changes: &[&ChangeRow], with_series: bool) -
             .map_or_else(String::new, |n| format!("night of {}", date(n.clock)));
         let _ = writeln!(
             out,
-            "<td>{} .. {}</td><td class=\"n\">{:+.1}%{interval}</td>\
+            "<td>{at}</td><td>{} .. {}</td><td class=\"n\">{:+.1}%{interval}</td>\
              <td class=\"{status}\">{status}</td><td>{found}</td><td>{}</td></tr>",
             commit_link(input.commit_url, &c.before, &subject_of(input, &c.before)),
             commit_link(input.commit_url, &c.after, &subject_of(input, &c.after)),
@@ -218,6 +234,17 @@ fn changes_table(input: &SiteInput, changes: &[&ChangeRow], with_series: bool) -
     }
     out.push_str("</table>\n");
     out
+}
+
+/// The night a change lies at: the first that measured its later commit,
+/// or the one that found it when no night lists that commit.
+fn change_night<'a>(input: &SiteInput<'a>, change: &ChangeRow) -> Option<&'a Night> {
+    let nights = input.nights;
+    nights
+        .iter()
+        .filter(|n| n.commits.iter().any(|m| m.id == change.after))
+        .min_by_key(|n| (n.clock, n.id))
+        .or_else(|| nights.iter().find(|n| n.id == change.first_night))
 }
 
 /// The hunt report's link, or why there is none.
@@ -270,7 +297,7 @@ fn commit_link(template: Option<&str>, sha: &str, subject: &str) -> String {
 /// Every point of a series and every night that failed, newest first.
 fn points_table(input: &SiteInput, slots: &[Slot]) -> String {
     let mut out = String::from(
-        "<h2>Points</h2>\n<table id=\"points\">\n<tr><th>night</th><th>commit</th>\
+        "<h2>Points</h2>\n<p class=\"quiet\">Newest night first.</p>\n<table id=\"points\">\n<tr><th>night</th><th>commit</th>\
          <th>subject</th><th>ratio</th><th>spread</th><th>tps</th><th>reference tps</th></tr>\n",
     );
     for slot in slots.iter().rev() {
@@ -308,9 +335,9 @@ fn points_table(input: &SiteInput, slots: &[Slot]) -> String {
 }
 
 /// The nights that failed, stopped at their deadline, or left a commit
-/// out (one that did not build), with why.
+/// out (one that did not build), with why, newest first.
 fn troubled_nights(input: &SiteInput) -> String {
-    let troubled: Vec<_> = input
+    let mut troubled: Vec<&Night> = input
         .nights
         .iter()
         .filter(|n| {
@@ -318,7 +345,10 @@ fn troubled_nights(input: &SiteInput) -> String {
                 || (n.status == NightStatus::Done && n.reason.is_some())
         })
         .collect();
-    let mut out = String::from("<h2>Nights that failed or fell short</h2>\n");
+    troubled.sort_by_key(|n| Reverse((n.clock, n.id)));
+    let mut out = String::from(
+        "<h2>Nights that failed or fell short</h2>\n<p class=\"quiet\">Newest first.</p>\n",
+    );
     if troubled.is_empty() {
         out.push_str("<p>None.</p>\n");
         return out;
@@ -326,7 +356,7 @@ fn troubled_nights(input: &SiteInput) -> String {
     out.push_str(
         "<table id=\"failed\">\n<tr><th>night</th><th>tip</th><th>status</th><th>why</th></tr>\n",
     );
-    for n in troubled.iter().rev() {
+    for n in troubled {
         let _ = writeln!(
             out,
             "<tr><td>{}</td><td>{}</td><td class=\"{status}\">{status}</td><td>{}</td></tr>",

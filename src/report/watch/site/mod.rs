@@ -1,6 +1,6 @@
 //! The watcher's results as a static site, as `asv publish` writes one
-//! for Python projects: an index of every series with its last point and
-//! its changes, and a page per series with its points over the nights as
+//! for Python projects: an index of every series with a sparkline of its
+//! recent points, its last point and its changes, and a page per series with its points over the nights as
 //! an inline SVG chart, change points marked, each point linked to its
 //! commit and each change to its hunt report.
 //!
@@ -11,6 +11,7 @@
 
 mod chart;
 mod html;
+mod layout;
 
 use crate::store::points::{Point, points};
 use crate::store::{ChangeRow, Night, NightStatus, Role, RunRow};
@@ -144,7 +145,11 @@ fn slug(key: &str) -> String {
 fn slots(input: &SiteInput, series: &str) -> Vec<Slot> {
     let pts = points(input.nights, input.runs, Some(series));
     let mut out = Vec::new();
-    for night in input.nights {
+    // In the order they ran, however the store listed them: the chart's x
+    // axis and the points' table read this order.
+    let mut nights: Vec<&Night> = input.nights.iter().collect();
+    nights.sort_by_key(|n| (n.clock, n.id));
+    for night in nights {
         if night.status == NightStatus::Failed {
             out.push(Slot::Failed(night.clone()));
             continue;

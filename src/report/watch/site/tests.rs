@@ -281,3 +281,230 @@ fn series_pages_get_names_of_their_own() {
     let pages: Vec<&str> = names.iter().map(|n| n.page.as_str()).collect();
     assert_eq!(pages, ["series-x-c1.html", "series-x-c1-2.html"]);
 }
+
+/// The `cy` of every point of a chart, in order.
+fn point_ys(doc: &roxmltree::Document) -> Vec<f64> {
+    doc.descendants()
+        .filter(|n| n.attribute("class") == Some("point"))
+        .map(|n| n.attribute("cy").expect("cy").parse().expect("a number"))
+        .collect()
+}
+
+#[test]
+fn one_wild_run_is_marked_at_the_edge_and_the_step_stays_tall() {
+    let mut f = fixture();
+    let wild = f
+        .runs
+        .iter_mut()
+        .find(|r| r.night == 2 && r.role == Role::Candidate && r.round == 0)
+        .expect("night 2's first run");
+    wild.tps = Some(500.0);
+    let pages = site(&f, &BTreeSet::new(), None);
+    let svg = svg_of(&pages[1].text);
+    let doc = roxmltree::Document::parse(&svg).expect("the chart is valid XML");
+    let ys = point_ys(&doc);
+    // The 10% step (night 3 to night 4) takes over a quarter of the plot.
+    let plot =
+        crate::report::chart::HEIGHT - crate::report::chart::BOTTOM - crate::report::chart::TOP;
+    assert!(ys[3] - ys[2] > plot / 4.0, "{ys:?}");
+    let marks: Vec<_> = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("off-axis"))
+        .collect();
+    assert_eq!(marks.len(), 1, "{svg}");
+    let title = marks[0].children().find(|n| n.has_tag_name("title"));
+    let title = title.and_then(|t| t.text()).unwrap_or_default();
+    assert!(title.contains("lowest pair of runs at 0.5000"), "{title}");
+    // Drawn at the bottom edge of the axis, under every point.
+    let d = marks[0].attribute("d").unwrap_or_default();
+    let edge: f64 = d[1..]
+        .split([',', ' '])
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    assert!(ys.iter().all(|y| *y < edge), "{ys:?} {d}");
+    assert!(edge <= crate::report::chart::HEIGHT - crate::report::chart::BOTTOM);
+}
+
+#[test]
+fn a_chart_without_a_wild_run_marks_nothing_off_the_axis() {
+    let f = fixture();
+    let svg = svg_of(&site(&f, &BTreeSet::new(), None)[1].text);
+    let doc = roxmltree::Document::parse(&svg).expect("the chart is valid XML");
+    assert_eq!(class_count(&doc, "off-axis"), 0);
+    let (top, bottom) = (
+        crate::report::chart::TOP,
+        crate::report::chart::HEIGHT - crate::report::chart::BOTTOM,
+    );
+    for y in point_ys(&doc) {
+        assert!(top < y && y < bottom, "{y}");
+    }
+}
+
+#[test]
+fn the_y_span_holds_every_value_of_a_series_without_outliers() {
+    // A 10% step with runs spread evenly up to 3% about each level.
+    let levels: Vec<f64> = (0..30).map(|i| if i < 15 { 1.0 } else { 0.9 }).collect();
+    let ends: Vec<f64> = levels
+        .iter()
+        .enumerate()
+        .flat_map(|(i, l)| {
+            let off = 0.03 * ((i * 7 % 11) as f64 / 10.0);
+            [l - off, l + off]
+        })
+        .collect();
+    let (lo, hi) = layout::y_span(&ends, &levels).expect("a span");
+    for v in ends.iter().chain(&levels) {
+        assert!((lo..=hi).contains(v), "{v} outside {lo}..{hi}");
+    }
+    assert_eq!(layout::y_span(&[f64::NAN], &[]), None);
+    // A kept value is held however far it lies.
+    let (lo, _) = layout::y_span(&ends, &[0.2]).expect("a span");
+    assert_eq!(lo, 0.2);
+}
+
+#[test]
+fn the_y_span_leaves_a_wild_run_out() {
+    let levels = [1.0, 1.0, 1.0, 1.0, 0.9, 0.9, 0.9, 0.9];
+    let mut ends: Vec<f64> = levels.iter().flat_map(|l| [l - 0.005, l + 0.005]).collect();
+    ends[2] = 0.5;
+    let (lo, hi) = layout::y_span(&ends, &levels).expect("a span");
+    assert!(lo > 0.85 && hi < 1.05, "{lo}..{hi}");
+}
+
+#[test]
+fn labels_of_changes_close_together_do_not_overlap() {
+    let right = 870.0;
+    let mut at: Vec<(f64, usize)> = (0..30).map(|i| (100.0 + 6.0 * i as f64, 16)).collect();
+    at.extend((0..6).map(|i| (840.0 + 5.0 * i as f64, 14)));
+    at.push((400.0, 0));
+    let boxes = layout::place_labels(&at, right, 64.0);
+    assert_eq!(boxes.len(), at.len());
+    for (i, a) in boxes.iter().enumerate() {
+        assert!(a.right <= right + 4.0, "{a:?}");
+        for b in &boxes[i + 1..] {
+            assert!(!a.overlaps(b), "{a:?} and {b:?}");
+        }
+    }
+    // Far apart, they share the first row.
+    let apart = layout::place_labels(&[(100.0, 10), (500.0, 10)], right, 64.0);
+    assert_eq!(apart[0].baseline, apart[1].baseline);
+    assert!(!apart[0].end && !apart[1].end);
+}
+
+/// The `class` of each status cell of the changes' table, in order.
+fn statuses_in_order(page: &str) -> Vec<&str> {
+    let start = page
+        .find("<table id=\"changes\">")
+        .expect("a changes table");
+    let end = start + page[start..].find("</table>").expect("closed");
+    let mut out = Vec::new();
+    for row in page[start..end].split("<tr>").skip(2) {
+        let status = ["confirmed", "candidate", "dismissed"]
+            .into_iter()
+            .find(|s| row.contains(&format!("<td class=\"{s}\">")));
+        out.push(status.unwrap_or("none"));
+    }
+    out
+}
+
+/// The dates of a table's rows, in order.
+fn dates_in(page: &str, table: &str) -> Vec<String> {
+    let start = page.find(&format!("<table id=\"{table}\">")).expect(table);
+    let end = start + page[start..].find("</table>").expect("closed");
+    page[start..end]
+        .split("<tr")
+        .skip(2)
+        .filter_map(|row| row.split("<td>").nth(1)?.get(..10).map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn changes_are_listed_newest_night_first_whatever_the_store_order() {
+    let mut f = fixture();
+    // Stored oldest last: the change at night 2 after the later ones.
+    f.changes.push(change(3, 1, 2, ChangeStatus::Candidate));
+    f.changes.swap(0, 1);
+    let pages = site(&f, &BTreeSet::new(), None);
+    for page in &pages {
+        assert_eq!(
+            statuses_in_order(&page.text),
+            ["confirmed", "dismissed", "candidate"],
+            "{}",
+            page.path
+        );
+        assert!(
+            page.text.contains("Newest first, by the night"),
+            "{}",
+            page.path
+        );
+        let nights = dates_in(&page.text, "changes");
+        assert_eq!(nights.len(), 3, "{}", page.path);
+    }
+    let nights = dates_in(&pages[1].text, "changes");
+    assert_eq!(
+        nights,
+        [
+            date(f.nights[3].clock),
+            date(f.nights[2].clock),
+            date(f.nights[1].clock)
+        ]
+    );
+}
+
+#[test]
+fn nights_are_listed_newest_first_and_charted_oldest_first_whatever_the_store_order() {
+    let mut f = fixture();
+    f.nights[1].status = NightStatus::Stopped;
+    f.nights[1].reason = Some("stopped at its deadline".into());
+    f.nights.reverse();
+    let pages = site(&f, &BTreeSet::new(), None);
+    let clock = |id: i64| date(86_400 * (19_723 + id) + 86_399);
+    assert_eq!(dates_in(&pages[0].text, "failed"), [clock(5), clock(2)]);
+    let points = dates_in(&pages[1].text, "points");
+    let newest_first: Vec<String> = [6, 5, 4, 3, 2, 1].into_iter().map(clock).collect();
+    assert_eq!(points, newest_first);
+    let svg = svg_of(&pages[1].text);
+    let doc = roxmltree::Document::parse(&svg).expect("the chart is valid XML");
+    let xs: Vec<f64> = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("point"))
+        .map(|n| n.attribute("cx").expect("cx").parse().expect("a number"))
+        .collect();
+    assert!(xs.windows(2).all(|w| w[0] < w[1]), "{xs:?}");
+}
+
+#[test]
+fn the_index_draws_each_series_recent_points_small_and_escaped() {
+    let mut f = fixture();
+    for r in &mut f.runs {
+        r.series = "a<b&c".into();
+    }
+    for c in &mut f.changes {
+        c.series = "a<b&c".into();
+    }
+    let index = &site(&f, &BTreeSet::new(), None)[0].text;
+    assert!(!index.contains("a<b"), "{index}");
+    let svg = svg_of(index);
+    let doc = roxmltree::Document::parse(&svg).expect("the sparkline is valid XML");
+    let root = doc.root_element();
+    assert_eq!(root.attribute("class"), Some("sparkline"));
+    let title = root.children().find(|n| n.has_tag_name("title"));
+    let title = title.and_then(|t| t.text()).unwrap_or_default();
+    assert!(title.starts_with("a<b&c: the last 5 point(s)"), "{title}");
+    let line = root.children().find(|n| n.has_tag_name("polyline"));
+    let ys: Vec<f64> = line
+        .and_then(|l| l.attribute("points"))
+        .unwrap_or_default()
+        .split(' ')
+        .filter_map(|xy| xy.split(',').nth(1)?.parse().ok())
+        .collect();
+    assert_eq!(ys.len(), 5, "{svg}");
+    // Nights 1 to 3 at the reference, nights 4 and 6 10% under: lower.
+    assert!(ys.iter().all(|y| (0.0..=28.0).contains(y)), "{ys:?}");
+    assert!(
+        ys[0] == ys[2] && ys[2] + 10.0 < ys[3] && ys[3] == ys[4],
+        "{ys:?}"
+    );
+    assert_eq!(chart::sparkline("x", &[]), "");
+}
