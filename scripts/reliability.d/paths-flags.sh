@@ -40,7 +40,7 @@ out=$(watch_night --html "$p5/out/site"); rc=$?
 probe outdir "watch --html DIRLINK/site: refused before the night" eval 'through_refused && [ ! -e "$ww/watch.sqlite" ]'
 : > "$p5/site-file"
 out=$(watch_night --html "$p5/site-file"); rc=$?
-html_file() { [ "$rc" = 2 ] && has "$out" "is not a folder" && ! has "$out" "work-dir" && [ ! -e "$ww/watch.sqlite" ] && [ ! -s "$p5/site-file" ]; }
+html_file() { [ "$rc" = 2 ] && has "$out" "is a file, not a folder" && ! has "$out" "work-dir" && [ ! -e "$ww/watch.sqlite" ] && [ ! -s "$p5/site-file" ]; }
 probe outdir "watch --html FILE: refused before anything is measured, without a --work-dir hint" html_file
 out=$(watch_night); rc=$?
 if [ -e "$ww/watch.sqlite" ]; then
