@@ -186,8 +186,13 @@ build_stop() { # NAME DEAF SIGNALS...: a hunt stopped while make runs; sets $too
 }
 no_child_no_lock() {
   sleep 1
+  # A process runs when its state reads and is not a zombie's: one this
+  # machine's first process reaps late is a zombie, then gone between two
+  # looks, and neither is left running.
+  local p state
   for p in $make_pids; do
-    if kill -0 "$p" 2>/dev/null && ! grep -q ') Z ' "/proc/$p/stat" 2>/dev/null; then return 1; fi
+    state=$(sed -n 's/.*) \(.\) .*/\1/p' "/proc/$p/stat" 2>/dev/null)
+    if [ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]; then return 1; fi
   done
   [ -n "$make_pids" ] && [ ! -e "$stopped_dir/lock" ]
 }
