@@ -59,3 +59,32 @@ pub fn skipped(why: &str) {
         }
     }
 }
+
+/// A counted run's outcome: `per_transaction` instructions a transaction
+/// (by cachegrind, over a short and a long window), spent in `functions`,
+/// at a tps slowed by the counter.
+pub fn counted_outcome(
+    per_transaction: f64,
+    functions: Vec<crate::core::counts::FunctionCount>,
+) -> crate::model::RunOutcome {
+    use crate::core::counts::{Counted, Window};
+    use crate::model::{Measurement, RunOutcome};
+    let window = |transactions, instructions| Window {
+        transactions,
+        instructions,
+        processes: 1,
+    };
+    let RunOutcome::Measured(timed) = RunOutcome::tps_only(3.0) else {
+        unreachable!("tps_only measures")
+    };
+    RunOutcome::Measured(Measurement {
+        instructions: Some(Counted {
+            per_transaction,
+            counter: "cachegrind (valgrind-3.19.0)".into(),
+            short: window(200, 8_000_000),
+            long: window(1200, 48_000_000),
+            functions,
+        }),
+        ..timed
+    })
+}

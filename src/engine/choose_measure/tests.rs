@@ -1,6 +1,5 @@
 use super::*;
-use crate::core::counts::{Counted, Window};
-use crate::model::{LabTotals, Measurement};
+use crate::model::LabTotals;
 use crate::progress::Silent;
 
 /// Endpoints whose tps and instructions a transaction are given, tps with
@@ -32,24 +31,10 @@ impl Ends {
 const SPREAD: [f64; 5] = [1.0, 1.04, 0.97, 1.02, 0.98];
 
 fn measured(tps: f64, instructions: Option<f64>) -> RunOutcome {
-    let window = |transactions, instructions| Window {
-        transactions,
-        instructions,
-        processes: 1,
-    };
-    RunOutcome::Measured(Measurement {
-        instructions: instructions.map(|per_transaction| Counted {
-            per_transaction,
-            counter: "cachegrind (valgrind-3.19.0)".into(),
-            short: window(200, 8_000_000),
-            long: window(1200, 48_000_000),
-            functions: vec![],
-        }),
-        ..match RunOutcome::tps_only(tps) {
-            RunOutcome::Measured(m) => m,
-            RunOutcome::Failed { .. } => unreachable!("tps_only measures"),
-        }
-    })
+    match instructions {
+        Some(per_transaction) => crate::testing::counted_outcome(per_transaction, vec![]),
+        None => RunOutcome::tps_only(tps),
+    }
 }
 
 impl Lab for Ends {

@@ -320,36 +320,18 @@ fn write_outputs(report: &HuntReport, hunt: &HuntDir) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::counts::{Counted, Measure, Window};
-    use crate::model::Measurement;
+    use crate::core::counts::Measure;
 
     /// A counted run of `commit` whose transactions spent `per_tx` in
     /// `float8mul` and 1,000 in `ExecInterpExpr`.
     fn counted_run(run: u64, commit: &str, per_tx: f64) -> Event {
-        let window = |transactions, instructions| Window {
-            transactions,
-            instructions,
-            processes: 1,
-        };
         let functions = [("float8mul", per_tx), ("ExecInterpExpr", 1_000.0)]
             .map(|(name, per_transaction)| FunctionCount {
                 name: name.into(),
                 per_transaction,
             })
             .to_vec();
-        let outcome = RunOutcome::Measured(Measurement {
-            instructions: Some(Counted {
-                per_transaction: 40_000.0 + per_tx,
-                counter: "cachegrind (valgrind-3.19.0)".into(),
-                short: window(200, 8_000_000),
-                long: window(1200, 48_000_000),
-                functions,
-            }),
-            ..match RunOutcome::tps_only(3.0) {
-                RunOutcome::Measured(m) => m,
-                RunOutcome::Failed { .. } => unreachable!("tps_only measures"),
-            }
-        });
+        let outcome = crate::testing::counted_outcome(40_000.0 + per_tx, functions);
         Event::run_here(run, &Commit::bare(commit), 1, &outcome)
     }
 
