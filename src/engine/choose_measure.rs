@@ -15,6 +15,7 @@ use crate::core::counts::Measure;
 use crate::core::decide::{self, Comparison, DecisionConfig};
 use crate::engine::hunt::HuntError;
 use crate::journal::{Event, Journal};
+use crate::lab::reuse::Pool;
 use crate::lab::{Lab, RunSpec};
 use crate::model::{Commit, Prepared, RunOutcome};
 use crate::progress::{Progress, ProgressEvent};
@@ -220,7 +221,23 @@ fn chosen(picked: Picked, tps: Option<Comparison>, counts: Option<Comparison>) -
         why: picked.why,
         tps,
         counts,
+        reused: 0,
     }
+}
+
+/// The runs of the endpoints that choosing `chosen` made on the measure
+/// it chose, from their journal among `journals` (tps, counts): the
+/// hunt's first runs of them ([`crate::lab::reuse`]).
+pub fn reusable(
+    chosen: &Chosen,
+    journals: (&Path, &Path),
+    (good, bad): (&Commit, &Commit),
+) -> anyhow::Result<Pool> {
+    let journal = match chosen.measure {
+        Measure::Tps => journals.0,
+        Measure::Instructions => journals.1,
+    };
+    Ok(Pool::from_events(&Journal::load(journal)?, &[good, bad]))
 }
 
 /// Tps, chosen because the endpoints could not be measured both ways.

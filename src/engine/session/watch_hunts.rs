@@ -67,6 +67,7 @@ impl Hunter {
             watch: &self.watch,
             release: None,
             measure_chosen: None,
+            reuse: Default::default(),
             why_failure: WhyFailure::Noted,
         };
         super::runner::run(run, lab, progress)
