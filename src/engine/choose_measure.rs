@@ -14,6 +14,7 @@ use crate::core::choose_measure::{Picked, pick};
 use crate::core::counts::Measure;
 use crate::core::decide::{self, Comparison, DecisionConfig};
 use crate::engine::hunt::HuntError;
+use crate::engine::journaled_run::{self, Made};
 use crate::journal::{Event, Journal};
 use crate::lab::reuse::Pool;
 use crate::lab::{Lab, RunSpec};
@@ -179,20 +180,15 @@ fn one_run(
                 seconds: None,
             };
             let made = match sampled.measure {
-                Measure::Tps => lab.run(commit, spec),
-                Measure::Instructions => lab.counted_run(commit, spec),
+                Measure::Tps => Made::Timed,
+                Measure::Instructions => Made::Counted,
             };
-            let outcome = match made {
-                Err(_) if stopping() => return Err(HuntError::Interrupted.into()),
-                other => other?,
-            };
-            if stopping() && !matches!(outcome, RunOutcome::Measured(_)) {
-                // Cut short by the stop, not a failure of the commit: not journaled.
-                return Err(HuntError::Interrupted.into());
-            }
-            sampled
-                .journal
-                .append(&Event::run_here(run, commit, clients, &outcome))?;
+            let outcome = journaled_run::make(
+                lab,
+                (commit, spec, made),
+                Some(&mut sampled.journal),
+                stopping,
+            )?;
             outcome
         }
     };
