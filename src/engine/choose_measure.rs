@@ -183,13 +183,12 @@ fn one_run(
                 Measure::Tps => Made::Timed,
                 Measure::Instructions => Made::Counted,
             };
-            let outcome = journaled_run::make(
+            journaled_run::make(
                 lab,
                 (commit, spec, made),
                 Some(&mut sampled.journal),
                 stopping,
-            )?;
-            outcome
+            )?
         }
     };
     let figure = match &outcome {
