@@ -139,9 +139,8 @@ fn the_mail_links_the_changes_page_and_its_hunt_report_on_the_site() {
     assert!(change_page.contains(&culprit), "{change_page}");
     assert!(change_page.contains(&format!("href=\"{report}\"")));
     let report_page = std::fs::read_to_string(site.join(&report)).unwrap();
-    let text =
-        std::fs::read_to_string(work.join("watch-hunts").join(&hunts[0]).join("report.txt"))
-            .unwrap();
+    let text = std::fs::read_to_string(work.join("watch-hunts").join(&hunts[0]).join("report.txt"))
+        .unwrap();
     // The report as written, once its escapes are read back.
     let start = report_page.find("<pre id=\"report\">").expect("the report") + 17;
     let end = start + report_page[start..].find("</pre>").expect("closed");
@@ -159,7 +158,10 @@ fn the_mail_links_the_changes_page_and_its_hunt_report_on_the_site() {
     let entries = atom_entries(&site.join("changes.atom"));
     assert_eq!(entries.len(), 1, "{entries:?}");
     let (entry_id, title, link) = &entries[0];
-    assert!(entry_id.starts_with("urn:pgbisect:watch:main:"), "{entry_id}");
+    assert!(
+        entry_id.starts_with("urn:pgbisect:watch:main:"),
+        "{entry_id}"
+    );
     assert!(title.starts_with("profile/c8 -"), "{title}");
     assert!(
         title.ends_with(&format!(
@@ -176,10 +178,7 @@ fn the_mail_links_the_changes_page_and_its_hunt_report_on_the_site() {
     let Some(chromium) = chromium() else {
         return;
     };
-    for (path, seen) in [
-        (&page, &shas[16][..8]),
-        (&report, "<pre id=\"report\">"),
-    ] {
+    for (path, seen) in [(&page, &shas[16][..8]), (&report, "<pre id=\"report\">")] {
         let url = format!("file://{}", site.join(path).display());
         let (dom, log) = browse(&chromium, &url, &["--dump-dom"]);
         let errors = console_lines(&log);

@@ -157,7 +157,10 @@ fn html_naming_a_file_is_refused_naming_html_and_a_new_folder_is_taken() {
 fn a_site_url_that_is_not_a_web_address_says_what_to_give() {
     let setup = Setup::new();
     for (given, why) in [
-        ("perf.example.org/pgbisect", "is not an http:// or https:// URL"),
+        (
+            "perf.example.org/pgbisect",
+            "is not an http:// or https:// URL",
+        ),
         ("javascript:alert(1)", "is not an http:// or https:// URL"),
         ("https://perf.example.org/?page=1", "a query (?)"),
     ] {

@@ -52,7 +52,13 @@ pub fn after_night(
         .filter(|r| r.written.is_some() && r.sent.is_none())
     {
         crate::proc::check_interrupt()?;
-        told.extend(tell_one(store, (line, cfg), (row.clone(), clock), tell, note)?);
+        told.extend(tell_one(
+            store,
+            (line, cfg),
+            (row.clone(), clock),
+            tell,
+            note,
+        )?);
     }
     let mut open = match rows.iter().rev().find(|r| r.written.is_none()) {
         Some(r) => r.clone(),

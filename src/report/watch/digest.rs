@@ -9,9 +9,9 @@
 //! nights whose clock lies in its period.
 
 use crate::model::{NAMED_SHA, sha_prefix, short_sha};
+use crate::report::watch::site::links::{self, SiteUrl};
 use crate::store::NightStatus;
 use crate::store::{ChangeHunt, ChangeKind, ChangeRow, ChangeStatus, NOT_ON_THE_LINE, Night};
-use crate::report::watch::site::links::{self, SiteUrl};
 use std::fmt::Write;
 
 /// A digest ready to be told.

@@ -169,8 +169,8 @@ Nights stopped at their deadline (1):
     // its hunt report's page once the hunt wrote one.
     let mut reported = hunts.clone();
     reported[0].report = Some("change-1/report.txt".into());
-    let site = crate::report::watch::site::links::SiteUrl::parse("https://perf.example.org/pg")
-        .unwrap();
+    let site =
+        crate::report::watch::site::links::SiteUrl::parse("https://perf.example.org/pg").unwrap();
     let linked = compose(&Facts {
         hunts: &reported,
         site_url: Some(&site),

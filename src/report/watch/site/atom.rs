@@ -12,7 +12,6 @@
 //! Every text is escaped as XML; characters XML 1.0 does not allow (a
 //! commit subject's terminal escapes) are written out.
 
-use super::change_pages::{culprit_of, culprit_words};
 use super::links::{FEED, change_page};
 use super::{SiteInput, date};
 use crate::model::short_sha;
@@ -65,8 +64,8 @@ pub(super) fn feed(input: &SiteInput) -> String {
 
 /// One confirmed change's entry.
 fn entry(input: &SiteInput, c: &ChangeRow, clock: i64) -> String {
-    let culprit = match culprit_of(input, c) {
-        Some(named) => culprit_words(named),
+    let culprit = match input.culprit_of(c) {
+        Some(named) => named.words(),
         None if c.pct >= 0.0 => "a rise, not hunted".into(),
         None => "culprit not named yet".into(),
     };

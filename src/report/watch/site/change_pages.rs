@@ -7,54 +7,13 @@
 //! in the site's layout, with the `.txt` beside it linked for whoever
 //! wants the file. Every text that comes from git or a report is escaped.
 
-use super::html::{CLOSE, change_night, commit_link, hunt_cell, open, subject_of};
+use super::html::{CLOSE, change_night, commit_link, culprit_cell, hunt_cell, open, subject_of};
 use super::links::change_page as change_page_path;
-use super::{NamedCulprit, Page, SeriesName, SiteInput, date, hunt_report, links};
+use super::{Page, SeriesName, SiteInput, date, hunt_report, links};
 use crate::model::short_sha;
 use crate::report::chart::escape;
 use crate::store::{ChangeRow, ChangeStatus};
 use std::fmt::Write;
-
-/// The culprit a change's hunt named, if the site knows one.
-pub(super) fn culprit_of<'a>(input: &SiteInput<'a>, change: &ChangeRow) -> Option<&'a NamedCulprit> {
-    input.culprits.iter().find(|c| c.change == change.id)
-}
-
-/// A culprit in words, as plain text: `1a2b3c4d Subject (Author)`.
-pub(super) fn culprit_words(culprit: &NamedCulprit) -> String {
-    let mut words = short_sha(&culprit.commit).to_string();
-    for (part, wrap) in [(&culprit.subject, false), (&culprit.author, true)] {
-        if !part.is_empty() {
-            words.push(' ');
-            if wrap {
-                let _ = write!(words, "({part})");
-            } else {
-                words.push_str(part);
-            }
-        }
-    }
-    words
-}
-
-/// A change's culprit for a table cell: its short sha (linked with a
-/// commit URL), subject and author, escaped; or an empty cell.
-pub(super) fn culprit_cell(input: &SiteInput, change: &ChangeRow) -> String {
-    let Some(c) = culprit_of(input, change) else {
-        return String::new();
-    };
-    let mut out = format!(
-        "<span class=\"culprit\">{}",
-        commit_link(input.commit_url, &c.commit, &c.subject)
-    );
-    if !c.subject.is_empty() {
-        let _ = write!(out, " {}", escape(&c.subject));
-    }
-    if !c.author.is_empty() {
-        let _ = write!(out, " <span class=\"author\">({})</span>", escape(&c.author));
-    }
-    out.push_str("</span>");
-    out
-}
 
 /// The page of `change`, in `series` (its page, when the site has one).
 pub(super) fn change_page(
@@ -101,8 +60,16 @@ pub(super) fn change_page(
             "between",
             format!(
                 "{} .. {}",
-                commit_link(input.commit_url, &change.before, &subject_of(input, &change.before)),
-                commit_link(input.commit_url, &change.after, &subject_of(input, &change.after))
+                commit_link(
+                    input.commit_url,
+                    &change.before,
+                    &subject_of(input, &change.before)
+                ),
+                commit_link(
+                    input.commit_url,
+                    &change.after,
+                    &subject_of(input, &change.after)
+                )
             ),
         ),
         ("change", format!("{:+.1}%{interval}", change.pct)),
@@ -150,7 +117,7 @@ pub fn hunt_report_page(input: &SiteInput, id: i64, report: &str) -> Page {
         escape(file),
         escape(&title)
     );
-    if let Some(c) = change.filter(|c| culprit_of(input, c).is_some()) {
+    if let Some(c) = change.filter(|c| input.culprit_of(c).is_some()) {
         let _ = writeln!(out, "<p>Culprit: {}</p>", culprit_cell(input, c));
     }
     let _ = writeln!(

@@ -2,7 +2,6 @@
 //! text that comes from git or the store is escaped.
 
 use super::chart::{change_style, series_chart, sparkline};
-use super::change_pages::culprit_cell;
 use super::links::{FEED, change_page, hunt_page};
 use super::{SeriesName, SiteInput, Slot, commit_href, date, hunt_report};
 use crate::model::short_sha;
@@ -35,7 +34,8 @@ fn open_with(title: &str, head: &str) -> String {
     )
 }
 
-pub(super) const CLOSE: &str = "<p class=\"quiet\">Written by pgbisect watch.</p>\n</body>\n</html>\n";
+pub(super) const CLOSE: &str =
+    "<p class=\"quiet\">Written by pgbisect watch.</p>\n</body>\n</html>\n";
 
 /// The index: every series with a small chart of its recent points, its
 /// last point and its changes, then
@@ -192,7 +192,11 @@ fn change_counts<'a>(changes: impl Iterator<Item = &'a ChangeRow>) -> String {
 
 /// The changes, newest first by the night they lie at, each with its
 /// hunt report when the site holds one.
-pub(super) fn changes_table(input: &SiteInput, changes: &[&ChangeRow], with_series: bool) -> String {
+pub(super) fn changes_table(
+    input: &SiteInput,
+    changes: &[&ChangeRow],
+    with_series: bool,
+) -> String {
     let mut out = String::from(
         "<h2>Changes</h2>\n<p class=\"quiet\">Newest first, by the night that first \
          measured the commit after the change.</p>\n",
@@ -280,6 +284,30 @@ pub(super) fn hunt_cell(input: &SiteInput, change: &ChangeRow) -> String {
         ChangeStatus::Candidate => "<span class=\"quiet\">not confirmed yet</span>".into(),
         ChangeStatus::Dismissed => "<span class=\"quiet\">none (dismissed)</span>".into(),
     }
+}
+
+/// A change's culprit for a table cell: its short sha (linked with a
+/// commit URL), subject and author, escaped; or an empty cell.
+pub(super) fn culprit_cell(input: &SiteInput, change: &ChangeRow) -> String {
+    let Some(c) = input.culprit_of(change) else {
+        return String::new();
+    };
+    let mut out = format!(
+        "<span class=\"culprit\">{}",
+        commit_link(input.commit_url, &c.commit, &c.subject)
+    );
+    if !c.subject.is_empty() {
+        let _ = write!(out, " {}", escape(&c.subject));
+    }
+    if !c.author.is_empty() {
+        let _ = write!(
+            out,
+            " <span class=\"author\">({})</span>",
+            escape(&c.author)
+        );
+    }
+    out.push_str("</span>");
+    out
 }
 
 /// The subject of a commit the nights measured, or nothing.

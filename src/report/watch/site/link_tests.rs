@@ -179,8 +179,10 @@ fn the_feed_has_an_entry_per_confirmed_change_linking_its_page() {
     assert_eq!(served[0].3, "https://perf.example.org/pg/change-1.html");
     assert!(served[0].1.ends_with("culprit not named yet"), "{text}");
     assert!(
-        text.contains("rel=\"self\" type=\"application/atom+xml\" \
-             href=\"https://perf.example.org/pg/changes.atom\""),
+        text.contains(
+            "rel=\"self\" type=\"application/atom+xml\" \
+             href=\"https://perf.example.org/pg/changes.atom\""
+        ),
         "{text}"
     );
 }

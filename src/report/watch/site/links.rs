@@ -50,9 +50,7 @@ impl SiteUrl {
             Some(_) if text.contains(['?', '#']) => {
                 "holds a query (?) or a fragment (#), before which a page's name could not go"
             }
-            Some(rest) if rest.is_empty() || rest.starts_with('/') => {
-                "names no web server"
-            }
+            Some(rest) if rest.is_empty() || rest.starts_with('/') => "names no web server",
             Some(_) => {
                 let mut base = text.to_string();
                 if !base.ends_with('/') {

@@ -55,6 +55,27 @@ pub struct NamedCulprit {
     pub author: String,
 }
 
+impl<'a> SiteInput<'a> {
+    /// The culprit `change`'s hunt named, if the site knows one.
+    fn culprit_of(&self, change: &ChangeRow) -> Option<&'a NamedCulprit> {
+        self.culprits.iter().find(|c| c.change == change.id)
+    }
+}
+
+impl NamedCulprit {
+    /// In words, as plain text: `1a2b3c4d Subject (Author)`.
+    fn words(&self) -> String {
+        let mut words = crate::model::short_sha(&self.commit).to_string();
+        if !self.subject.is_empty() {
+            words = format!("{words} {}", self.subject);
+        }
+        if !self.author.is_empty() {
+            words = format!("{words} ({})", self.author);
+        }
+        words
+    }
+}
+
 /// One file of the site: its path inside the site's folder and its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Page {
