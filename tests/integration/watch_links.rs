@@ -187,3 +187,25 @@ fn the_mail_links_the_changes_page_and_its_hunt_report_on_the_site() {
         assert!(!dom.contains("<b>less"), "{path}: {dom}");
     }
 }
+
+#[test]
+fn publish_refuses_a_site_url_that_is_not_a_web_address() {
+    let tmp = tempfile::tempdir().unwrap();
+    let site = tmp.path().join("site");
+    let out = bin()
+        .args(["watch", "publish", "--html"])
+        .arg(&site)
+        .arg("--work-dir")
+        .arg(tmp.path().join("w"))
+        .args(["--site-url", "ftp://perf.example.org/pg"])
+        .output()
+        .expect("pgbisect runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("`ftp://perf.example.org/pg` is not an http:// or https:// URL"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("e.g. https://perf.example.org/pgbisect/"));
+    assert!(!site.exists());
+}
