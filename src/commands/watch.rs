@@ -11,13 +11,14 @@ use super::run_args::NotifyArgs;
 use super::values;
 use crate::engine::session::resolved::TimeLimit;
 use crate::engine::session::watch::{self as session, WatchAsk, WatchedProfile};
-use crate::engine::session::watch_site;
+use crate::engine::session::watch_site::{self, SiteLinks};
 use crate::engine::watch::{WatchConfig, Watched, pick};
 use crate::error::{
     EXIT_CULPRIT_FOUND, EXIT_INCONCLUSIVE, EXIT_NO_REGRESSION, EXIT_RUNTIME_ERROR, UsageError,
 };
 use crate::lab::open::LabChoices;
 use crate::report::watch::night;
+use crate::report::watch::site::links::SiteUrl;
 use crate::store::ChangeStatus;
 use crate::store::place::StoreAt;
 use clap::{Args, Subcommand};
@@ -80,6 +81,10 @@ pub struct WatchArgs {
     /// With --html: a commit's web page, {sha} standing for its id.
     #[arg(long, value_name = "URL", requires = "html", value_parser = values::commit_url)]
     pub commit_url: Option<String>,
+    /// Where the site is served (e.g. https://perf.example.org/pgbisect/):
+    /// mails link a change's page and its hunt report's there.
+    #[arg(long, value_name = "URL", value_parser = values::site_url)]
+    pub site_url: Option<SiteUrl>,
     /// Who is told of each change hunted to its commit, and of the digest.
     #[command(flatten)]
     pub tell: NotifyArgs,
@@ -127,6 +132,9 @@ pub struct PublishArgs {
     /// https://git.postgresql.org/gitweb/?p=postgresql.git;a=commit;h={sha}
     #[arg(long, value_name = "URL", value_parser = values::commit_url)]
     pub commit_url: Option<String>,
+    /// Where the site is served: the feed's links are absolute with it.
+    #[arg(long, value_name = "URL", value_parser = values::site_url)]
+    pub site_url: Option<SiteUrl>,
     #[command(flatten)]
     pub place: Place,
 }
@@ -184,7 +192,7 @@ pub(super) fn command(args: &WatchArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
         Some(WatchAction::Publish(p)) => {
-            publish(&p.place, &p.html, p.commit_url.as_deref())?;
+            publish(&p.place, &p.html, links(&p.commit_url, &p.site_url))?;
             return Ok(ExitCode::SUCCESS);
         }
         None => {}
@@ -204,7 +212,7 @@ pub(super) fn command(args: &WatchArgs) -> anyhow::Result<ExitCode> {
     })?;
     print!("{}", crate::shown::visible(&night::text(&done.shown())));
     if let Some(dir) = &args.html {
-        publish(&args.place, dir, args.commit_url.as_deref())?;
+        publish(&args.place, dir, links(&args.commit_url, &args.site_url))?;
     }
     if !done.unsent.is_empty() {
         return Ok(ExitCode::from(unsent(&done.unsent)));
@@ -212,12 +220,20 @@ pub(super) fn command(args: &WatchArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from(exit_code(&done)))
 }
 
+/// How the site links out, from `--commit-url` and `--site-url`.
+fn links<'a>(commit: &'a Option<String>, site: &'a Option<SiteUrl>) -> SiteLinks<'a> {
+    SiteLinks {
+        commit: commit.as_deref(),
+        site: site.as_ref(),
+    }
+}
+
 /// Writes the site of the work dir's results to `dir`.
-fn publish(place: &Place, dir: &std::path::Path, url: Option<&str>) -> anyhow::Result<()> {
+fn publish(place: &Place, dir: &std::path::Path, links: SiteLinks) -> anyhow::Result<()> {
     check_writable_folder(dir, "--html")?;
     let work = lab_args(place).work_dir()?;
     let store = store_at(place)?;
-    let done = watch_site::publish(&work, store.as_ref(), place.branch.as_deref(), dir, url)?;
+    let done = watch_site::publish(&work, store.as_ref(), place.branch.as_deref(), dir, links)?;
     eprintln!(
         "{} page(s) and {} hunt report(s) written: {}",
         done.pages,
@@ -298,6 +314,7 @@ fn ask(args: &WatchArgs) -> anyhow::Result<WatchAsk> {
         (args.per_night, args.backfill, args.rounds);
     config.max_rounds = args.max_rounds.max(args.rounds);
     config.digest_every = args.digest_every;
+    config.site_url = args.site_url.clone();
     config.budget = super::hunt::budget(&TimeLimit {
         budget: args.time_budget.clone(),
         deadline: args.deadline.clone(),

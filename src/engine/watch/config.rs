@@ -7,6 +7,7 @@ use crate::core::change_points::ChangeOptions;
 use crate::core::decide::DecisionConfig;
 use crate::engine::hunt::budget::Budget;
 use crate::lab::Lab;
+use crate::report::watch::site::links::SiteUrl;
 
 /// One profile's lab and the client counts it is measured at.
 pub struct ProfileLab {
@@ -46,6 +47,9 @@ pub struct WatchConfig {
     pub machine: Option<String>,
     /// Days a digest covers (the `digest` module); 0: no digest.
     pub digest_every: u32,
+    /// Where the `--html` site is served: a finding's mail and the digest
+    /// link a change's page and its hunt report's there.
+    pub site_url: Option<SiteUrl>,
 }
 
 /// The detector's setting: the looser one of the study behind it
@@ -86,6 +90,7 @@ impl WatchConfig {
             budget: None,
             machine: None,
             digest_every: 7,
+            site_url: None,
         }
     }
 }

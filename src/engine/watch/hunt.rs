@@ -37,6 +37,7 @@ use crate::progress::{Progress, ProgressEvent};
 use crate::repo::Landed;
 use crate::report::findings::HuntReport;
 use crate::report::watch::finding;
+use crate::report::watch::site::links as site_links;
 use crate::store::points::Point;
 use crate::store::{ChangeHunt, ChangeKind, ChangeRow, ChangeStatus, NOT_ON_THE_LINE, Store};
 use crate::workspace::HuntDir;
@@ -322,13 +323,25 @@ fn tell(
     };
     let report: HuntReport = serde_json::from_str(&json)?;
     let points = series_points(store, cfg, &change.series)?;
-    let path = folder.report_text().to_string_lossy().into_owned();
+    // With the site's address, its pages; else the report's path here.
+    let (page, path) = match &cfg.site_url {
+        Some(site) => {
+            let (page, hunt) = site_links::of_change(site, change.id, true);
+            (Some(page), hunt.unwrap_or_default())
+        }
+        None => (None, folder.report_text().to_string_lossy().into_owned()),
+    };
+    let body = finding::body(change, &report, &points, (&text, &path));
+    let body = match page {
+        Some(page) => finding::with_page(&body, &page),
+        None => body,
+    };
     let found = Finding {
         change,
         report: &report,
         hunt: folder,
         subject: finding::subject(change, &report),
-        body: finding::body(change, &report, &points, (&text, &path)),
+        body,
         message_id_part: finding::message_id_part(change),
     };
     match follow.mail(&found) {

@@ -9,6 +9,7 @@
 //! nights whose clock lies in its period.
 
 use crate::model::{NAMED_SHA, sha_prefix, short_sha};
+use crate::report::watch::site::links::{self, SiteUrl};
 use crate::store::NightStatus;
 use crate::store::{ChangeHunt, ChangeKind, ChangeRow, ChangeStatus, NOT_ON_THE_LINE, Night};
 use std::fmt::Write;
@@ -51,6 +52,9 @@ pub struct Facts<'a> {
     pub hunts: &'a [ChangeHunt],
     /// The subjects of the culprits named, by full id.
     pub subjects: &'a [(String, String)],
+    /// Where the site is served (`--site-url`): each change's line is
+    /// followed by its page's address, and its hunt report's.
+    pub site_url: Option<&'a SiteUrl>,
 }
 
 /// The digest of `f`: its subject, body, Message-ID part and file name.
@@ -110,6 +114,9 @@ pub fn compose(f: &Facts) -> Digest {
             let _ = writeln!(out, "{title} ({}):", list.len());
             for c in list.iter() {
                 let _ = writeln!(out, "  {}", change_line(c, f));
+                if let Some(site) = f.site_url {
+                    site_lines(&mut out, site, c, f);
+                }
             }
         }
     }
@@ -223,6 +230,20 @@ fn change_line(c: &ChangeRow, f: &Facts) -> String {
         short_sha(&c.after),
         hunt_words(c, f)
     )
+}
+
+/// The addresses of `c`'s page on the site and, once its hunt wrote one,
+/// of its hunt report's page.
+fn site_lines(out: &mut String, site: &SiteUrl, c: &ChangeRow, f: &Facts) {
+    let reported = f
+        .hunts
+        .iter()
+        .any(|h| h.change == c.id && h.report.is_some());
+    let (page, hunt) = links::of_change(site, c.id, reported);
+    let _ = writeln!(out, "    its page: {page}");
+    if let Some(hunt) = hunt {
+        let _ = writeln!(out, "    its hunt's report: {hunt}");
+    }
 }
 
 /// What became of a change's hunt.

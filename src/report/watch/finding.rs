@@ -95,6 +95,13 @@ pub fn body(
     out
 }
 
+/// `body` with the change's page on the site (`page`, an address) named
+/// below its first line, the one that says what moved.
+pub fn with_page(body: &str, page: &str) -> String {
+    let (first, rest) = body.split_once('\n').unwrap_or((body, ""));
+    format!("{first}\nIts page: {page}\n{rest}")
+}
+
 /// The comparison of `culprit` against its parent as the hunt measured
 /// it: its profile, client count and measure.
 fn again(report: &HuntReport, culprit: &Culprit) -> String {
@@ -235,6 +242,16 @@ mod tests {
         let mut gone = change();
         gone.after = "c99".into();
         assert!(chart(&points, &gone, 3).contains("no longer stored"));
+    }
+
+    #[test]
+    fn the_page_is_named_below_what_moved() {
+        let body = "profile/c8: -10.0% between a and b.\n\nCulprit: c\n";
+        assert_eq!(
+            with_page(body, "https://s.org/change-3.html"),
+            "profile/c8: -10.0% between a and b.\nIts page: https://s.org/change-3.html\n\n\
+             Culprit: c\n"
+        );
     }
 
     #[test]
