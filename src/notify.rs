@@ -182,27 +182,26 @@ impl Notifier {
         problems
     }
 
-    /// Tells of a finding of the watcher: the command gets the hunt's end
-    /// in its environment, and the mail `subject` and `body` goes out under
-    /// a Message-ID made of `id_part` alone, the same each time (see
-    /// [`crate::report::email::stable_message_id`]). `Ok(false)` when
-    /// nobody is to be told; an error when the command or the mail failed.
-    pub fn deliver_finding(
-        &self,
-        end: &HuntEnd,
-        (subject, body): (&str, &str),
-        id_part: &str,
-    ) -> anyhow::Result<bool> {
-        if let Some(command) = &self.command {
-            run_command(command, end)?;
-        }
-        self.mail_only((subject, body), id_part)?;
-        Ok(self.command.is_some() || self.mail.is_some())
+    /// Runs `--notify-cmd` for a finding of the watcher, the hunt's end in
+    /// its environment: `Ok(false)` when there is no command; an error
+    /// when it failed. Its mail goes apart ([`Notifier::mail_only`]), so
+    /// that each way is recorded as it is taken.
+    pub fn command_only(&self, end: &HuntEnd) -> anyhow::Result<bool> {
+        let Some(command) = &self.command else {
+            return Ok(false);
+        };
+        run_command(command, end)?;
+        Ok(true)
+    }
+
+    /// Whether anybody is told at all: a command or a mail.
+    pub fn tells_anyone(&self) -> bool {
+        self.command.is_some() || self.mail.is_some()
     }
 
     /// Mails `subject` and `body` to `--mail-to` under a Message-ID made
-    /// of `id_part` alone, as [`Notifier::deliver_finding`] does, without
-    /// the command (the watcher's digest is no hunt's end). The Message-ID
+    /// of `id_part` alone, the same each time (see
+    /// [`crate::report::email::stable_message_id`]). The Message-ID
     /// once mailed; `None` when no mail is configured; an error when the
     /// mail was refused.
     pub fn mail_only(

@@ -56,9 +56,15 @@ pub trait Follow {
         progress: &mut dyn Progress,
     ) -> anyhow::Result<HuntReport>;
 
-    /// Tells of `finding`. `Ok(false)`: nobody is to be told; an error:
-    /// it was not told (the next start tries again).
-    fn mail(&mut self, finding: &Finding) -> anyhow::Result<bool>;
+    /// Mails `finding`: the Message-ID it went out under, `None` when no
+    /// mail is to be sent; an error: it was not (the next start tries
+    /// again).
+    fn mail(&mut self, finding: &Finding) -> anyhow::Result<Option<String>>;
+
+    /// Runs the command that is told of `finding` (`--notify-cmd`):
+    /// `Ok(false)` when there is none; an error: it failed (the next
+    /// start runs it again).
+    fn command(&mut self, finding: &Finding) -> anyhow::Result<bool>;
 }
 
 /// The hunt of a confirmed change, as the watcher asks for it.
@@ -331,20 +337,40 @@ fn tell(
         body: finding::body(change, &report, &points, (&text, &path)),
         message_id_part: finding::message_id_part(change),
     };
-    match follow.mail(&found) {
-        Ok(true) => {
+    // Each way is recorded once it is taken, the mail before the command
+    // runs: a command that fails does not send the mail again.
+    let mut told = hunt.message_id.is_some();
+    if !told {
+        match follow.mail(&found) {
+            Ok(Some(id)) => {
+                hunt.message_id = Some(id);
+                store.save_hunt(hunt)?;
+                told = true;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                note(&not_told(change, &e));
+                return Ok(());
+            }
+        }
+    }
+    match follow.command(&found) {
+        Ok(ran) if ran || told => {
             hunt.mailed = Some(now());
-            hunt.message_id = Some(found.message_id_part);
             store.save_hunt(hunt)?;
             note(&format!("{}: the finding was told", change.series));
         }
-        Ok(false) => {}
-        Err(e) => note(&format!(
-            "{}: the finding was not told ({e:#}); the next start tries again",
-            change.series
-        )),
+        Ok(_) => {}
+        Err(e) => note(&not_told(change, &e)),
     }
     Ok(())
+}
+
+fn not_told(change: &ChangeRow, e: &anyhow::Error) -> String {
+    format!(
+        "{}: the finding was not told ({e:#}); the next start tries again",
+        change.series
+    )
 }
 
 /// The stored points of `series`.

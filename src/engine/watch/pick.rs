@@ -190,7 +190,10 @@ mod tests {
         ];
         let got = backfill(&sparse, 6 * DAY, 30);
         assert_eq!(got.len(), 1);
-        assert_eq!((got[0].0, got[0].1.commit.id.as_str()), (3 * DAY + 7, "old"));
+        assert_eq!(
+            (got[0].0, got[0].1.commit.id.as_str()),
+            (3 * DAY + 7, "old")
+        );
         assert!(backfill(&sparse[..1], 40 * DAY, 30).is_empty());
     }
 }
