@@ -84,6 +84,10 @@ pub struct WatchArgs {
     /// Who is told of each change hunted to its commit, and of the digest.
     #[command(flatten)]
     pub tell: NotifyArgs,
+    /// With --mail-to: send each finding to its culprit's author as well
+    /// (Cc: the author's address from the commit).
+    #[arg(long, requires = "mail_to")]
+    pub cc_author: bool,
 }
 
 /// Which branch, which repository, which work dir.
@@ -304,6 +308,13 @@ fn ask(args: &WatchArgs) -> anyhow::Result<WatchAsk> {
         (args.per_night, args.backfill, args.rounds);
     config.max_rounds = args.max_rounds.max(args.rounds);
     config.digest_every = args.digest_every;
+    config.reported_by = format!(
+        "pgbisect watch <{}>",
+        args.tell
+            .mail_from
+            .clone()
+            .unwrap_or_else(crate::notify::default_sender)
+    );
     config.budget = super::hunt::budget(&TimeLimit {
         budget: args.time_budget.clone(),
         deadline: args.deadline.clone(),
@@ -327,6 +338,7 @@ fn ask(args: &WatchArgs) -> anyhow::Result<WatchAsk> {
         config,
         replay: replay.map(|(since, until)| (since, until, args.every)),
         notifier: args.tell.notifier()?,
+        cc_author: args.cc_author,
         why_runs: Some(crate::engine::why::DEFAULT_RUNS),
     })
 }

@@ -2,7 +2,8 @@
 //! (tests/fixtures/strict_relay.py): a commit subject of 2,000 characters
 //! with a CR and terminal escapes in it still makes a message it takes,
 //! and a message it refuses stays owed, the run's exit saying so, until a
-//! later start delivers it.
+//! later start delivers it, once, to the culprit's author too with
+//! `--cc-author`.
 
 use crate::common;
 
@@ -100,6 +101,12 @@ fn a_hostile_subject_is_mailed_once_the_relay_takes_mail_again() {
     assert_eq!(findings.len(), 1, "{again_err}");
     assert!(mails.len() > 1, "the digests came too: {again_err}");
     let message = findings[0];
+    // Without --cc-author, the culprit's author is not told.
+    assert_eq!(message.header_raw("Cc"), None);
+    assert_eq!(
+        message.header_raw("X-RcptTo").map(str::trim),
+        Some("perf@example.org")
+    );
     let subject = message.subject().expect("a subject");
     assert!(
         subject.starts_with("pgbisect watch: profile/c8 -"),
@@ -156,4 +163,103 @@ fn a_refused_digest_stays_owed_until_a_start_delivers_it() {
         "{}",
         mails[0]
     );
+}
+
+/// The messages `server` kept, parsed.
+fn parsed(raw: &[String]) -> Vec<mail_parser::Message<'_>> {
+    raw.iter()
+        .map(|m| {
+            mail_parser::MessageParser::new()
+                .parse(m.as_bytes())
+                .expect("a message")
+        })
+        .collect()
+}
+
+#[test]
+fn a_finding_refused_one_night_arrives_once_the_next_with_its_author_in_cc() {
+    let (repo, shas) = dated_history(&levels_with_drop_at(30, 16));
+    let tmp = tempfile::tempdir().unwrap();
+    let profile = profile(tmp.path());
+    let work = tmp.path().join("w");
+    let refuse = tmp.path().join("refuse");
+    std::fs::write(&refuse, "").unwrap();
+    let server = MailServer::strict(&refuse);
+    let smtp = server.addr();
+    let night = |until: &str| {
+        let range = format!("2024-01-01..{until}");
+        let mut args: Vec<String> = replay(&profile, &range)
+            .into_iter()
+            .map(str::to_string)
+            .collect();
+        for more in [
+            "--every",
+            "3",
+            "--per-night",
+            "1",
+            "--digest-every",
+            "0",
+            "--cc-author",
+            "--mail-from",
+            "watcher@bench.example.org",
+            "--mail-to",
+            "perf@example.org",
+            "--smtp",
+            &smtp,
+        ] {
+            args.push(more.to_string());
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        watch(repo.path(), &work, &args)
+    };
+    // The first night: hunted, refused, owed; the run says so and fails.
+    let first = night("2024-01-30");
+    let first_err = String::from_utf8_lossy(&first.stderr);
+    assert_eq!(first.status.code(), Some(4), "{first_err}");
+    assert!(
+        first_err.contains("not delivered: the finding of profile/c8 (")
+            && first_err.contains("554"),
+        "{first_err}"
+    );
+    assert!(
+        first_err.contains("1 message(s) stay owed and the next start sends them"),
+        "{first_err}"
+    );
+    assert!(server.messages().is_empty());
+    // The next night the relay takes mail: the finding arrives, once, Cc
+    // its culprit's author, and the night exits as one that told a finding.
+    std::fs::remove_file(&refuse).unwrap();
+    let second = night("2024-02-02");
+    let second_err = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(0), "{second_err}");
+    assert!(!second_err.contains("owed"), "{second_err}");
+    let raw = server.messages();
+    assert_eq!(raw.len(), 1, "{second_err}");
+    let mails = parsed(&raw);
+    let m = &mails[0];
+    assert!(
+        m.subject().is_some_and(|s| s.contains(&shas[16][..8])),
+        "{:?}",
+        m.subject()
+    );
+    assert_eq!(
+        m.header_raw("Cc").map(str::trim),
+        Some(common::AUTHOR.1),
+        "{}",
+        raw[0]
+    );
+    assert_eq!(
+        m.header_raw("X-RcptTo").map(str::trim),
+        Some(format!("perf@example.org, {}", common::AUTHOR.1).as_str())
+    );
+    let body = m.body_text(0).expect("a body");
+    assert!(
+        body.lines()
+            .any(|l| l.trim_end() == "Reported-by: pgbisect watch <watcher@bench.example.org>"),
+        "{body}"
+    );
+    // A third night: nothing owed, nothing sent again.
+    let third = night("2024-02-05");
+    assert_eq!(third.status.code(), Some(1));
+    assert_eq!(server.messages().len(), 1);
 }

@@ -50,6 +50,8 @@ pub struct WatchAsk {
     pub replay: Option<(i64, i64, u32)>,
     /// Who is told of each hunted change.
     pub notifier: Notifier,
+    /// Each finding mailed to its culprit's author too.
+    pub cc_author: bool,
     /// Runs a side of the why-runs after a hunt; `None`: none.
     pub why_runs: Option<usize>,
 }
@@ -116,6 +118,7 @@ pub fn run(mut ask: WatchAsk, note: &mut dyn FnMut(&str)) -> anyhow::Result<Watc
             watch: Watch::default(),
         },
         notifier: ask.notifier,
+        cc_author: ask.cc_author,
         unsent: Vec::new(),
     };
     let mut all = Watched::default();

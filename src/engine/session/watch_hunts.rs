@@ -161,6 +161,8 @@ fn flags_for(profile: &Profile, config: &HuntConfig) -> (PlanFlags, Shaping) {
 pub struct Aftercare {
     pub hunter: Hunter,
     pub notifier: Notifier,
+    /// Mail each finding to its culprit's author as well (Cc).
+    pub cc_author: bool,
     /// Each finding told tonight that was not, and why (its mail
     /// refused, its command failed).
     pub unsent: Vec<(String, String)>,
@@ -177,9 +179,14 @@ impl Follow for Aftercare {
     }
 
     fn mail(&mut self, finding: &Finding) -> anyhow::Result<Option<String>> {
-        let told = self
-            .notifier
-            .mail_only((&finding.subject, &finding.body), &finding.message_id_part);
+        let author = (finding.report.culprits.first())
+            .filter(|_| self.cc_author)
+            .and_then(|c| crate::notify::mail::address_of(&c.author));
+        let told = self.notifier.mail_cc(
+            (&finding.subject, &finding.body),
+            &finding.message_id_part,
+            author.as_slice(),
+        );
         self.noted(finding, &told);
         told
     }

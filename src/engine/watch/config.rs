@@ -46,6 +46,9 @@ pub struct WatchConfig {
     pub machine: Option<String>,
     /// Days a digest covers (the `digest` module); 0: no digest.
     pub digest_every: u32,
+    /// Who a finding's `Reported-by:` trailer credits: the watcher, with
+    /// the address its mail comes from.
+    pub reported_by: String,
 }
 
 /// The detector's setting: the looser one of the study behind it
@@ -86,6 +89,7 @@ impl WatchConfig {
             budget: None,
             machine: None,
             digest_every: 7,
+            reported_by: "pgbisect watch".into(),
         }
     }
 }

@@ -334,7 +334,7 @@ fn tell(
         report: &report,
         hunt: folder,
         subject: finding::subject(change, &report),
-        body: finding::body(change, &report, &points, (&text, &path)),
+        body: finding::body(change, &report, &points, (&text, &path), &cfg.reported_by),
         message_id_part: finding::message_id_part(change),
     };
     // Each way is recorded once it is taken, the mail before the command
