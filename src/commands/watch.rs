@@ -86,7 +86,7 @@ pub struct WatchArgs {
     pub tell: NotifyArgs,
     /// With --mail-to: send each finding to its culprit's author as well
     /// (Cc: the author's address from the commit).
-    #[arg(long, requires = "mail_to")]
+    #[arg(long, requires = "mail_to", help_heading = super::args::OUTPUT_HEADING)]
     pub cc_author: bool,
 }
 
@@ -308,13 +308,7 @@ fn ask(args: &WatchArgs) -> anyhow::Result<WatchAsk> {
         (args.per_night, args.backfill, args.rounds);
     config.max_rounds = args.max_rounds.max(args.rounds);
     config.digest_every = args.digest_every;
-    config.reported_by = format!(
-        "pgbisect watch <{}>",
-        args.tell
-            .mail_from
-            .clone()
-            .unwrap_or_else(crate::notify::default_sender)
-    );
+    config.reported_by = reported_by(&args.tell);
     config.budget = super::hunt::budget(&TimeLimit {
         budget: args.time_budget.clone(),
         deadline: args.deadline.clone(),
@@ -341,6 +335,16 @@ fn ask(args: &WatchArgs) -> anyhow::Result<WatchAsk> {
         cc_author: args.cc_author,
         why_runs: Some(crate::engine::why::DEFAULT_RUNS),
     })
+}
+
+/// Who a finding's `Reported-by:` trailer credits: the watcher, by the
+/// address its mail comes from.
+fn reported_by(tell: &NotifyArgs) -> String {
+    let from = tell.mail_from.clone();
+    format!(
+        "pgbisect watch <{}>",
+        from.unwrap_or_else(crate::notify::default_sender)
+    )
 }
 
 /// Each `--profile` (or the default one), loaded, named and with its
