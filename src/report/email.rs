@@ -279,6 +279,26 @@ mod tests {
     }
 
     #[test]
+    fn a_cc_is_a_header_after_to_only_when_given() {
+        let mut env = Envelope {
+            from: "pgbisect@bench.example.org".into(),
+            to: "perf@example.org".into(),
+            cc: String::new(),
+            date_unix: 0,
+        };
+        let head = |env: &Envelope| {
+            let message = render_with_id("s", "b", "<i@x>", env);
+            let (head, _) = message.split_once("\r\n\r\n").unwrap();
+            head.lines().map(str::to_string).collect::<Vec<_>>()
+        };
+        assert!(!head(&env).iter().any(|l| l.starts_with("Cc:")));
+        env.cc = "tgl@sss.pgh.pa.us\r\nBcc: x@y".into();
+        let lines = head(&env);
+        assert_eq!(lines[1], "To: perf@example.org");
+        assert_eq!(lines[2], "Cc: tgl@sss.pgh.pa.us Bcc: x@y");
+    }
+
+    #[test]
     fn header_values_stay_on_one_line() {
         assert_eq!(one_line("a\r\nBcc: x@y"), "a Bcc: x@y");
         assert_eq!(domain("Jane <jane@example.org>"), "example.org");
