@@ -10,8 +10,10 @@
 //! night's deadline, or killed, is taken up again by the next start from
 //! its journal, before anything new is measured; an ended one is never
 //! hunted again. Once it ends, its reports are written beside its journal
-//! (`report.txt`, `report.json`) and the finding is told ([`Follow::mail`])
-//! and recorded as told, so that it is not told again.
+//! (`report.txt`, `report.json`) and the finding is told, mailed
+//! ([`Follow::mail`]) then given to the command ([`Follow::command`]),
+//! each way recorded as soon as it is taken, so that neither is taken
+//! twice.
 //!
 //! Nothing read back from the store names a place to write or read: the
 //! store may be shared with other machines, or a file another user could
