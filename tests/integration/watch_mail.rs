@@ -10,10 +10,35 @@ use crate::common;
 use common::mail::MailServer;
 use common::watch::{dated_history, dated_history_with, replay};
 use common::*;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 fn watch(repo: &Path, work: &Path, extra: &[&str]) -> std::process::Output {
     pgbisect_sub("watch", repo, work, extra)
+}
+
+/// The test profile and the work dir `w` in a temp dir, and a strict relay
+/// that refuses mail while the file `refuse` there exists (made here).
+struct Refusing {
+    _tmp: tempfile::TempDir,
+    profile: PathBuf,
+    work: PathBuf,
+    refuse: PathBuf,
+    server: MailServer,
+}
+
+impl Refusing {
+    fn new() -> Refusing {
+        let tmp = tempfile::tempdir().unwrap();
+        let refuse = tmp.path().join("refuse");
+        std::fs::write(&refuse, "").unwrap();
+        Refusing {
+            profile: profile(tmp.path()),
+            work: tmp.path().join("w"),
+            server: MailServer::strict(&refuse),
+            refuse,
+            _tmp: tmp,
+        }
+    }
 }
 
 /// 2,000 characters of a commit subject: terminal escapes (a clear screen,
@@ -37,19 +62,15 @@ fn a_hostile_subject_is_mailed_once_the_relay_takes_mail_again() {
             format!("commit number {i}")
         }
     });
-    let tmp = tempfile::tempdir().unwrap();
-    let profile = profile(tmp.path());
-    let work = tmp.path().join("w");
-    let refuse = tmp.path().join("refuse");
-    std::fs::write(&refuse, "").unwrap();
-    let server = MailServer::strict(&refuse);
-    let smtp = server.addr();
-    let mut args = replay(&profile, "2024-01-01..2024-01-30");
+    let setup = Refusing::new();
+    let (profile, work, refuse) = (&setup.profile, &setup.work, &setup.refuse);
+    let (server, smtp) = (&setup.server, setup.server.addr());
+    let mut args = replay(profile, "2024-01-01..2024-01-30");
     args.extend(["--every", "3", "--per-night", "1"]);
     args.extend(["--mail-to", "perf@example.org", "--smtp", &smtp]);
     // The relay refuses: the finding and the digests stay owed, and the
     // run ends in error saying so.
-    let out = watch(repo.path(), &work, &args);
+    let out = watch(repo.path(), work, &args);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{stdout}\n{stderr}");
@@ -77,8 +98,8 @@ fn a_hostile_subject_is_mailed_once_the_relay_takes_mail_again() {
     }
     // The relay takes mail again: the next start sends what was owed,
     // and exits as a night that told a finding does.
-    std::fs::remove_file(&refuse).unwrap();
-    let again = watch(repo.path(), &work, &args);
+    std::fs::remove_file(refuse).unwrap();
+    let again = watch(repo.path(), work, &args);
     let again_err = String::from_utf8_lossy(&again.stderr);
     assert_eq!(again.status.code(), Some(0), "{again_err}");
     assert!(!again_err.contains("not delivered"), "{again_err}");
@@ -123,7 +144,7 @@ fn a_hostile_subject_is_mailed_once_the_relay_takes_mail_again() {
     let body = message.body_text(0).expect("a body");
     assert!(body.contains(&format!("Culprit: {}", shas[16])), "{body}");
     // A third start: nothing owed, nothing sent again.
-    let third = watch(repo.path(), &work, &args);
+    let third = watch(repo.path(), work, &args);
     assert_eq!(third.status.code(), Some(1));
     assert_eq!(server.messages().len(), mails.len());
 }
@@ -131,17 +152,13 @@ fn a_hostile_subject_is_mailed_once_the_relay_takes_mail_again() {
 #[test]
 fn a_refused_digest_stays_owed_until_a_start_delivers_it() {
     let (repo, _) = dated_history(&[1000; 3]);
-    let tmp = tempfile::tempdir().unwrap();
-    let profile = profile(tmp.path());
-    let work = tmp.path().join("w");
-    let refuse = tmp.path().join("refuse");
-    std::fs::write(&refuse, "").unwrap();
-    let server = MailServer::strict(&refuse);
-    let smtp = server.addr();
-    let mut args = replay(&profile, "2024-01-01..2024-01-03");
+    let setup = Refusing::new();
+    let (profile, work, refuse) = (&setup.profile, &setup.work, &setup.refuse);
+    let (server, smtp) = (&setup.server, setup.server.addr());
+    let mut args = replay(profile, "2024-01-01..2024-01-03");
     args.extend(["--per-night", "1", "--digest-every", "2"]);
     args.extend(["--mail-to", "perf@example.org", "--smtp", &smtp]);
-    let out = watch(repo.path(), &work, &args);
+    let out = watch(repo.path(), work, &args);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{stderr}");
     assert!(
@@ -150,10 +167,10 @@ fn a_refused_digest_stays_owed_until_a_start_delivers_it() {
     );
     assert!(server.messages().is_empty());
     // Still refused: still owed, still an error.
-    let again = watch(repo.path(), &work, &args);
+    let again = watch(repo.path(), work, &args);
     assert_eq!(again.status.code(), Some(4));
-    std::fs::remove_file(&refuse).unwrap();
-    let third = watch(repo.path(), &work, &args);
+    std::fs::remove_file(refuse).unwrap();
+    let third = watch(repo.path(), work, &args);
     let third_err = String::from_utf8_lossy(&third.stderr);
     assert_eq!(third.status.code(), Some(1), "{third_err}");
     let mails = server.messages();
@@ -179,16 +196,12 @@ fn parsed(raw: &[String]) -> Vec<mail_parser::Message<'_>> {
 #[test]
 fn a_finding_refused_one_night_arrives_once_the_next_with_its_author_in_cc() {
     let (repo, shas) = dated_history(&levels_with_drop_at(30, 16));
-    let tmp = tempfile::tempdir().unwrap();
-    let profile = profile(tmp.path());
-    let work = tmp.path().join("w");
-    let refuse = tmp.path().join("refuse");
-    std::fs::write(&refuse, "").unwrap();
-    let server = MailServer::strict(&refuse);
-    let smtp = server.addr();
+    let setup = Refusing::new();
+    let (profile, work, refuse) = (&setup.profile, &setup.work, &setup.refuse);
+    let (server, smtp) = (&setup.server, setup.server.addr());
     let night = |until: &str| {
         let range = format!("2024-01-01..{until}");
-        let mut args: Vec<String> = replay(&profile, &range)
+        let mut args: Vec<String> = replay(profile, &range)
             .into_iter()
             .map(str::to_string)
             .collect();
@@ -210,7 +223,7 @@ fn a_finding_refused_one_night_arrives_once_the_next_with_its_author_in_cc() {
             args.push(more.to_string());
         }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        watch(repo.path(), &work, &args)
+        watch(repo.path(), work, &args)
     };
     // The first night: hunted, refused, owed; the run says so and fails.
     let first = night("2024-01-30");
@@ -228,7 +241,7 @@ fn a_finding_refused_one_night_arrives_once_the_next_with_its_author_in_cc() {
     assert!(server.messages().is_empty());
     // The next night the relay takes mail: the finding arrives, once, Cc
     // its culprit's author, and the night exits as one that told a finding.
-    std::fs::remove_file(&refuse).unwrap();
+    std::fs::remove_file(refuse).unwrap();
     let second = night("2024-02-02");
     let second_err = String::from_utf8_lossy(&second.stderr);
     assert_eq!(second.status.code(), Some(0), "{second_err}");

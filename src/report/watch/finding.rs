@@ -261,21 +261,24 @@ mod tests {
         );
     }
 
+    /// The hunt of the report fixture.
+    fn hunted() -> HuntReport {
+        serde_json::from_str(include_str!("../../../tests/fixtures/reports/hunt.json")).unwrap()
+    }
+
+    /// The finding's body of `report`, over four flat nights.
+    fn body_of(report: &HuntReport) -> String {
+        let points: Vec<Point> = (0..4).map(|d| point(d, &format!("c{d}"), 1.0)).collect();
+        let report_text = ("the report", "/w/report.txt");
+        body(&change(), report, &points, report_text, WATCHER)
+    }
+
     #[test]
     fn the_mail_says_how_to_measure_the_culprit_again() {
-        let mut report: HuntReport =
-            serde_json::from_str(include_str!("../../../tests/fixtures/reports/hunt.json"))
-                .unwrap();
+        let mut report = hunted();
         report.profile_name = "/etc/pgbisect/nightly profile.toml".into();
         let c = report.culprits[0].clone();
-        let points: Vec<Point> = (0..4).map(|d| point(d, &format!("c{d}"), 1.0)).collect();
-        let body = body(
-            &change(),
-            &report,
-            &points,
-            ("the report", "/w/report.txt"),
-            WATCHER,
-        );
+        let body = body_of(&report);
         let line = format!(
             "    pgbisect compare {} {} --profile '/etc/pgbisect/nightly profile.toml' --clients {}",
             short_sha(&c.parent),
@@ -285,13 +288,7 @@ mod tests {
         assert!(body.contains(&line), "{body}");
         report.measure = crate::core::counts::Measure::Instructions;
         report.profile_name = "default".into();
-        let body = super::body(
-            &change(),
-            &report,
-            &points,
-            ("the report", "/w/report.txt"),
-            WATCHER,
-        );
+        let body = body_of(&report);
         assert!(
             body.contains(&format!(
                 "--clients {} --measure instructions\n",
@@ -301,30 +298,15 @@ mod tests {
         );
         assert!(!body.contains("--profile"), "{body}");
         report.culprits.clear();
-        let body = super::body(
-            &change(),
-            &report,
-            &points,
-            ("the report", "/w/report.txt"),
-            WATCHER,
-        );
+        let body = body_of(&report);
         assert!(!body.contains("To measure it again"), "{body}");
         assert!(!body.contains("Reported-by:"), "{body}");
     }
 
     #[test]
     fn the_culprit_is_told_how_to_credit_the_report_right_after_the_command() {
-        let report: HuntReport =
-            serde_json::from_str(include_str!("../../../tests/fixtures/reports/hunt.json"))
-                .unwrap();
-        let points: Vec<Point> = (0..4).map(|d| point(d, &format!("c{d}"), 1.0)).collect();
-        let body = body(
-            &change(),
-            &report,
-            &points,
-            ("the report", "/w/report.txt"),
-            WATCHER,
-        );
+        let report = hunted();
+        let body = body_of(&report);
         let lines: Vec<&str> = body.lines().collect();
         let command = lines
             .iter()
