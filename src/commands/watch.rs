@@ -12,6 +12,7 @@ use super::values;
 use crate::engine::session::resolved::TimeLimit;
 use crate::engine::session::watch::{self as session, WatchAsk, WatchedProfile};
 use crate::engine::session::watch_site::{self, SiteLinks};
+use crate::engine::watch::owed::Owed;
 use crate::engine::watch::{WatchConfig, Watched, pick};
 use crate::error::{
     EXIT_CULPRIT_FOUND, EXIT_INCONCLUSIVE, EXIT_NO_REGRESSION, EXIT_RUNTIME_ERROR, UsageError,
@@ -88,6 +89,10 @@ pub struct WatchArgs {
     /// Who is told of each change hunted to its commit, and of the digest.
     #[command(flatten)]
     pub tell: NotifyArgs,
+    /// With --mail-to: send each finding to its culprit's author as well
+    /// (Cc: the author's address from the commit).
+    #[arg(long, requires = "mail_to", help_heading = super::args::OUTPUT_HEADING)]
+    pub cc_author: bool,
 }
 
 /// Which branch, which repository, which work dir.
@@ -172,13 +177,14 @@ Examples:
       --commit-url 'https://git.postgresql.org/gitweb/?p=postgresql.git;a=commit;h={sha}'
 
 Exit codes:
-  0  a change was confirmed tonight (measured again side by side)
+  0  a change was confirmed tonight (measured again side by side), or a
+     finding told
   1  no change confirmed
   2  usage error
   3  the night (or a hunt) stopped at its deadline, or a change is not yet
      confirmed (the next start goes on)
-  4  runtime error, or a finding or digest not delivered (it stays owed:
-     the next start sends it again)";
+  4  runtime error, or a finding or digest owed: not delivered (refused
+     by the relay, sendmail or --notify-cmd); the next start sends it, once";
 
 /// `pgbisect watch`: flags in, the night's summary out.
 pub(super) fn command(args: &WatchArgs) -> anyhow::Result<ExitCode> {
@@ -214,8 +220,8 @@ pub(super) fn command(args: &WatchArgs) -> anyhow::Result<ExitCode> {
     if let Some(dir) = &args.html {
         publish(&args.place, dir, links(&args.commit_url, &args.site_url))?;
     }
-    if !done.unsent.is_empty() {
-        return Ok(ExitCode::from(unsent(&done.unsent)));
+    if !done.owed.is_empty() {
+        return Ok(ExitCode::from(owed(&done.owed)));
     }
     Ok(ExitCode::from(exit_code(&done)))
 }
@@ -263,28 +269,32 @@ fn store_at(place: &Place) -> anyhow::Result<Option<StoreAt>> {
     }
 }
 
-/// Says which messages did not go out, and that they stay owed; the
-/// exit code that tells cron's reader to look.
-fn unsent(reasons: &[String]) -> u8 {
-    for reason in reasons {
-        eprintln!(
-            "pgbisect: error: not delivered: {}",
-            crate::shown::visible_line(reason)
-        );
+/// Says which messages are owed (and why the last try failed, when this
+/// start tried), and that the next start sends them; the exit code that
+/// tells cron's reader to look.
+fn owed(owed: &[Owed]) -> u8 {
+    for o in owed {
+        let line = match &o.why {
+            Some(why) => format!("not delivered: {}: {why}", o.what),
+            None => format!("owed: {} (not told yet)", o.what),
+        };
+        eprintln!("pgbisect: error: {}", crate::shown::visible_line(&line));
     }
     eprintln!(
-        "hint: {} message(s) stay owed and the next start sends them again; check the \
-         relay (--smtp) or the local sendmail, e.g. its log, before then",
-        reasons.len()
+        "hint: {} message(s) stay owed and the next start sends them, each once; check \
+         the relay (--smtp), the local sendmail or the --notify-cmd before then",
+        owed.len()
     );
     EXIT_RUNTIME_ERROR
 }
 
-/// 0: a change confirmed tonight; 1: none; 3: a night stopped at its
-/// deadline or a change left unconfirmed (the next start goes on).
+/// 0: a change confirmed, or a finding told, tonight; 1: none; 3: a night
+/// stopped at its deadline or a change left unconfirmed (the next start
+/// goes on).
 fn exit_code(done: &Watched) -> u8 {
     let status = |s| done.changes.iter().any(|c| c.status == s);
-    if status(ChangeStatus::Confirmed) {
+    let told = done.hunts.iter().any(|h| h.hunt.mailed.is_some());
+    if status(ChangeStatus::Confirmed) || told {
         EXIT_CULPRIT_FOUND
     } else if done.stopped.is_some() || status(ChangeStatus::Candidate) {
         EXIT_INCONCLUSIVE
@@ -315,6 +325,7 @@ fn ask(args: &WatchArgs) -> anyhow::Result<WatchAsk> {
     config.max_rounds = args.max_rounds.max(args.rounds);
     config.digest_every = args.digest_every;
     config.site_url = args.site_url.clone();
+    config.reported_by = reported_by(&args.tell);
     config.budget = super::hunt::budget(&TimeLimit {
         budget: args.time_budget.clone(),
         deadline: args.deadline.clone(),
@@ -338,8 +349,19 @@ fn ask(args: &WatchArgs) -> anyhow::Result<WatchAsk> {
         config,
         replay: replay.map(|(since, until)| (since, until, args.every)),
         notifier: args.tell.notifier()?,
+        cc_author: args.cc_author,
         why_runs: Some(crate::engine::why::DEFAULT_RUNS),
     })
+}
+
+/// Who a finding's `Reported-by:` trailer credits: the watcher, by the
+/// address its mail comes from.
+fn reported_by(tell: &NotifyArgs) -> String {
+    let from = tell.mail_from.clone();
+    format!(
+        "pgbisect watch <{}>",
+        from.unwrap_or_else(crate::notify::default_sender)
+    )
 }
 
 /// Each `--profile` (or the default one), loaded, named and with its

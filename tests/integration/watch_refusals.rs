@@ -202,6 +202,8 @@ fn mail_with_no_way_out_is_refused_as_a_hunt_refuses_it() {
         &["--notify-cmd", "no-such-notifier --all"],
         &["--notify-cmd", "not found in PATH"],
     );
+    // A culprit's author is only mailed beside somebody mailed anyway.
+    setup.refused(&["--cc-author"], &["--cc-author", "--mail-to <ADDR>"]);
     if Path::new("/usr/sbin/sendmail").exists() {
         return; // This machine has one: the watcher mails through it.
     }

@@ -50,6 +50,9 @@ pub struct WatchConfig {
     /// Where the `--html` site is served: a finding's mail and the digest
     /// link a change's page and its hunt report's there.
     pub site_url: Option<SiteUrl>,
+    /// Who a finding's `Reported-by:` trailer credits: the watcher, with
+    /// the address its mail comes from.
+    pub reported_by: String,
 }
 
 /// The detector's setting: the looser one of the study behind it
@@ -91,6 +94,7 @@ impl WatchConfig {
             machine: None,
             digest_every: 7,
             site_url: None,
+            reported_by: "pgbisect watch".into(),
         }
     }
 }
