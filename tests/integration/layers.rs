@@ -60,6 +60,7 @@ const FLOORS: &[(&str, &[&str])] = &[
             "lab::held",
             "lab::command",
             "lab::replay",
+            "lab::reuse",
             "lab::pool",
             "lab::spread",
             "lab::sim",
