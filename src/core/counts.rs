@@ -56,6 +56,7 @@ impl Measure {
                 noise_floor: cfg.noise_floor.max(NOISE_FLOOR),
                 outlier_floor: cfg.outlier_floor.max(NOISE_FLOOR),
                 min_runs: cfg.min_runs.min(COUNTED_MIN_RUNS),
+                exact: true,
                 ..cfg
             },
         }

@@ -60,6 +60,13 @@ pub struct DecisionConfig {
     /// ([`crate::core::counts::NOISE_FLOOR`]); 0 for tps.
     #[serde(skip)]
     pub outlier_floor: f64,
+    /// The measure repeats to a fraction of a percent (instruction
+    /// counts; [`crate::core::counts::Measure::decision`]): a drop the
+    /// t-test finds stands when the ranks agree on its size, at whatever
+    /// level so few runs can reach (3 against 3 cannot reach below 5%).
+    /// False for tps, whose two modes can fool a t-test on a few runs.
+    #[serde(skip)]
+    pub exact: bool,
 }
 
 impl Default for DecisionConfig {
@@ -72,6 +79,7 @@ impl Default for DecisionConfig {
             max_runs: 20,
             noise_floor: 0.0,
             outlier_floor: 0.0,
+            exact: false,
         }
     }
 }
@@ -258,10 +266,12 @@ fn verdict_of(
     // A t-test can be fooled by two modes in small samples; the ranks
     // must agree, on the size too (the Hodges-Lehmann shift), at a looser
     // level, as 4 against 4 runs cannot reach alpha, before a drop counts.
+    // A measure that repeats exactly has no modes to fool it: the ranks
+    // need agree on the size alone.
     let ranks_agree = || {
         method.is_rank_based() || {
             let (rank_change, rank_p, _) = ranks();
-            rank_p <= 5.0 * cfg.alpha && rank_change.pct <= limit
+            (cfg.exact || rank_p <= 5.0 * cfg.alpha) && rank_change.pct <= limit
         }
     };
     if !enough {
@@ -541,6 +551,35 @@ mod tests {
 
     fn cfg() -> DecisionConfig {
         DecisionConfig::default()
+    }
+
+    #[test]
+    fn three_counted_runs_a_side_confirm_a_two_percent_rise_at_a_checks_level() {
+        // What a billion instructions buy, 42,750 and 43,680 instructions
+        // a transaction with the spread counted runs have (about 0.1%).
+        let base = [23_390.0, 23_402.0, 23_385.0];
+        let new = [22_893.0, 22_880.0, 22_899.0];
+        let counted = crate::core::counts::Measure::Instructions.decision(DecisionConfig {
+            threshold: 0.01,
+            alpha: 0.0025,
+            ..cfg()
+        });
+        assert!(counted.exact && counted.min_runs == 3);
+        let c = compare(&base, &new, &counted, counted.threshold);
+        assert_eq!(c.verdict, Verdict::Regressed, "{c:?}");
+        // Timed runs as close would wait for the ranks' level: 3 against
+        // 3 cannot reach it.
+        let timed = DecisionConfig {
+            exact: false,
+            ..counted
+        };
+        let c = compare(&base, &new, &timed, timed.threshold);
+        assert_eq!(c.verdict, Verdict::Unclear, "{c:?}");
+        // The ranks must still agree on the size: a drop too small stays
+        // unsettled or unchanged, never regressed.
+        let small = [23_380.0, 23_392.0, 23_375.0];
+        let c = compare(&base, &small, &counted, counted.threshold);
+        assert_ne!(c.verdict, Verdict::Regressed, "{c:?}");
     }
 
     /// Rounds on a machine whose level swings by a third between rounds;
