@@ -246,14 +246,31 @@ pub fn run_args(
 }
 
 /// The arguments of a counted run: `per_client` transactions a client
-/// (`-t`) instead of a length in seconds.
+/// (`-t`) instead of a length in seconds, and with `seed` the random
+/// draws seeded (`--random-seed`, pgbench 11 on): every run then draws
+/// the same scripts of a weighted mix, in the same order, with the same
+/// variables, and its instructions a transaction do not move with the
+/// draw.
 pub fn counted_args(
     opts: &PgbenchOptions,
     clients: u32,
     per_client: u64,
-    conn: &Conn,
+    (conn, seed): (&Conn, Option<u64>),
 ) -> Vec<String> {
-    args_for(opts, clients, ["-t", &per_client.max(1).to_string()], conn)
+    let mut args = args_for(opts, clients, ["-t", &per_client.max(1).to_string()], conn);
+    if let Some(seed) = seed {
+        // Options before the database name, which ends the list.
+        let at = args.len().saturating_sub(1);
+        args.insert(at, format!("--random-seed={seed}"));
+    }
+    args
+}
+
+/// Whether a pgbench run failed for not knowing `--random-seed` (before
+/// pgbench 11).
+pub fn refused_random_seed(failure: &str) -> bool {
+    failure.contains("--random-seed")
+        && (failure.contains("unrecognized option") || failure.contains("invalid option"))
 }
 
 fn args_for(opts: &PgbenchOptions, clients: u32, length: [&str; 2], conn: &Conn) -> Vec<String> {
@@ -559,6 +576,23 @@ mod tests {
         };
         let args = run_args(&tpcb, 1, 10, &conn());
         assert!(!args.iter().any(|a| a == "-S" || a == "-N" || a == "-b"));
+    }
+
+    #[test]
+    fn counted_runs_are_seeded_before_the_database_when_pgbench_takes_it() {
+        let opts = PgbenchOptions::default();
+        let seeded = counted_args(&opts, 1, 200, (&conn(), Some(1)));
+        let expected =
+            "-h /tmp/sock -p 5440 -M prepared -S -c 1 -j 1 -t 200 --random-seed=1 postgres";
+        assert_eq!(seeded.join(" "), expected);
+        let unseeded = counted_args(&opts, 1, 200, (&conn(), None));
+        assert!(!unseeded.iter().any(|a| a.starts_with("--random-seed")));
+        assert!(refused_random_seed(
+            "pgbench: unrecognized option '--random-seed=1'\nTry \"pgbench --help\""
+        ));
+        assert!(!refused_random_seed(
+            "pgbench: unrecognized option '--log-prefix=x'"
+        ));
     }
 
     #[test]

@@ -9,6 +9,7 @@
 use crate::common;
 
 use common::pg::{select_only_s1, server_work_dir, template_spec};
+use pgbisect::bench::{PgbenchOptions, QueryMode, WeightedScript};
 use pgbisect::core::counts::Lengths;
 use pgbisect::counts::Counter;
 use pgbisect::counts::cachegrind::Cachegrind;
@@ -20,19 +21,75 @@ use pgbisect::server::{RunAs, Server, SocketDir, pick_port};
 
 #[test]
 fn counted_runs_of_one_server_agree_to_a_fraction_of_a_percent() {
-    let Some(bin) = common::pg_bin() else { return };
-    let Some(counter) = common::require(
+    let Some(counts) = counted_three_times(select_only_s1()) else {
+        return;
+    };
+    eprintln!("instructions a transaction, three counted runs: {counts:?}");
+    // A select-only transaction of PostgreSQL 15 costs about 44K
+    // instructions in its backend (DESIGN).
+    for n in &counts {
+        assert!((10_000.0..200_000.0).contains(n), "{counts:?}");
+    }
+    assert!(spread(&counts) < 0.01, "counts spread over 1%: {counts:?}");
+}
+
+/// A weighted mix of a cheap script and one a hundred times dearer: how
+/// many of each a run draws moves its instructions a transaction by tens
+/// of percent, unless every run draws the same ones (`--random-seed`).
+#[test]
+fn a_weighted_mix_of_scripts_counts_alike_run_after_run() {
+    let scripts = tempfile::tempdir().unwrap();
+    let script = |name: &str, sql: &str, weight: u32| {
+        let path = scripts.path().join(name);
+        std::fs::write(&path, sql).unwrap();
+        WeightedScript {
+            path,
+            weight: Some(weight),
+        }
+    };
+    let options = PgbenchOptions {
+        scripts: vec![
+            script("cheap.sql", "SELECT 1;\n", 3),
+            script(
+                "dear.sql",
+                "\\set n random(4000, 4000)\nSELECT count(*) FROM generate_series(1, :n) g WHERE g % 7 = 3;\n",
+                1,
+            ),
+        ],
+        mode: QueryMode::Prepared,
+        scale: 1,
+        ..Default::default()
+    };
+    let Some(counts) = counted_three_times(options) else {
+        return;
+    };
+    eprintln!("instructions a transaction of the mix, three counted runs: {counts:?}");
+    assert!(spread(&counts) < 0.01, "counts spread over 1%: {counts:?}");
+}
+
+/// (max - min) / max.
+fn spread(counts: &[f64]) -> f64 {
+    let (min, max) = counts
+        .iter()
+        .fold((f64::MAX, 0.0f64), |(lo, hi), &n| (lo.min(n), hi.max(n)));
+    (max - min) / max
+}
+
+/// Three counted runs of `options` on one PostgreSQL 15 server's data,
+/// each checked as a counted run; their instructions a transaction, or
+/// `None` when the binaries or valgrind are missing (said so).
+fn counted_three_times(options: PgbenchOptions) -> Option<Vec<f64>> {
+    let bin = common::pg_bin()?;
+    let counter = common::require(
         Cachegrind::find().ok(),
         "valgrind",
         "scripts/setup.sh installs it",
-    ) else {
-        return;
-    };
+    )?;
     let work = server_work_dir();
     let run_as = RunAs::resolve(None).unwrap();
     let sockets = SocketDir::create(&run_as).unwrap();
-    let spec = template_spec(&bin, work.path(), "t", select_only_s1(), &run_as);
-    let mut runs = Runs::new(Box::new(RealMachinery), select_only_s1());
+    let spec = template_spec(&bin, work.path(), "t", options.clone(), &run_as);
+    let mut runs = Runs::new(Box::new(RealMachinery), options);
     let counted_dir = work.path().join("counted");
     std::fs::create_dir(&counted_dir).unwrap();
     let lengths = Lengths {
@@ -81,17 +138,5 @@ fn counted_runs_of_one_server_agree_to_a_fraction_of_a_percent() {
         assert!(c.short.processes >= 1, "{c:?}");
         counts.push(c.per_transaction);
     }
-    eprintln!("instructions a transaction, three counted runs: {counts:?}");
-    // A select-only transaction of PostgreSQL 15 costs about 44K
-    // instructions in its backend (DESIGN).
-    for n in &counts {
-        assert!((10_000.0..200_000.0).contains(n), "{counts:?}");
-    }
-    let (min, max) = counts
-        .iter()
-        .fold((f64::MAX, 0.0f64), |(lo, hi), &n| (lo.min(n), hi.max(n)));
-    assert!(
-        (max - min) / max < 0.01,
-        "counts spread over 1%: {counts:?}"
-    );
+    Some(counts)
 }

@@ -9,6 +9,7 @@
 //! machinery is PostgreSQL's `initdb`, `cp`, `pg_ctl` and pgbench.
 
 use crate::bench::{self, Builtin, Conn, PgbenchOptions, PgbenchReport, instruments};
+use crate::core::counts::Lengths;
 use crate::core::why::{Instrumented, InstrumentedRun, WaitEvents};
 use crate::lab::RunSpec;
 use crate::model::{LabTotals, Measurement, RunOutcome};
@@ -205,6 +206,13 @@ pub struct Runs {
     /// pgbench programs that refused `--log-prefix` (before 10): their
     /// instrumented runs go without the transaction log.
     without_log_prefix: HashSet<PathBuf>,
+    /// pgbench programs that refused `--random-seed` (before 11): their
+    /// counted runs draw unseeded.
+    without_random_seed: HashSet<PathBuf>,
+    /// The lengths the first counted run fitted (given, fitted): every
+    /// later counted run keeps them, so that the transactions between its
+    /// short and long runs are the same ones, drawn from the same seed.
+    counted_lengths: Option<(Lengths, Lengths)>,
     totals: LabTotals,
 }
 
@@ -220,6 +228,8 @@ impl Runs {
             fresh_copy_of: None,
             copies_checked: false,
             without_log_prefix: HashSet::new(),
+            without_random_seed: HashSet::new(),
+            counted_lengths: None,
             totals: LabTotals::default(),
         }
     }

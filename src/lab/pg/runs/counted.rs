@@ -18,6 +18,12 @@ const ENDING: Duration = Duration::from_secs(60);
 /// enough to hold what a culprit changed among the server's busiest.
 const KEPT_FUNCTIONS: usize = 60;
 
+/// The transactions a client of the first warm-up run, which times them.
+const PROBE: u64 = 10;
+
+/// The seed of every counted pgbench run's random draws (`--random-seed`).
+const COUNTED_SEED: u64 = 1;
+
 /// A counted pgbench run may take this long: the counter slows the
 /// server down tens of times, and a transaction count has no clock.
 const COUNTED_LIMIT: Duration = Duration::from_secs(1800);
@@ -61,9 +67,7 @@ impl Runs {
     ) -> anyhow::Result<RunOutcome> {
         self.totals.runs += 3;
         self.totals.warmup_runs += 1;
-        let warming = Instant::now();
-        self.window(running, job, counting, ("warmup1", lengths.warmup))?;
-        let lengths = lengths.fitted(warming.elapsed().as_secs_f64());
+        let lengths = self.warm_up(running, job, counting, lengths)?;
         let (short, _, short_fns) =
             self.window(running, job, counting, ("count-short", lengths.short))?;
         let (long, report, long_fns) =
@@ -91,6 +95,52 @@ impl Runs {
         }))
     }
 
+    /// Warms the server up and fits `lengths` to how long a transaction
+    /// takes under the counter ([`Lengths::fitted`]): a first pgbench run
+    /// of [`PROBE`] transactions a client times them, and a workload fast
+    /// enough to keep its lengths gets the rest of its warm-up after it.
+    /// A transaction that takes a second under the counter is then warmed
+    /// up in seconds, not in the minutes the whole warm-up would take.
+    /// The first fit is kept for every later run (a timing is never the
+    /// same twice). A pgbench that refuses `--random-seed` is remembered,
+    /// and its runs go unseeded.
+    fn warm_up(
+        &mut self,
+        running: &dyn Session,
+        job: &RunJob,
+        counting: (&dyn Counter, &Launcher),
+        lengths: Lengths,
+    ) -> anyhow::Result<Lengths> {
+        let probe = Lengths {
+            warmup: lengths.warmup.min(PROBE),
+            ..lengths
+        };
+        let warming = Instant::now();
+        let first = self.window(running, job, counting, ("warmup1", probe.warmup));
+        match first {
+            Err(e) if bench::refused_random_seed(&format!("{e:#}")) => {
+                self.without_random_seed.insert(job.pgbench.clone());
+                return self.warm_up(running, job, counting, lengths);
+            }
+            other => other?,
+        };
+        let fitted = match self.counted_lengths {
+            Some((given, fitted)) if given == lengths => fitted,
+            _ => Lengths {
+                warmup: lengths.warmup,
+                ..probe.fitted(warming.elapsed().as_secs_f64())
+            },
+        };
+        self.counted_lengths = Some((lengths, fitted));
+        if fitted == lengths && lengths.warmup > probe.warmup {
+            self.totals.runs += 1;
+            self.totals.warmup_runs += 1;
+            let rest = lengths.warmup - probe.warmup;
+            self.window(running, job, counting, ("warmup2", rest))?;
+        }
+        Ok(fitted)
+    }
+
     /// One pgbench run of `per_client` transactions a client, and what
     /// the processes it started counted.
     fn window(
@@ -103,7 +153,8 @@ impl Runs {
         let before: BTreeSet<u32> = running.server_processes().into_iter().collect();
         let counted_before: BTreeSet<u32> = counter.ended(launcher)?.into_keys().collect();
         let conn = running.conn("postgres");
-        let args = bench::counted_args(&self.options, job.spec.clients, per_client, &conn);
+        let seed = (!self.without_random_seed.contains(&job.pgbench)).then_some(COUNTED_SEED);
+        let args = bench::counted_args(&self.options, job.spec.clients, per_client, (&conn, seed));
         let out = job.output(name);
         let report =
             running.run_pgbench(&job.pgbench, &args, &job.pgbench_pin, &out, COUNTED_LIMIT)?;
