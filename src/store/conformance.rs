@@ -5,8 +5,8 @@
 
 use super::schema::Dialect;
 use super::{
-    ChangeHunt, ChangeKind, ChangeRow, ChangeStatus, DigestRow, NewNight, NightCommit, NightStatus,
-    Role, RunRow, Store, series_key,
+    ChangeHunt, ChangeKind, ChangeMark, ChangeRow, ChangeStatus, DigestRow, Mark, NewNight,
+    NightCommit, NightStatus, Role, RunRow, Store, series_key,
 };
 
 /// The migrations a store in `dialect` was written with by hand, up to
@@ -221,4 +221,61 @@ pub fn a_digest_period_is_kept_once_and_updated(open: Open) {
     let mut store = open();
     assert_eq!(store.digests("master").unwrap(), vec![first, next]);
     assert_eq!(store.digests("main").unwrap(), vec![]);
+}
+
+/// A change's mark is kept with its why and when, marking it again
+/// replaces it, and another branch sees none of it.
+pub fn a_mark_is_kept_and_replaced(open: Open) {
+    let mut store = open();
+    let n = store.begin_night(&night(86_400, &["a", "b"])).unwrap();
+    let change = ChangeRow {
+        id: 0,
+        series: "default/c8".into(),
+        before: "a".into(),
+        after: "b".into(),
+        pct: -6.0,
+        low_pct: Some(-7.0),
+        high_pct: Some(-5.0),
+        status: ChangeStatus::Confirmed,
+        first_night: n.id,
+        p_value: 0.005,
+        kind: ChangeKind::Step,
+    };
+    let id = store.add_change(&change).unwrap();
+    let other = store
+        .add_change(&ChangeRow {
+            after: "c".into(),
+            ..change.clone()
+        })
+        .unwrap();
+    assert_eq!(store.marks("master").unwrap(), vec![]);
+    let first = ChangeMark {
+        change: id,
+        mark: Mark::Wrong,
+        why: "the machine's disk was full".into(),
+        marked: 90_000,
+    };
+    store.save_mark(&first).unwrap();
+    let again = ChangeMark {
+        mark: Mark::Intended,
+        why: "the new WAL format's cost, accepted in review".into(),
+        marked: 95_000,
+        ..first.clone()
+    };
+    store.save_mark(&again).unwrap();
+    drop(store);
+    let mut store = open();
+    assert_eq!(store.marks("master").unwrap(), vec![again.clone()]);
+    assert_eq!(store.marks("main").unwrap(), vec![]);
+    let second = ChangeMark {
+        change: other,
+        ..again.clone()
+    };
+    store.save_mark(&second).unwrap();
+    assert_eq!(store.marks("master").unwrap(), vec![again, second]);
+    // The change itself is as it was.
+    assert_eq!(
+        store.changes("master").unwrap()[0],
+        ChangeRow { id, ..change }
+    );
 }

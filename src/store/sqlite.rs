@@ -8,8 +8,8 @@
 
 use super::schema::{Dialect, word};
 use super::{
-    ChangeHunt, ChangeKind, ChangeRow, ChangeStatus, DigestRow, NewNight, Night, NightCommit,
-    NightStatus, Role, RunRow, Store, StoreError,
+    ChangeHunt, ChangeKind, ChangeMark, ChangeRow, ChangeStatus, DigestRow, Mark, NewNight, Night,
+    NightCommit, NightStatus, Role, RunRow, Store, StoreError,
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use std::path::Path;
@@ -453,6 +453,20 @@ impl Store for SqliteStore {
 
     fn save_digest(&mut self, digest: &DigestRow) -> Result<(), StoreError> {
         super::sqlite_digests::save(&self.conn, digest).map_err(sql(&self.path))
+    }
+
+    fn marks(&mut self, branch: &str) -> Result<Vec<ChangeMark>, StoreError> {
+        let rows = super::marks::sqlite_marks(&self.conn, branch).map_err(sql(&self.path))?;
+        rows.into_iter()
+            .map(|(mut m, mark)| {
+                m.mark = word(&self.path, "mark", &mark, Mark::parse)?;
+                Ok(m)
+            })
+            .collect()
+    }
+
+    fn save_mark(&mut self, mark: &ChangeMark) -> Result<(), StoreError> {
+        super::marks::sqlite_save(&self.conn, mark).map_err(sql(&self.path))
     }
 }
 

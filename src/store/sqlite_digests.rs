@@ -75,7 +75,6 @@ mod tests {
         )
         .unwrap();
         drop(conn);
-        assert_eq!(VERSION, 4);
         let mut store = SqliteStore::open(&path).unwrap();
         assert_eq!(store.nights("master").unwrap().len(), 1);
         drop(store);
@@ -85,6 +84,6 @@ mod tests {
             .unwrap()
             .query_row("SELECT version FROM schema_version", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(version, 4);
+        assert_eq!(version, VERSION);
     }
 }
