@@ -115,6 +115,10 @@ pub enum WatchAction {
     Export(Box<ExportArgs>),
     /// Write the results as a static site (HTML, inline SVG charts).
     Publish(Box<PublishArgs>),
+    /// Mark a change by its number: intended (meant) or wrong (not real).
+    Mark(Box<super::watch_triage::MarkArgs>),
+    /// Hunt a change again by its number, as the watch hunts it.
+    Hunt(Box<super::watch_triage::HuntArgs>),
 }
 
 /// `pgbisect watch publish`.
@@ -187,6 +191,8 @@ pub(super) fn command(args: &WatchArgs) -> anyhow::Result<ExitCode> {
             publish(&p.place, &p.html, p.commit_url.as_deref())?;
             return Ok(ExitCode::SUCCESS);
         }
+        Some(WatchAction::Mark(m)) => return super::watch_triage::mark(m),
+        Some(WatchAction::Hunt(h)) => return super::watch_triage::hunt(h),
         None => {}
     }
     if let Some(dir) = &args.html {
@@ -228,7 +234,7 @@ fn publish(place: &Place, dir: &std::path::Path, url: Option<&str>) -> anyhow::R
 }
 
 /// The store `--store` names, if given.
-fn store_at(place: &Place) -> anyhow::Result<Option<StoreAt>> {
+pub(super) fn store_at(place: &Place) -> anyhow::Result<Option<StoreAt>> {
     let Some(text) = &place.store else {
         return Ok(None);
     };
@@ -279,7 +285,7 @@ fn exit_code(done: &Watched) -> u8 {
 
 /// The lab flags: the repository and the work dir; the user PostgreSQL
 /// runs as comes from the profile (default: postgres).
-fn lab_args(place: &Place) -> LabArgs {
+pub(super) fn lab_args(place: &Place) -> LabArgs {
     LabArgs {
         repo: place.repo.clone(),
         work_dir: place.work_dir.clone(),
@@ -313,7 +319,7 @@ fn ask(args: &WatchArgs) -> anyhow::Result<WatchAsk> {
         work: lab.work_dir()?,
         store: store_at(&args.place)?,
         branch: args.place.branch.clone(),
-        profiles: profiles(args, &lab)?,
+        profiles: profiles(&args.profile, &args.clients, &lab)?,
         choices: LabChoices {
             percentiles: args.percentiles,
             ..choices(&lab)
@@ -327,8 +333,12 @@ fn ask(args: &WatchArgs) -> anyhow::Result<WatchAsk> {
 
 /// Each `--profile` (or the default one), loaded, named and with its
 /// client counts.
-fn profiles(args: &WatchArgs, lab: &LabArgs) -> anyhow::Result<Vec<WatchedProfile>> {
-    let names: Vec<Option<String>> = match args.profile.as_slice() {
+pub(super) fn profiles(
+    given: &[String],
+    clients: &[u32],
+    lab: &LabArgs,
+) -> anyhow::Result<Vec<WatchedProfile>> {
+    let names: Vec<Option<String>> = match given {
         [] => vec![None],
         given => given.iter().cloned().map(Some).collect(),
     };
@@ -339,7 +349,7 @@ fn profiles(args: &WatchArgs, lab: &LabArgs) -> anyhow::Result<Vec<WatchedProfil
                 profile: name.clone(),
                 ..lab.clone()
             })?;
-            let clients = super::resolve::client_counts(&args.clients, &profile, &[1])?;
+            let clients = super::resolve::client_counts(clients, &profile, &[1])?;
             Ok(WatchedProfile {
                 name: series_name(name.as_deref()),
                 given: name,

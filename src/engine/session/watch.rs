@@ -21,7 +21,7 @@ use anyhow::Context;
 use std::path::{Path, PathBuf};
 
 /// Most commits of the branch's line read back from its tip.
-const LINE_LIMIT: usize = 1_000_000;
+pub(super) const LINE_LIMIT: usize = 1_000_000;
 
 /// A profile to watch, named as its series are.
 pub struct WatchedProfile {
@@ -236,7 +236,7 @@ pub(super) fn stored(
 }
 
 /// The store given, else `watch.sqlite` in the work dir.
-fn store_at(work: &WorkDir, given: Option<&StoreAt>) -> StoreAt {
+pub(super) fn store_at(work: &WorkDir, given: Option<&StoreAt>) -> StoreAt {
     given
         .cloned()
         .unwrap_or_else(|| StoreAt::in_work_dir(work.root()))
@@ -244,12 +244,12 @@ fn store_at(work: &WorkDir, given: Option<&StoreAt>) -> StoreAt {
 
 /// The name this machine's nights are kept under in a shared database:
 /// its host name.
-fn machine_name() -> String {
+pub(super) fn machine_name() -> String {
     crate::hosts::this_hostname()
 }
 
 /// The branch given, or master, or main when there is no master.
-fn branch(repo: &Repo, given: Option<&str>) -> anyhow::Result<String> {
+pub(super) fn branch(repo: &Repo, given: Option<&str>) -> anyhow::Result<String> {
     if let Some(b) = given {
         repo.resolve_branch(b)?;
         return Ok(b.to_string());
@@ -266,7 +266,11 @@ fn branch(repo: &Repo, given: Option<&str>) -> anyhow::Result<String> {
 
 /// Each profile as its lab opens and its hunts are set up: the builds
 /// share the work dir's cache (the hunts' too).
-fn profile_setups(ask: &WatchAsk, line: &[Landed], reference: Option<String>) -> Vec<ProfileSetup> {
+pub(super) fn profile_setups(
+    ask: &WatchAsk,
+    line: &[Landed],
+    reference: Option<String>,
+) -> Vec<ProfileSetup> {
     let tip = line.last().map(|l| l.commit.id.clone()).unwrap_or_default();
     ask.profiles
         .iter()
@@ -308,7 +312,10 @@ fn watched_clients(p: &WatchedProfile) -> Vec<u32> {
 }
 
 /// A lab per profile, opened from its spec.
-fn open_labs(ask: &WatchAsk, setups: &[ProfileSetup]) -> anyhow::Result<Vec<ProfileLab>> {
+pub(super) fn open_labs(
+    ask: &WatchAsk,
+    setups: &[ProfileSetup],
+) -> anyhow::Result<Vec<ProfileLab>> {
     let checker = Watch::default();
     let runs_dir = ask.work.root().join("watch").join("runs");
     crate::folders::create_dir(&runs_dir)

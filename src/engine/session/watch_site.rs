@@ -46,6 +46,7 @@ pub fn publish(
     let nights = store.nights(&branch)?;
     let runs = store.runs(&branch)?;
     let changes = store.changes(&branch)?;
+    let marks = store.marks(&branch)?;
     crate::folders::create_dir(&dir.join("hunts"))
         .with_context(|| format!("cannot create {}", dir.join("hunts").display()))?;
     let mut hunted = BTreeSet::new();
@@ -67,6 +68,7 @@ pub fn publish(
         nights: &nights,
         runs: &runs,
         changes: &changes,
+        marks: &marks,
         hunted: &hunted,
         commit_url,
     });

@@ -155,6 +155,7 @@ fn of_store(store: &mut dyn Store, line: &[Landed], row: &DigestRow) -> anyhow::
         .filter(|c| row.changes.contains(&c.id))
         .collect();
     let hunts = store.hunts(&row.branch)?;
+    let marks = store.marks(&row.branch)?;
     let subjects: Vec<(String, String)> = hunts
         .iter()
         .filter_map(|h| h.culprit.as_ref())
@@ -170,6 +171,7 @@ fn of_store(store: &mut dyn Store, line: &[Landed], row: &DigestRow) -> anyhow::
         waiting,
         hunts: &hunts,
         subjects: &subjects,
+        marks: &marks,
     }))
 }
 

@@ -124,7 +124,7 @@ pub fn folder_of(hunts: &std::path::Path, change: i64) -> PathBuf {
 
 /// The hunt's text report as the store keeps it: relative to the hunts'
 /// folder.
-fn stored_report(change: i64) -> String {
+pub(super) fn stored_report(change: i64) -> String {
     format!("{}/{REPORT_TEXT}", folder_name(change))
 }
 
@@ -222,7 +222,7 @@ pub fn hunt_changes(
 }
 
 /// How a hunt of this start ended.
-enum Ended {
+pub(super) enum Ended {
     Report(Box<HuntReport>),
     /// At the deadline, with work left for the next start.
     Stopped(String),
@@ -233,7 +233,7 @@ enum Ended {
 /// Hunts `change` (or goes on with its hunt) in `lab` at `clients`, its
 /// journal, runs and reports in `folder`; the JSON report is also kept
 /// under the name the store's readers know ([`report_json`]).
-fn hunt_one(
+pub(super) fn hunt_one(
     (lab, clients, folder): (&mut ProfileLab, u32, &HuntDir),
     change: &ChangeRow,
     line: &[Landed],

@@ -25,6 +25,7 @@ pub mod hunt;
 mod hunt_tests;
 pub mod measure;
 pub mod pick;
+pub mod rehunt;
 pub mod rounds;
 mod since;
 #[cfg(test)]

@@ -10,7 +10,9 @@
 
 use crate::model::{NAMED_SHA, sha_prefix, short_sha};
 use crate::store::NightStatus;
-use crate::store::{ChangeHunt, ChangeKind, ChangeRow, ChangeStatus, NOT_ON_THE_LINE, Night};
+use crate::store::{
+    ChangeHunt, ChangeKind, ChangeMark, ChangeRow, ChangeStatus, NOT_ON_THE_LINE, Night,
+};
 use std::fmt::Write;
 
 /// A digest ready to be told.
@@ -51,6 +53,9 @@ pub struct Facts<'a> {
     pub hunts: &'a [ChangeHunt],
     /// The subjects of the culprits named, by full id.
     pub subjects: &'a [(String, String)],
+    /// The marks people gave changes (`pgbisect watch mark`): a marked
+    /// change is told apart, not among what moved.
+    pub marks: &'a [ChangeMark],
 }
 
 /// The digest of `f`: its subject, body, Message-ID part and file name.
@@ -60,6 +65,7 @@ pub fn compose(f: &Facts) -> Digest {
         .changes
         .iter()
         .filter(|c| matches!(c.status, ChangeStatus::Confirmed | ChangeStatus::Reported))
+        .filter(|c| mark_of(c, f).is_none())
         .collect();
     let steps = |down: bool| -> Vec<&ChangeRow> {
         confirmed
@@ -113,6 +119,7 @@ pub fn compose(f: &Facts) -> Digest {
             }
         }
     }
+    marked_section(&mut out, f);
     settled_counts(&mut out, f);
     out.push('\n');
     nights_section(&mut out, (&failed, &broken, &stopped));
@@ -150,6 +157,37 @@ fn news([slower, faster, drifts]: [usize; 3], [failed, broken]: [usize; 2]) -> S
         news.push("nothing moved".into());
     }
     news.join(", ")
+}
+
+/// The mark a person gave `c`, if any.
+fn mark_of<'a>(c: &ChangeRow, f: &Facts<'a>) -> Option<&'a ChangeMark> {
+    f.marks.iter().find(|m| m.change == c.id)
+}
+
+/// The changes of the period a person marked, each with the mark and why.
+fn marked_section(out: &mut String, f: &Facts) {
+    let marked: Vec<(&ChangeRow, &ChangeMark)> = f
+        .changes
+        .iter()
+        .filter_map(|c| Some((c, mark_of(c, f)?)))
+        .collect();
+    if marked.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "Marked by hand ({}), not counted above:", marked.len());
+    for (c, m) in marked {
+        let _ = writeln!(
+            out,
+            "  #{} {} {:+.1}% between {}..{}: {}: {}",
+            c.id,
+            c.series,
+            c.pct,
+            short_sha(&c.before),
+            short_sha(&c.after),
+            m.mark.as_str(),
+            m.why
+        );
+    }
 }
 
 /// How many changes were dismissed, and how many wait.
@@ -216,7 +254,8 @@ fn change_line(c: &ChangeRow, f: &Facts) -> String {
         _ => String::new(),
     };
     format!(
-        "{} {:+.1}%{interval} between {}..{}: {}",
+        "#{} {} {:+.1}%{interval} between {}..{}: {}",
+        c.id,
         c.series,
         c.pct,
         short_sha(&c.before),

@@ -15,7 +15,8 @@ th,td{border-bottom:1px solid #ddd;padding:.25em .6em;text-align:left;vertical-a
 td.n{text-align:right;font-variant-numeric:tabular-nums}\
 svg{max-width:100%;height:auto}\
 .confirmed,.reported{color:#d62728;font-weight:bold}.candidate{color:#c25e00}\
-.dismissed{color:#777}.failed{color:#d62728}.quiet{color:#777}";
+.dismissed{color:#777}.failed{color:#d62728}.quiet{color:#777}\
+.mark-intended{color:#2c7a2c}.mark-wrong{color:#777}";
 
 /// A page's head and opening, titled `title`.
 fn open(title: &str) -> String {
@@ -190,7 +191,7 @@ fn changes_table(input: &SiteInput, changes: &[&ChangeRow], with_series: bool) -
         out.push_str("<p>No change found.</p>\n");
         return out;
     }
-    out.push_str("<table id=\"changes\">\n<tr>");
+    out.push_str("<table id=\"changes\">\n<tr><th>#</th>");
     if with_series {
         out.push_str("<th>series</th>");
     }
@@ -207,7 +208,7 @@ fn changes_table(input: &SiteInput, changes: &[&ChangeRow], with_series: bool) -
         Reverse((night.map(|n| (n.clock, n.id)), landed, c.id))
     });
     for (night, c) in changes {
-        out.push_str("<tr>");
+        let _ = write!(out, "<tr><td class=\"n\" id=\"change-{0}\">#{0}</td>", c.id);
         if with_series {
             let _ = write!(out, "<td>{}</td>", escape(&c.series));
         }
@@ -224,12 +225,12 @@ fn changes_table(input: &SiteInput, changes: &[&ChangeRow], with_series: bool) -
         let _ = writeln!(
             out,
             "<td>{at}</td><td>{} .. {}</td><td class=\"n\">{:+.1}%{interval}</td>\
-             <td class=\"{status}\">{status}</td><td>{found}</td><td>{}</td></tr>",
+             {}<td>{found}</td><td>{}</td></tr>",
             commit_link(input.commit_url, &c.before, &subject_of(input, &c.before)),
             commit_link(input.commit_url, &c.after, &subject_of(input, &c.after)),
             c.pct,
+            status_cell(input, c),
             hunt_cell(input, c),
-            status = c.status.as_str(),
         );
     }
     out.push_str("</table>\n");
@@ -245,6 +246,22 @@ fn change_night<'a>(input: &SiteInput<'a>, change: &ChangeRow) -> Option<&'a Nig
         .filter(|n| n.commits.iter().any(|m| m.id == change.after))
         .min_by_key(|n| (n.clock, n.id))
         .or_else(|| nights.iter().find(|n| n.id == change.first_night))
+}
+
+/// A change's status, and the mark a person gave it with why
+/// (`pgbisect watch mark`): a marked change is no longer shown as news.
+fn status_cell(input: &SiteInput, change: &ChangeRow) -> String {
+    let status = change.status.as_str();
+    let Some(m) = input.marks.iter().find(|m| m.change == change.id) else {
+        return format!("<td class=\"{status}\">{status}</td>");
+    };
+    format!(
+        "<td class=\"marked mark-{0}\" title=\"marked {0} on {1}\">{status}, marked \
+         <b>{0}</b>: <q class=\"why\">{2}</q></td>",
+        m.mark.as_str(),
+        date(m.marked),
+        escape(&m.why)
+    )
 }
 
 /// The hunt report's link, or why there is none.
