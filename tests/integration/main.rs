@@ -33,4 +33,5 @@ mod watch_hunt_report;
 mod watch_mail;
 mod watch_refusals;
 mod watch_site;
+mod watch_triage;
 mod workload;
