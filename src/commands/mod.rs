@@ -24,6 +24,7 @@ mod run_args;
 mod simulate;
 mod values;
 mod watch;
+mod watch_place;
 mod watch_triage;
 mod why;
 

@@ -3,7 +3,7 @@
 //! named by its number as the site and the digest show it (`#N`). The
 //! work is the session's ([`crate::engine::session::watch_triage`]).
 
-use super::watch::{Place, lab_args, profiles, store_at};
+use super::watch_place::{Place, lab_args, profiles, store_at};
 use super::{run_args::NotifyArgs, values};
 use crate::engine::session::resolved::TimeLimit;
 use crate::engine::session::watch::WatchAsk;

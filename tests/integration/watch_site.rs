@@ -358,6 +358,9 @@ fn a_marked_change_shows_its_mark_and_why_in_headless_chromium() {
             ),
             "{page}: {dom}"
         );
-        assert!(dom.contains("class=\"marked mark-intended\""), "{page}: {dom}");
+        assert!(
+            dom.contains("class=\"marked mark-intended\""),
+            "{page}: {dom}"
+        );
     }
 }
