@@ -70,6 +70,11 @@ pub struct WatchArgs {
     #[arg(long, value_name = "N", default_value_t = 1, requires = "replay",
           value_parser = every)]
     pub every: u32,
+    /// Measure the nights from now on beside this commit (a sha, tag or
+    /// branch), and later nights too; earlier points keep theirs (default:
+    /// the last night's reference; the first night: its first commit).
+    #[arg(long, value_name = "REV")]
+    pub reference: Option<String>,
     /// Mail a digest of what moved every DAYS days (0: never).
     #[arg(long, value_name = "DAYS", default_value_t = 7)]
     pub digest_every: u32,
@@ -247,6 +252,7 @@ fn ask(args: &WatchArgs) -> anyhow::Result<WatchAsk> {
         (args.per_night, args.backfill, args.rounds);
     config.max_rounds = args.max_rounds.max(args.rounds);
     config.digest_every = args.digest_every;
+    config.reference = args.reference.clone();
     config.budget = super::hunt::budget(&TimeLimit {
         budget: args.time_budget.clone(),
         deadline: args.deadline.clone(),

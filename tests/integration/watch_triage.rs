@@ -192,3 +192,67 @@ fn a_change_is_hunted_again_and_the_report_of_the_hunt_before_it_is_kept() {
     assert_eq!(out.status.code(), Some(2), "{}", said(&out));
     assert!(said(&out).contains("give the --profile"), "{}", said(&out));
 }
+
+#[test]
+fn a_moved_reference_is_kept_its_points_labelled_and_the_move_is_not_a_change() {
+    // Every commit at one level but commit 3, a quarter slower: as the
+    // reference from night 9 on, every ratio after it is 1.33 times the
+    // ones before, a step in the series that is the move, not a change.
+    let mut levels = vec![1000; 16];
+    levels[3] = 750;
+    let (repo, shas) = dated_history(&levels);
+    let tmp = tempfile::tempdir().unwrap();
+    let profile = profile(tmp.path());
+    let work = tmp.path().join("w");
+    let before = replay(&profile, "2024-01-01..2024-01-08");
+    let out = pgbisect_sub("watch", repo.path(), &work, &before);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    let mut args = replay(&profile, "2024-01-09..2024-01-14");
+    args.extend(["--reference", &shas[3][..10], "--digest-every", "0"]);
+    let out = pgbisect_sub("watch", repo.path(), &work, &args);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    let moved = format!(
+        "the reference moves from {} to {}",
+        &shas[0][..8],
+        &shas[3][..8]
+    );
+    assert!(said(&out).contains(&moved), "{}", said(&out));
+    // Later nights keep the moved reference without the flag.
+    let after = replay(&profile, "2024-01-15..2024-01-16");
+    let out = pgbisect_sub("watch", repo.path(), &work, &after);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(
+        !said(&out).contains("the reference moves"),
+        "{}",
+        said(&out)
+    );
+    let mut store = SqliteStore::open(&work.join("watch.sqlite")).unwrap();
+    let references: Vec<String> = store
+        .nights("main")
+        .unwrap()
+        .into_iter()
+        .map(|n| n.reference)
+        .collect();
+    let mut expected = vec![shas[0].clone(); 8];
+    expected.extend(vec![shas[3].clone(); 8]);
+    assert_eq!(references, expected);
+    assert_eq!(store.changes("main").unwrap(), vec![]);
+    drop(store);
+    // Every point kept, each labelled by the reference it was measured
+    // beside.
+    let site = tmp.path().join("site");
+    let out = watch_in(&work, &["publish", "--html", site.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    let page = std::fs::read_to_string(site.join("series-profile-c8.html")).unwrap();
+    assert_eq!(page.matches("class=\"point\"").count(), 16, "{page}");
+    for (sha, n) in [(&shas[0], 8), (&shas[3], 8)] {
+        let label = format!("<td class=\"reference\"><code title=\"{sha}\">");
+        assert_eq!(page.matches(&label).count(), n, "{page}");
+    }
+    // A REV the repository does not hold: exit 2, nothing run.
+    let mut bad = replay(&profile, "2024-01-17..2024-01-17");
+    bad.extend(["--reference", "no-such-rev"]);
+    let out = pgbisect_sub("watch", repo.path(), &work, &bad);
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(said(&out).contains("--reference"), "{}", said(&out));
+}

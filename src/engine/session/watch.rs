@@ -95,6 +95,9 @@ pub fn run(mut ask: WatchAsk, note: &mut dyn FnMut(&str)) -> anyhow::Result<Watc
     ask.config.branch = branch.clone();
     ask.config.machine = Some(machine_facts());
     let line = repo.first_parents(&branch, LINE_LIMIT)?;
+    if let Some(rev) = ask.config.reference.take() {
+        ask.config.reference = Some(reference_commit(&repo, &rev)?);
+    }
     let clocks = match ask.replay {
         Some(range) => replay_clocks(&line, &branch, range, note)?,
         None => vec![now()],
@@ -105,6 +108,7 @@ pub fn run(mut ask: WatchAsk, note: &mut dyn FnMut(&str)) -> anyhow::Result<Watc
     let _lock = ask.work.create_and_lock()?;
     let at = store_at(&ask.work, ask.store.as_ref());
     let mut store = at.open_watcher(&machine_name())?;
+    say_if_moved(store.as_mut(), &ask.config, note)?;
     let reference = watch::reference_for(store.as_mut(), &line, first, &ask.config)?;
     let profiles = profile_setups(&ask, &line, reference);
     let mut labs = open_labs(&ask, &profiles)?;
@@ -160,6 +164,40 @@ pub fn run(mut ask: WatchAsk, note: &mut dyn FnMut(&str)) -> anyhow::Result<Watc
         }
     }
     Ok(all)
+}
+
+/// The full SHA of `--reference REV`; a REV the repository does not
+/// hold is a usage error.
+fn reference_commit(repo: &Repo, rev: &str) -> anyhow::Result<String> {
+    repo.resolve(rev).map(|c| c.id).map_err(|e| {
+        UsageError(format!(
+            "--reference: {e}; give a commit, tag or branch of the repository"
+        ))
+        .into()
+    })
+}
+
+/// Says when `cfg.reference` moves the reference the nights so far were
+/// measured beside: the points from now on are ratios to the new one.
+fn say_if_moved(
+    store: &mut dyn Store,
+    cfg: &WatchConfig,
+    note: &mut dyn FnMut(&str),
+) -> anyhow::Result<()> {
+    let Some(to) = &cfg.reference else {
+        return Ok(());
+    };
+    let last = store.nights(&cfg.branch)?.pop();
+    if let Some(from) = last.map(|n| n.reference).filter(|from| from != to) {
+        note(&format!(
+            "the reference moves from {} to {}: the nights from now on are measured beside \
+             it, the points before it keep their reference, and changes are looked for among \
+             the points of one reference",
+            crate::model::short_sha(&from),
+            crate::model::short_sha(to)
+        ));
+    }
+    Ok(())
 }
 
 /// The nights of the replay `(since, until, every)`; one asked to start

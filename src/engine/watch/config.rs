@@ -46,6 +46,10 @@ pub struct WatchConfig {
     pub machine: Option<String>,
     /// Days a digest covers (the `digest` module); 0: no digest.
     pub digest_every: u32,
+    /// The commit the nights begun from now on are measured beside (its
+    /// full SHA, once the session resolved `--reference`); `None`: the
+    /// last night's, and on the first night the first commit it measures.
+    pub reference: Option<String>,
 }
 
 /// The detector's setting: the looser one of the study behind it
@@ -86,6 +90,7 @@ impl WatchConfig {
             budget: None,
             machine: None,
             digest_every: 7,
+            reference: None,
         }
     }
 }

@@ -315,18 +315,28 @@ fn commit_link(template: Option<&str>, sha: &str, subject: &str) -> String {
 fn points_table(input: &SiteInput, slots: &[Slot]) -> String {
     let mut out = String::from(
         "<h2>Points</h2>\n<p class=\"quiet\">Newest night first.</p>\n<table id=\"points\">\n<tr><th>night</th><th>commit</th>\
-         <th>subject</th><th>ratio</th><th>spread</th><th>tps</th><th>reference tps</th></tr>\n",
+         <th>subject</th><th>ratio</th><th>spread</th><th>tps</th><th>reference tps</th>\
+         <th>reference</th></tr>\n",
     );
     for slot in slots.iter().rev() {
         match slot {
             Slot::Point(p, spread) => {
                 let spread =
                     spread.map_or_else(String::new, |s| format!("{:.4} .. {:.4}", s.low, s.high));
+                // The commit its ratio is to: the night's (`--reference`
+                // moves it; earlier points keep theirs).
+                let reference = input
+                    .nights
+                    .iter()
+                    .find(|n| n.id == p.night)
+                    .map_or_else(String::new, |n| {
+                        commit_link(input.commit_url, &n.reference, "")
+                    });
                 let _ = writeln!(
                     out,
                     "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{:.4}</td>\
                      <td class=\"n\">{spread}</td><td class=\"n\">{:.1}</td>\
-                     <td class=\"n\">{:.1}</td></tr>",
+                     <td class=\"n\">{:.1}</td><td class=\"reference\">{reference}</td></tr>",
                     date(p.clock),
                     commit_link(input.commit_url, &p.commit, ""),
                     escape(&p.subject),
@@ -338,7 +348,7 @@ fn points_table(input: &SiteInput, slots: &[Slot]) -> String {
             Slot::Failed(n) => {
                 let _ = writeln!(
                     out,
-                    "<tr class=\"failed\"><td>{}</td><td>{}</td><td colspan=\"5\">night failed: \
+                    "<tr class=\"failed\"><td>{}</td><td>{}</td><td colspan=\"6\">night failed: \
                      {}</td></tr>",
                     date(n.clock),
                     commit_link(input.commit_url, &n.tip, ""),
