@@ -144,6 +144,10 @@ Examples:
   password in PGPASSWORD or ~/.pgpass, not on the command line):
     pgbisect watch --store postgres://watcher@db.example.org/perf --deadline 07:00
 
+  A drop that was meant, marked by its number on the site (#7); hunted again:
+    pgbisect watch mark 7 intended --why 'the cost of the new WAL format'
+    pgbisect watch hunt 7 --profile select-only
+
   The results as a static site, points linked to gitweb:
     pgbisect watch publish --html site \\
       --commit-url 'https://git.postgresql.org/gitweb/?p=postgresql.git;a=commit;h={sha}'
