@@ -28,6 +28,22 @@ pub fn written_before(dialect: Dialect) -> Vec<String> {
         .collect()
 }
 
+/// A SQLite file at `path` made by the migrations written before, up to
+/// `version`, holding one night of master (id 1): an older store to open.
+pub fn sqlite_file_at_version(path: &std::path::Path, version: usize) {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    for m in &written_before(Dialect::Sqlite)[..version] {
+        conn.execute_batch(m).unwrap();
+    }
+    conn.execute_batch(&format!(
+        "CREATE TABLE schema_version (version INTEGER NOT NULL);
+         INSERT INTO schema_version (version) VALUES ({version});
+         INSERT INTO nights (id, clock, branch, tip, status, reference)
+             VALUES (1, 86400, 'master', 'a', 'done', 'ref');"
+    ))
+    .unwrap();
+}
+
 /// Opens the store under test anew, on the same database each time.
 pub type Open<'a> = &'a mut dyn FnMut() -> Box<dyn Store>;
 

@@ -538,18 +538,7 @@ mod tests {
         let before = conformance::written_before(Dialect::Sqlite);
         for version in 1..=before.len() {
             let path = dir.path().join(format!("v{version}.sqlite"));
-            let conn = Connection::open(&path).unwrap();
-            for migration in &before[..version] {
-                conn.execute_batch(migration).unwrap();
-            }
-            conn.execute_batch(&format!(
-                "CREATE TABLE schema_version (version INTEGER NOT NULL);
-                 INSERT INTO schema_version (version) VALUES ({version});
-                 INSERT INTO nights (id, clock, branch, tip, status, reference)
-                     VALUES (1, 86400, 'master', 'a', 'done', 'ref');"
-            ))
-            .unwrap();
-            drop(conn);
+            conformance::sqlite_file_at_version(&path, version);
             let mut store = SqliteStore::open(&path).unwrap();
             assert_eq!(store.nights("master").unwrap().len(), 1, "v{version}");
             drop(store);

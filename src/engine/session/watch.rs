@@ -110,16 +110,9 @@ pub fn run(mut ask: WatchAsk, note: &mut dyn FnMut(&str)) -> anyhow::Result<Watc
     let mut store = at.open_watcher(&machine_name())?;
     say_if_moved(store.as_mut(), &ask.config, note)?;
     let reference = watch::reference_for(store.as_mut(), &line, first, &ask.config)?;
-    let profiles = profile_setups(&ask, &line, reference);
-    let mut labs = open_labs(&ask, &profiles)?;
-    crate::proc::install_signal_handlers().context("cannot install the signal handlers")?;
+    let (hunter, mut labs) = hunter_and_labs(&ask, &line, reference)?;
     let mut follow = Aftercare {
-        hunter: Hunter {
-            profiles,
-            why_runs: ask.why_runs,
-            work: ask.work.clone(),
-            watch: Watch::default(),
-        },
+        hunter,
         notifier: ask.notifier,
         unsent: Vec::new(),
     };
@@ -164,6 +157,26 @@ pub fn run(mut ask: WatchAsk, note: &mut dyn FnMut(&str)) -> anyhow::Result<Watc
         }
     }
     Ok(all)
+}
+
+/// The labs of `ask`'s profiles, opened beside `reference`, and what
+/// their hunts run with; from here a signal stops the work between two
+/// runs.
+pub(super) fn hunter_and_labs(
+    ask: &WatchAsk,
+    line: &[Landed],
+    reference: Option<String>,
+) -> anyhow::Result<(Hunter, Vec<ProfileLab>)> {
+    let profiles = profile_setups(ask, line, reference);
+    let labs = open_labs(ask, &profiles)?;
+    crate::proc::install_signal_handlers().context("cannot install the signal handlers")?;
+    let hunter = Hunter {
+        profiles,
+        why_runs: ask.why_runs,
+        work: ask.work.clone(),
+        watch: Watch::default(),
+    };
+    Ok((hunter, labs))
 }
 
 /// The full SHA of `--reference REV`; a REV the repository does not
@@ -304,11 +317,7 @@ pub(super) fn branch(repo: &Repo, given: Option<&str>) -> anyhow::Result<String>
 
 /// Each profile as its lab opens and its hunts are set up: the builds
 /// share the work dir's cache (the hunts' too).
-pub(super) fn profile_setups(
-    ask: &WatchAsk,
-    line: &[Landed],
-    reference: Option<String>,
-) -> Vec<ProfileSetup> {
+fn profile_setups(ask: &WatchAsk, line: &[Landed], reference: Option<String>) -> Vec<ProfileSetup> {
     let tip = line.last().map(|l| l.commit.id.clone()).unwrap_or_default();
     ask.profiles
         .iter()
@@ -350,10 +359,7 @@ fn watched_clients(p: &WatchedProfile) -> Vec<u32> {
 }
 
 /// A lab per profile, opened from its spec.
-pub(super) fn open_labs(
-    ask: &WatchAsk,
-    setups: &[ProfileSetup],
-) -> anyhow::Result<Vec<ProfileLab>> {
+fn open_labs(ask: &WatchAsk, setups: &[ProfileSetup]) -> anyhow::Result<Vec<ProfileLab>> {
     let checker = Watch::default();
     let runs_dir = ask.work.root().join("watch").join("runs");
     crate::folders::create_dir(&runs_dir)
@@ -408,7 +414,7 @@ fn machine_facts() -> String {
     .to_string()
 }
 
-fn now() -> i64 {
+pub(super) fn now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)

@@ -4,22 +4,17 @@
 //! change again as the watcher hunts it ([`crate::engine::watch::rehunt`]).
 
 use super::watch::{
-    HUNTS, LINE_LIMIT, WatchAsk, branch, machine_name, open_labs, profile_setups, store_at, stored,
+    HUNTS, LINE_LIMIT, WatchAsk, branch, hunter_and_labs, machine_name, now, store_at, stored,
 };
-use super::watch_hunts::Hunter;
-use crate::engine::watch::hunt::{ChangeAsk, Finding, Follow, Hunting};
+use super::watch_hunts::Aftercare;
+use crate::engine::watch;
+use crate::engine::watch::hunt::Hunting;
 use crate::engine::watch::rehunt::{self, Rehunted};
-use crate::engine::watch::{self, Watched};
 use crate::error::UsageError;
-use crate::lab::Lab;
-use crate::machine::steady::Watch;
-use crate::progress::Progress;
 use crate::repo::Repo;
-use crate::report::findings::HuntReport;
 use crate::store::place::StoreAt;
 use crate::store::{ChangeMark, ChangeRow, Mark, Store, series_key};
 use crate::workspace::WorkDir;
-use anyhow::Context;
 
 /// What marking a change did.
 #[derive(Debug, Clone, PartialEq)]
@@ -118,15 +113,14 @@ pub fn hunt_again(
     keep_its_profile(&mut ask, &change)?;
     let clock = line.last().map_or(0, |l| l.committed);
     let reference = watch::reference_for(store.as_mut(), &line, clock, &ask.config)?;
-    let profiles = profile_setups(&ask, &line, reference);
-    let mut labs = open_labs(&ask, &profiles)?;
-    crate::proc::install_signal_handlers().context("cannot install the signal handlers")?;
-    let mut follow = HuntOnly(Hunter {
-        profiles,
-        why_runs: ask.why_runs,
-        work: ask.work.clone(),
-        watch: Watch::default(),
-    });
+    let (hunter, mut labs) = hunter_and_labs(&ask, &line, reference)?;
+    // Nobody is told from here: a finding never mailed is mailed by the
+    // watcher's next start, one mailed is not mailed again.
+    let mut follow = Aftercare {
+        hunter,
+        notifier: ask.notifier,
+        unsent: Vec::new(),
+    };
     let mut hunting = Hunting {
         dir: ask.work.root().join(HUNTS),
         follow: &mut follow,
@@ -172,39 +166,4 @@ fn keep_its_profile(ask: &mut WatchAsk, change: &ChangeRow) -> anyhow::Result<()
     profile.clients = measures(&profile.name).into_iter().collect();
     ask.profiles = vec![profile];
     Ok(())
-}
-
-/// The watcher's hunts with nobody told: a finding hunted again by hand
-/// is shown on the terminal and on the site, and a finding never told is
-/// told by the watcher's next start.
-struct HuntOnly(Hunter);
-
-impl Follow for HuntOnly {
-    fn hunt(
-        &mut self,
-        asked: &ChangeAsk,
-        lab: &mut dyn Lab,
-        progress: &mut dyn Progress,
-    ) -> anyhow::Result<HuntReport> {
-        self.0.hunt(asked, lab, progress)
-    }
-
-    fn mail(&mut self, _finding: &Finding) -> anyhow::Result<bool> {
-        Ok(false)
-    }
-}
-
-/// What the night's text tells of a hunt: the change and where it stands.
-pub fn shown(done: &Rehunted) -> Watched {
-    Watched {
-        hunts: vec![done.hunted.clone()],
-        stopped: done.stopped.clone(),
-        ..Watched::default()
-    }
-}
-
-fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
 }

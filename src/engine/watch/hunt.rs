@@ -124,7 +124,7 @@ pub fn folder_of(hunts: &std::path::Path, change: i64) -> PathBuf {
 
 /// The hunt's text report as the store keeps it: relative to the hunts'
 /// folder.
-pub(super) fn stored_report(change: i64) -> String {
+fn stored_report(change: i64) -> String {
     format!("{}/{REPORT_TEXT}", folder_name(change))
 }
 
@@ -189,12 +189,7 @@ pub fn hunt_changes(
                     out.stopped = Some(reason);
                     break;
                 }
-                Ended::Off => hunt.outcome = Some(NOT_ON_THE_LINE.into()),
-                Ended::Report(report) => {
-                    hunt.outcome = Some(report.outcome.as_str().to_string());
-                    hunt.culprit = report.culprits.first().map(|c| c.commit.clone());
-                    hunt.report = Some(stored_report(change.id));
-                }
+                ended => ended.record(&mut hunt),
             }
             store.save_hunt(&hunt)?;
         }
@@ -228,6 +223,21 @@ pub(super) enum Ended {
     Stopped(String),
     /// Its commits are no longer on the line.
     Off,
+}
+
+impl Ended {
+    /// Keeps in `hunt` what an ended hunt came to (nothing when stopped).
+    pub(super) fn record(&self, hunt: &mut ChangeHunt) {
+        match self {
+            Ended::Stopped(_) => {}
+            Ended::Off => hunt.outcome = Some(NOT_ON_THE_LINE.into()),
+            Ended::Report(report) => {
+                hunt.outcome = Some(report.outcome.as_str().to_string());
+                hunt.culprit = report.culprits.first().map(|c| c.commit.clone());
+                hunt.report = Some(stored_report(hunt.change));
+            }
+        }
+    }
 }
 
 /// Hunts `change` (or goes on with its hunt) in `lab` at `clients`, its

@@ -13,9 +13,9 @@
 //! told is told by the next start of the watcher.
 
 use super::config::{ProfileLab, WatchConfig};
-use super::hunt::{Ended, Hunted, Hunting, folder_name, folder_of, hunt_one, stored_report};
+use super::hunt::{Ended, Hunted, Hunting, folder_name, folder_of, hunt_one};
 use crate::repo::Landed;
-use crate::store::{ChangeHunt, ChangeKind, ChangeRow, ChangeStatus, NOT_ON_THE_LINE, Store};
+use crate::store::{ChangeHunt, ChangeKind, ChangeRow, ChangeStatus, Store};
 use crate::workspace::HuntDir;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
@@ -82,24 +82,14 @@ pub fn hunt_again(
     store.save_hunt(&hunt)?;
     let folder = HuntDir::at(&path);
     let lab = &mut labs[profile];
-    let mut stopped = None;
-    match hunt_one(
-        (lab, clients, &folder),
-        change,
-        line,
-        cfg,
-        hunting.follow,
-        note,
-    )? {
-        Ended::Stopped(reason) => stopped = Some(reason),
-        Ended::Off => hunt.outcome = Some(NOT_ON_THE_LINE.into()),
-        Ended::Report(report) => {
-            hunt.outcome = Some(report.outcome.as_str().to_string());
-            hunt.culprit = report.culprits.first().map(|c| c.commit.clone());
-            hunt.report = Some(stored_report(change.id));
-        }
-    }
+    let asked = (lab, clients, &folder);
+    let ended = hunt_one(asked, change, line, cfg, hunting.follow, note)?;
+    ended.record(&mut hunt);
     store.save_hunt(&hunt)?;
+    let stopped = match ended {
+        Ended::Stopped(reason) => Some(reason),
+        _ => None,
+    };
     Ok(Rehunted {
         hunted: Hunted {
             change: change.clone(),

@@ -115,7 +115,7 @@ pub fn compose(f: &Facts) -> Digest {
         if !list.is_empty() {
             let _ = writeln!(out, "{title} ({}):", list.len());
             for c in list.iter() {
-                let _ = writeln!(out, "  {}", change_line(c, f));
+                let _ = writeln!(out, "  {}", change_line(c, &hunt_words(c, f)));
             }
         }
     }
@@ -176,17 +176,8 @@ fn marked_section(out: &mut String, f: &Facts) {
     }
     let _ = writeln!(out, "Marked by hand ({}), not counted above:", marked.len());
     for (c, m) in marked {
-        let _ = writeln!(
-            out,
-            "  #{} {} {:+.1}% between {}..{}: {}: {}",
-            c.id,
-            c.series,
-            c.pct,
-            short_sha(&c.before),
-            short_sha(&c.after),
-            m.mark.as_str(),
-            m.why
-        );
+        let said = format!("{}: {}", m.mark.as_str(), m.why);
+        let _ = writeln!(out, "  {}", change_line(c, &said));
     }
 }
 
@@ -246,21 +237,20 @@ fn nights_section(out: &mut String, (failed, broken, stopped): (&[&Night], &[&Ni
     }
 }
 
-/// A confirmed change: its series, size with interval, kind, commits and
-/// what its hunt came to.
-fn change_line(c: &ChangeRow, f: &Facts) -> String {
+/// A confirmed change: its number, series, size with interval, commits,
+/// and `said` of it (what its hunt came to, or its mark).
+fn change_line(c: &ChangeRow, said: &str) -> String {
     let interval = match (c.low_pct, c.high_pct) {
         (Some(lo), Some(hi)) => format!(" (interval {lo:+.1}% to {hi:+.1}%)"),
         _ => String::new(),
     };
     format!(
-        "#{} {} {:+.1}%{interval} between {}..{}: {}",
+        "#{} {} {:+.1}%{interval} between {}..{}: {said}",
         c.id,
         c.series,
         c.pct,
         short_sha(&c.before),
         short_sha(&c.after),
-        hunt_words(c, f)
     )
 }
 

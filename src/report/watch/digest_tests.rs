@@ -198,7 +198,7 @@ fn a_marked_change_is_told_apart_with_its_mark_and_not_counted_as_slower() {
 Slower (1):
   #2 select-only/c64 -6.0% (interval -7.5% to -4.5%) between 2b2b2b2b..2a2a2a2a: not hunted yet
 Marked by hand (1), not counted above:
-  #1 select-only/c64 -12.3% between 1b1b1b1b..1a1a1a1a: intended: the cost of the new WAL format
+  #1 select-only/c64 -12.3% (interval -13.8% to -10.8%) between 1b1b1b1b..1a1a1a1a: intended: the cost of the new WAL format
 ";
     assert!(digest.body.contains(expected), "{}", digest.body);
 }
