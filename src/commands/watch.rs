@@ -70,9 +70,9 @@ pub struct WatchArgs {
     #[arg(long, value_name = "N", default_value_t = 1, requires = "replay",
           value_parser = every)]
     pub every: u32,
-    /// Measure the nights from now on beside this commit (a sha, tag or
-    /// branch), and later nights too; earlier points keep theirs (default:
-    /// the last night's reference; the first night: its first commit).
+    /// Measure tonight's commits and every later night's beside this
+    /// commit (a sha, tag or branch); earlier points keep their reference
+    /// (default: the last night's; a first night: its first commit).
     #[arg(long, value_name = "REV")]
     pub reference: Option<String>,
     /// Mail a digest of what moved every DAYS days (0: never).
