@@ -126,10 +126,29 @@ impl Mail {
     /// Sends the message `render` makes (see [`crate::report::email`],
     /// where every message is put together) from an envelope dated now.
     fn send(&self, render: impl FnOnce(&Envelope5322) -> String) -> anyhow::Result<()> {
-        let message = render(&Envelope5322::now(&self.from, &self.to));
+        self.send_cc(&[], render)
+    }
+
+    /// [`Mail::send`], to `cc` as well (a Cc header, and a recipient of
+    /// the envelope).
+    fn send_cc(
+        &self,
+        cc: &[String],
+        render: impl FnOnce(&Envelope5322) -> String,
+    ) -> anyhow::Result<()> {
+        let cc: Vec<String> = cc
+            .iter()
+            .filter(|a| !self.to.contains(a))
+            .cloned()
+            .collect();
+        let message = render(&Envelope5322 {
+            cc: cc.clone(),
+            ..Envelope5322::now(&self.from, &self.to)
+        });
+        let all: Vec<String> = self.to.iter().chain(&cc).cloned().collect();
         self.transport
-            .send(&self.from, &self.to, &message)
-            .with_context(|| format!("cannot mail {}", self.to.join(", ")))
+            .send(&self.from, &all, &message)
+            .with_context(|| format!("cannot mail {}", all.join(", ")))
     }
 }
 
@@ -182,39 +201,45 @@ impl Notifier {
         problems
     }
 
-    /// Tells of a finding of the watcher: the command gets the hunt's end
-    /// in its environment, and the mail `subject` and `body` goes out under
-    /// a Message-ID made of `id_part` alone, the same each time (see
-    /// [`crate::report::email::stable_message_id`]). `Ok(false)` when
-    /// nobody is to be told; an error when the command or the mail failed.
-    pub fn deliver_finding(
-        &self,
-        end: &HuntEnd,
-        (subject, body): (&str, &str),
-        id_part: &str,
-    ) -> anyhow::Result<bool> {
-        if let Some(command) = &self.command {
-            run_command(command, end)?;
-        }
-        self.mail_only((subject, body), id_part)?;
-        Ok(self.command.is_some() || self.mail.is_some())
+    /// Runs `--notify-cmd` for a finding of the watcher, the hunt's end in
+    /// its environment: `Ok(false)` when there is no command; an error
+    /// when it failed. Its mail goes apart ([`Notifier::mail_only`]), so
+    /// that each way is recorded as it is taken.
+    pub fn command_only(&self, end: &HuntEnd) -> anyhow::Result<bool> {
+        let Some(command) = &self.command else {
+            return Ok(false);
+        };
+        run_command(command, end)?;
+        Ok(true)
+    }
+
+    /// Whether anybody is told at all: a command or a mail.
+    pub fn tells_anyone(&self) -> bool {
+        self.command.is_some() || self.mail.is_some()
     }
 
     /// Mails `subject` and `body` to `--mail-to` under a Message-ID made
-    /// of `id_part` alone, as [`Notifier::deliver_finding`] does, without
-    /// the command (the watcher's digest is no hunt's end). The Message-ID
+    /// of `id_part` alone, the same each time (see
+    /// [`crate::report::email::stable_message_id`]). The Message-ID
     /// once mailed; `None` when no mail is configured; an error when the
     /// mail was refused.
-    pub fn mail_only(
+    pub fn mail_only(&self, text: (&str, &str), id_part: &str) -> anyhow::Result<Option<String>> {
+        self.mail_cc(text, id_part, &[])
+    }
+
+    /// [`Notifier::mail_only`], to `cc` as well (a Cc header): a finding to
+    /// its culprit's author.
+    pub fn mail_cc(
         &self,
         (subject, body): (&str, &str),
         id_part: &str,
+        cc: &[String],
     ) -> anyhow::Result<Option<String>> {
         let Some(mail) = &self.mail else {
             return Ok(None);
         };
         let mut id = String::new();
-        mail.send(|env| {
+        mail.send_cc(cc, |env| {
             let (stable, message) =
                 crate::report::email::render_stable(subject, body, id_part, &env.header_envelope());
             id = stable;

@@ -135,6 +135,7 @@ fn envelope(args: &ReportArgs, hunt: &HuntDir) -> anyhow::Result<report::Envelop
     Ok(report::Envelope {
         from,
         to: args.to.clone(),
+        cc: String::new(),
         date_unix: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64),

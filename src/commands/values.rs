@@ -67,6 +67,12 @@ pub fn commit_url(text: &str) -> Result<String, String> {
     ))
 }
 
+/// `--site-url`: where the `--html` site is served (see
+/// [`SiteUrl::parse`](crate::report::watch::site::links::SiteUrl::parse)).
+pub fn site_url(text: &str) -> Result<crate::report::watch::site::links::SiteUrl, String> {
+    crate::report::watch::site::links::SiteUrl::parse(text)
+}
+
 /// `SINCE..UNTIL`, two real dates (see [`crate::engine::watch::pick::parse_range`]).
 pub fn replay_range(text: &str) -> Result<String, String> {
     crate::engine::watch::pick::parse_range(text).map(|_| text.to_string())

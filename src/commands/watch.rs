@@ -11,13 +11,15 @@ use super::values;
 use super::watch_place::{Place, lab_args, profiles, store_at};
 use crate::engine::session::resolved::TimeLimit;
 use crate::engine::session::watch::{self as session, WatchAsk};
-use crate::engine::session::watch_site;
+use crate::engine::session::watch_site::{self, SiteLinks};
+use crate::engine::watch::owed::Owed;
 use crate::engine::watch::{WatchConfig, Watched, pick};
 use crate::error::{
     EXIT_CULPRIT_FOUND, EXIT_INCONCLUSIVE, EXIT_NO_REGRESSION, EXIT_RUNTIME_ERROR, UsageError,
 };
 use crate::lab::open::LabChoices;
 use crate::report::watch::night;
+use crate::report::watch::site::links::SiteUrl;
 use crate::store::ChangeStatus;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
@@ -84,9 +86,17 @@ pub struct WatchArgs {
     /// With --html: a commit's web page, {sha} standing for its id.
     #[arg(long, value_name = "URL", requires = "html", value_parser = values::commit_url)]
     pub commit_url: Option<String>,
+    /// Where the site is served (e.g. https://perf.example.org/pgbisect/):
+    /// mails link a change's page and its hunt report's there.
+    #[arg(long, value_name = "URL", value_parser = values::site_url)]
+    pub site_url: Option<SiteUrl>,
     /// Who is told of each change hunted to its commit, and of the digest.
     #[command(flatten)]
     pub tell: NotifyArgs,
+    /// With --mail-to: send each finding to its culprit's author as well
+    /// (Cc: the author's address from the commit).
+    #[arg(long, requires = "mail_to", help_heading = super::args::OUTPUT_HEADING)]
+    pub cc_author: bool,
 }
 
 /// What else `watch` does.
@@ -112,6 +122,9 @@ pub struct PublishArgs {
     /// https://git.postgresql.org/gitweb/?p=postgresql.git;a=commit;h={sha}
     #[arg(long, value_name = "URL", value_parser = values::commit_url)]
     pub commit_url: Option<String>,
+    /// Where the site is served: the feed's links are absolute with it.
+    #[arg(long, value_name = "URL", value_parser = values::site_url)]
+    pub site_url: Option<SiteUrl>,
     #[command(flatten)]
     pub place: Place,
 }
@@ -153,13 +166,14 @@ Examples:
       --commit-url 'https://git.postgresql.org/gitweb/?p=postgresql.git;a=commit;h={sha}'
 
 Exit codes:
-  0  a change was confirmed tonight (measured again side by side)
+  0  a change was confirmed tonight (measured again side by side), or a
+     finding told
   1  no change confirmed
   2  usage error
   3  the night (or a hunt) stopped at its deadline, or a change is not yet
      confirmed (the next start goes on)
-  4  runtime error, or a finding or digest not delivered (it stays owed:
-     the next start sends it again)";
+  4  runtime error, or a finding or digest owed: not delivered (refused
+     by the relay, sendmail or --notify-cmd); the next start sends it, once";
 
 /// `pgbisect watch`: flags in, the night's summary out.
 pub(super) fn command(args: &WatchArgs) -> anyhow::Result<ExitCode> {
@@ -173,7 +187,7 @@ pub(super) fn command(args: &WatchArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
         Some(WatchAction::Publish(p)) => {
-            publish(&p.place, &p.html, p.commit_url.as_deref())?;
+            publish(&p.place, &p.html, links(&p.commit_url, &p.site_url))?;
             return Ok(ExitCode::SUCCESS);
         }
         Some(WatchAction::Mark(m)) => return super::watch_triage::mark(m),
@@ -195,20 +209,28 @@ pub(super) fn command(args: &WatchArgs) -> anyhow::Result<ExitCode> {
     })?;
     print!("{}", crate::shown::visible(&night::text(&done.shown())));
     if let Some(dir) = &args.html {
-        publish(&args.place, dir, args.commit_url.as_deref())?;
+        publish(&args.place, dir, links(&args.commit_url, &args.site_url))?;
     }
-    if !done.unsent.is_empty() {
-        return Ok(ExitCode::from(unsent(&done.unsent)));
+    if !done.owed.is_empty() {
+        return Ok(ExitCode::from(owed(&done.owed)));
     }
     Ok(ExitCode::from(exit_code(&done)))
 }
 
+/// How the site links out, from `--commit-url` and `--site-url`.
+fn links<'a>(commit: &'a Option<String>, site: &'a Option<SiteUrl>) -> SiteLinks<'a> {
+    SiteLinks {
+        commit: commit.as_deref(),
+        site: site.as_ref(),
+    }
+}
+
 /// Writes the site of the work dir's results to `dir`.
-fn publish(place: &Place, dir: &std::path::Path, url: Option<&str>) -> anyhow::Result<()> {
+fn publish(place: &Place, dir: &std::path::Path, links: SiteLinks) -> anyhow::Result<()> {
     check_writable_folder(dir, "--html")?;
     let work = lab_args(place).work_dir()?;
     let store = store_at(place)?;
-    let done = watch_site::publish(&work, store.as_ref(), place.branch.as_deref(), dir, url)?;
+    let done = watch_site::publish(&work, store.as_ref(), place.branch.as_deref(), dir, links)?;
     eprintln!(
         "{} page(s) and {} hunt report(s) written: {}",
         done.pages,
@@ -218,28 +240,32 @@ fn publish(place: &Place, dir: &std::path::Path, url: Option<&str>) -> anyhow::R
     Ok(())
 }
 
-/// Says which messages did not go out, and that they stay owed; the
-/// exit code that tells cron's reader to look.
-fn unsent(reasons: &[String]) -> u8 {
-    for reason in reasons {
-        eprintln!(
-            "pgbisect: error: not delivered: {}",
-            crate::shown::visible_line(reason)
-        );
+/// Says which messages are owed (and why the last try failed, when this
+/// start tried), and that the next start sends them; the exit code that
+/// tells cron's reader to look.
+fn owed(owed: &[Owed]) -> u8 {
+    for o in owed {
+        let line = match &o.why {
+            Some(why) => format!("not delivered: {}: {why}", o.what),
+            None => format!("owed: {} (not told yet)", o.what),
+        };
+        eprintln!("pgbisect: error: {}", crate::shown::visible_line(&line));
     }
     eprintln!(
-        "hint: {} message(s) stay owed and the next start sends them again; check the \
-         relay (--smtp) or the local sendmail, e.g. its log, before then",
-        reasons.len()
+        "hint: {} message(s) stay owed and the next start sends them, each once; check \
+         the relay (--smtp), the local sendmail or the --notify-cmd before then",
+        owed.len()
     );
     EXIT_RUNTIME_ERROR
 }
 
-/// 0: a change confirmed tonight; 1: none; 3: a night stopped at its
-/// deadline or a change left unconfirmed (the next start goes on).
+/// 0: a change confirmed, or a finding told, tonight; 1: none; 3: a night
+/// stopped at its deadline or a change left unconfirmed (the next start
+/// goes on).
 fn exit_code(done: &Watched) -> u8 {
     let status = |s| done.changes.iter().any(|c| c.status == s);
-    if status(ChangeStatus::Confirmed) {
+    let told = done.hunts.iter().any(|h| h.hunt.mailed.is_some());
+    if status(ChangeStatus::Confirmed) || told {
         EXIT_CULPRIT_FOUND
     } else if done.stopped.is_some() || status(ChangeStatus::Candidate) {
         EXIT_INCONCLUSIVE
@@ -257,6 +283,8 @@ fn ask(args: &WatchArgs) -> anyhow::Result<WatchAsk> {
     config.max_rounds = args.max_rounds.max(args.rounds);
     config.digest_every = args.digest_every;
     config.reference = args.reference.clone();
+    config.site_url = args.site_url.clone();
+    config.reported_by = reported_by(&args.tell);
     config.budget = super::hunt::budget(&TimeLimit {
         budget: args.time_budget.clone(),
         deadline: args.deadline.clone(),
@@ -280,8 +308,19 @@ fn ask(args: &WatchArgs) -> anyhow::Result<WatchAsk> {
         config,
         replay: replay.map(|(since, until)| (since, until, args.every)),
         notifier: args.tell.notifier()?,
+        cc_author: args.cc_author,
         why_runs: Some(crate::engine::why::DEFAULT_RUNS),
     })
+}
+
+/// Who a finding's `Reported-by:` trailer credits: the watcher, by the
+/// address its mail comes from.
+fn reported_by(tell: &NotifyArgs) -> String {
+    let from = tell.mail_from.clone();
+    format!(
+        "pgbisect watch <{}>",
+        from.unwrap_or_else(crate::notify::default_sender)
+    )
 }
 
 /// `--every`: the days between two replayed nights, at least 1.

@@ -124,6 +124,7 @@ pub(super) fn hunt(args: &HuntArgs) -> anyhow::Result<ExitCode> {
         config,
         replay: None,
         notifier: NotifyArgs::default().notifier()?,
+        cc_author: false,
         why_runs: Some(crate::engine::why::DEFAULT_RUNS),
     };
     let done = session::hunt_again(ask, args.change, &mut |line| {

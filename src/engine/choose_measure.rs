@@ -14,7 +14,9 @@ use crate::core::choose_measure::{Picked, pick};
 use crate::core::counts::Measure;
 use crate::core::decide::{self, Comparison, DecisionConfig};
 use crate::engine::hunt::HuntError;
+use crate::engine::journaled_run::{self, Made};
 use crate::journal::{Event, Journal};
+use crate::lab::reuse::Pool;
 use crate::lab::{Lab, RunSpec};
 use crate::model::{Commit, Prepared, RunOutcome};
 use crate::progress::{Progress, ProgressEvent};
@@ -178,21 +180,15 @@ fn one_run(
                 seconds: None,
             };
             let made = match sampled.measure {
-                Measure::Tps => lab.run(commit, spec),
-                Measure::Instructions => lab.counted_run(commit, spec),
+                Measure::Tps => Made::Timed,
+                Measure::Instructions => Made::Counted,
             };
-            let outcome = match made {
-                Err(_) if stopping() => return Err(HuntError::Interrupted.into()),
-                other => other?,
-            };
-            if stopping() && !matches!(outcome, RunOutcome::Measured(_)) {
-                // Cut short by the stop, not a failure of the commit: not journaled.
-                return Err(HuntError::Interrupted.into());
-            }
-            sampled
-                .journal
-                .append(&Event::run_here(run, commit, clients, &outcome))?;
-            outcome
+            journaled_run::make(
+                lab,
+                (commit, spec, made),
+                Some(&mut sampled.journal),
+                stopping,
+            )?
         }
     };
     let figure = match &outcome {
@@ -220,7 +216,23 @@ fn chosen(picked: Picked, tps: Option<Comparison>, counts: Option<Comparison>) -
         why: picked.why,
         tps,
         counts,
+        reused: 0,
     }
+}
+
+/// The runs of the endpoints that choosing `chosen` made on the measure
+/// it chose, from their journal among `journals` (tps, counts): the
+/// hunt's first runs of them ([`crate::lab::reuse`]).
+pub fn reusable(
+    chosen: &Chosen,
+    journals: (&Path, &Path),
+    (good, bad): (&Commit, &Commit),
+) -> anyhow::Result<Pool> {
+    let journal = match chosen.measure {
+        Measure::Tps => journals.0,
+        Measure::Instructions => journals.1,
+    };
+    Ok(Pool::from_events(&Journal::load(journal)?, &[good, bad]))
 }
 
 /// Tps, chosen because the endpoints could not be measured both ways.

@@ -12,6 +12,7 @@
 pub mod choose_measure;
 pub mod compare;
 pub mod hunt;
+pub mod journaled_run;
 pub mod judge;
 pub mod release_check;
 pub mod session;

@@ -21,6 +21,7 @@
 use crate::core::decide::{self, Comparison, DecisionConfig, Verdict};
 use crate::engine::hunt::HuntError;
 use crate::engine::hunt::budget::{Budget, human};
+use crate::engine::journaled_run::{self, Made};
 use crate::journal::{Event, Journal};
 use crate::lab::replay::ReplayLab;
 use crate::lab::{Lab, RunSpec};
@@ -159,24 +160,17 @@ pub fn measure(
             }
             run += 1;
             let stopping = || interrupt.as_ref().is_some_and(|f| f.load(Ordering::SeqCst));
-            let outcome = match lab.run(
-                commit,
-                RunSpec {
-                    clients,
-                    run,
-                    seconds: None,
-                },
-            ) {
-                Err(_) if stopping() => return Err(HuntError::Interrupted.into()),
-                other => other?,
+            let spec = RunSpec {
+                clients,
+                run,
+                seconds: None,
             };
-            if stopping() && !matches!(outcome, RunOutcome::Measured(_)) {
-                // Cut short by the stop, not a failure of the commit: not journaled.
-                return Err(HuntError::Interrupted.into());
-            }
-            if let Some(j) = journal.as_deref_mut() {
-                j.append(&Event::run_here(run, commit, clients, &outcome))?;
-            }
+            let outcome = journaled_run::make(
+                lab,
+                (commit, spec, Made::Timed),
+                journal.as_deref_mut(),
+                &stopping,
+            )?;
             let value = match &outcome {
                 RunOutcome::Measured(m) if m.tps.is_finite() && m.tps > 0.0 => Some(m.tps),
                 _ => None,

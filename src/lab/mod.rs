@@ -23,6 +23,7 @@ pub mod open;
 pub mod pg;
 pub mod pool;
 pub mod replay;
+pub mod reuse;
 pub mod sim;
 pub(crate) mod spread;
 

@@ -145,6 +145,14 @@ fn envelope(from: &str, to: &[String]) -> anyhow::Result<Envelope> {
     Envelope::new(Some(from), to).context("a message needs at least one recipient")
 }
 
+/// The address of a commit's author as git gives it (`Name <email>`),
+/// when it is one a transport will accept.
+pub fn address_of(author: &str) -> Option<String> {
+    let (_, rest) = author.rsplit_once('<')?;
+    let addr = rest.strip_suffix('>')?.trim();
+    valid_address(addr).then(|| addr.to_string())
+}
+
 /// Whether `addr` is a mail address a transport will accept.
 pub fn valid_address(addr: &str) -> bool {
     addr.parse::<Address>().is_ok()
@@ -185,6 +193,8 @@ pub fn hostname() -> String {
 pub struct Envelope5322 {
     pub from: String,
     pub to: Vec<String>,
+    /// Told as well, in a Cc header (a culprit's author).
+    pub cc: Vec<String>,
     /// Seconds since the epoch.
     pub date: i64,
     /// Right-hand side of the Message-ID.
@@ -197,6 +207,7 @@ impl Envelope5322 {
         crate::report::Envelope {
             from: self.from.clone(),
             to: self.to.join(", "),
+            cc: self.cc.join(", "),
             date_unix: self.date,
         }
     }
@@ -209,6 +220,7 @@ impl Envelope5322 {
         Envelope5322 {
             from: from.to_string(),
             to: to.to_vec(),
+            cc: Vec::new(),
             date: i64::try_from(date).unwrap_or(0),
             host: hostname(),
         }
@@ -255,6 +267,7 @@ mod tests {
         let env = Envelope5322 {
             from: "pgbisect@bench".into(),
             to: vec!["perf@example.org".into()],
+            cc: vec![],
             date: 0,
             host: "bench".into(),
         };
@@ -268,6 +281,24 @@ mod tests {
         assert_eq!(smtp.matches('\r').count(), smtp.matches('\n').count());
         assert!(smtp.split("\r\n").all(|l| l.len() <= 998));
         assert!(!unix.lines().any(|l| l.starts_with("Bcc:")), "{unix}");
+    }
+
+    #[test]
+    fn an_authors_address_is_read_from_name_and_email() {
+        let read = |a: &str| address_of(a);
+        assert_eq!(
+            read("Tom Lane <tgl@sss.pgh.pa.us>").as_deref(),
+            Some("tgl@sss.pgh.pa.us")
+        );
+        assert_eq!(read("A <b> C <d@e.org>").as_deref(), Some("d@e.org"));
+        for bad in [
+            "Tom Lane",
+            "Tom <>",
+            "Tom <not an address>",
+            "Tom <a@b.org> x",
+        ] {
+            assert_eq!(read(bad), None, "{bad}");
+        }
     }
 
     #[test]

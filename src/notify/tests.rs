@@ -33,6 +33,7 @@ fn envelope() -> Envelope5322 {
     Envelope5322 {
         from: "pgbisect@bench".into(),
         to: vec!["hackers@example.org".into()],
+        cc: vec![],
         date: 1_796_276_907,
         host: "bench".into(),
     }

@@ -75,17 +75,26 @@ pub fn chosen_section(report: &HuntReport) -> Option<Section> {
             ),
         ),
     ];
+    let mut blocks = vec![
+        Block::Paragraph(
+            "Asked to choose (--measure auto), the hunt measured both endpoints on tps \
+             and on instruction counts, interleaved, before the search."
+                .into(),
+        ),
+        Block::Facts(facts),
+        Block::Paragraph(format!("Why: {}.", chosen.why)),
+    ];
+    if chosen.reused > 0 {
+        blocks.push(Block::Paragraph(format!(
+            "The {} runs of the endpoints on {} made choosing are the hunt's first runs \
+             of them: they were not made again.",
+            chosen.reused,
+            chosen.measure.name()
+        )));
+    }
     Some(Section {
         heading: "Measure chosen at the endpoints".into(),
-        blocks: vec![
-            Block::Paragraph(
-                "Asked to choose (--measure auto), the hunt measured both endpoints on tps \
-                 and on instruction counts, interleaved, before the search."
-                    .into(),
-            ),
-            Block::Facts(facts),
-            Block::Paragraph(format!("Why: {}.", chosen.why)),
-        ],
+        blocks,
     })
 }
 
@@ -278,6 +287,45 @@ mod tests {
         assert!(
             text.contains("instructions a transaction, by function"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn the_chosen_measure_says_when_its_runs_were_the_hunts_first() {
+        let mut report = counted();
+        let mut chosen = crate::report::findings::MeasureChosen {
+            measure: Measure::Instructions,
+            why: "counts rose by 6.0%".into(),
+            tps: None,
+            counts: None,
+            reused: 0,
+        };
+        report.measure_chosen = Some(chosen.clone());
+        let paragraphs = |report: &HuntReport| -> Vec<String> {
+            chosen_section(report)
+                .unwrap()
+                .blocks
+                .into_iter()
+                .filter_map(|b| match b {
+                    Block::Paragraph(p) => Some(p),
+                    _ => None,
+                })
+                .collect()
+        };
+        assert!(
+            !paragraphs(&report)
+                .iter()
+                .any(|p| p.contains("not made again"))
+        );
+        chosen.reused = 7;
+        report.measure_chosen = Some(chosen);
+        let said = paragraphs(&report);
+        assert!(
+            said.iter().any(
+                |p| p.starts_with("The 7 runs of the endpoints on instructions")
+                    && p.ends_with("not made again.")
+            ),
+            "{said:?}"
         );
     }
 }

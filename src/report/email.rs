@@ -14,6 +14,8 @@ use base64::Engine;
 pub struct Envelope {
     pub from: String,
     pub to: String,
+    /// The Cc header's addresses, comma-separated; empty: no Cc header.
+    pub cc: String,
     /// Seconds since the Unix epoch.
     pub date_unix: i64,
 }
@@ -80,7 +82,7 @@ const FOLD_AT: usize = 78;
 /// or NUL never reaches the relay) and one longer than [`MAX_LINE`] is
 /// wrapped at a space. Lines end with CRLF.
 pub fn render_with_id(subject: &str, body: &str, id: &str, envelope: &Envelope) -> String {
-    let headers = [
+    let mut headers = vec![
         folded("From:", &plain_words(&envelope.from)),
         folded("To:", &plain_words(&envelope.to)),
         format!("Date: {}", rfc5322_date(envelope.date_unix)),
@@ -90,6 +92,9 @@ pub fn render_with_id(subject: &str, body: &str, id: &str, envelope: &Envelope) 
         "Content-Type: text/plain; charset=utf-8".to_string(),
         "Content-Transfer-Encoding: 8bit".to_string(),
     ];
+    if !envelope.cc.is_empty() {
+        headers.insert(2, folded("Cc:", &plain_words(&envelope.cc)));
+    }
     let mut out = headers.join("\r\n");
     out.push_str("\r\n\r\n");
     for line in body.lines() {
@@ -271,6 +276,26 @@ mod tests {
         for w in &words {
             assert!(w.len() <= 75 && w.is_ascii(), "{w}");
         }
+    }
+
+    #[test]
+    fn a_cc_is_a_header_after_to_only_when_given() {
+        let mut env = Envelope {
+            from: "pgbisect@bench.example.org".into(),
+            to: "perf@example.org".into(),
+            cc: String::new(),
+            date_unix: 0,
+        };
+        let head = |env: &Envelope| {
+            let message = render_with_id("s", "b", "<i@x>", env);
+            let (head, _) = message.split_once("\r\n\r\n").unwrap();
+            head.lines().map(str::to_string).collect::<Vec<_>>()
+        };
+        assert!(!head(&env).iter().any(|l| l.starts_with("Cc:")));
+        env.cc = "tgl@sss.pgh.pa.us\r\nBcc: x@y".into();
+        let lines = head(&env);
+        assert_eq!(lines[1], "To: perf@example.org");
+        assert_eq!(lines[2], "Cc: tgl@sss.pgh.pa.us Bcc: x@y");
     }
 
     #[test]

@@ -20,6 +20,7 @@ fn envelope() -> Envelope {
     Envelope {
         from: "pgbisect <pgbisect@bench.example.org>".into(),
         to: "pgsql-hackers@lists.postgresql.org".into(),
+        cc: String::new(),
         date_unix: 1_796_276_907,
     }
 }

@@ -338,6 +338,10 @@ pub struct MeasureChosen {
     pub why: String,
     pub tps: Option<Comparison>,
     pub counts: Option<Comparison>,
+    /// How many of the runs made choosing were taken by the hunt as its
+    /// first runs of the endpoints (not made again).
+    #[serde(default)]
+    pub reused: usize,
 }
 
 /// A release tag off master's line measured, before the search, against

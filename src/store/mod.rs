@@ -343,9 +343,11 @@ pub struct ChangeHunt {
     /// The text report once written, as `change-<id>/report.txt` (its
     /// `report.json` beside it); like `dir`, never read back as a place.
     pub report: Option<String>,
-    /// When the finding was mailed (seconds since the epoch): never again.
+    /// When the finding was told (seconds since the epoch), by mail and
+    /// by the command: never again.
     pub mailed: Option<i64>,
-    /// The Message-ID it was mailed with.
+    /// The Message-ID it was mailed with, kept as soon as the mail went
+    /// out: set while `mailed` is not, only the command is still owed.
     pub message_id: Option<String>,
 }
 

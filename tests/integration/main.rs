@@ -30,6 +30,7 @@ mod store_postgres;
 mod store_tls;
 mod watch_cli;
 mod watch_hunt_report;
+mod watch_links;
 mod watch_mail;
 mod watch_refusals;
 mod watch_site;

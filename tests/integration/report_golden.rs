@@ -15,6 +15,7 @@ fn envelope() -> Envelope {
     Envelope {
         from: "Jane Doe <jane@example.org>".into(),
         to: "pgsql-hackers@lists.postgresql.org".into(),
+        cc: String::new(),
         date_unix: 1_796_276_907, // Thu, 03 Dec 2026 05:48:27 +0000
     }
 }

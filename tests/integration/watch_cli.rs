@@ -253,3 +253,64 @@ fn a_quiet_replay_mails_the_digest_alone_and_once() {
     );
     assert_eq!(server.messages().len(), 1);
 }
+
+/// Today (UTC), as `date` says it.
+fn today() -> String {
+    let out = std::process::Command::new("date")
+        .args(["-u", "+%F"])
+        .output()
+        .expect("date runs");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn a_first_start_is_labelled_today_and_each_backfilled_night_by_its_commits_day() {
+    let (repo, shas) = dated_history(&[1000; 6]);
+    let tmp = tempfile::tempdir().unwrap();
+    let profile = profile(tmp.path());
+    let first = ["--profile", profile.to_str().unwrap(), "--clients", "8"];
+    // The commits landed in January 2024: a start now backfills nothing
+    // (the branch stood at its tip all of the last 30 days) and measures
+    // the tip tonight, labelled today.
+    let before = today();
+    let out = watch(repo.path(), &tmp.path().join("now"), &first);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let nights: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("night of "))
+        .collect();
+    assert_eq!(nights.len(), 1, "{stdout}");
+    let day = nights[0]
+        .strip_prefix("night of ")
+        .and_then(|l| l.get(..10))
+        .unwrap_or("");
+    assert!(day == before || day == today(), "{stdout}");
+    // A replayed first night backfills the 3 days before it, each night
+    // labelled by the time its commit landed (noon), tonight by its own.
+    let mut replayed = first.to_vec();
+    replayed.extend(["--replay", "2024-01-06..2024-01-06", "--backfill", "3"]);
+    replayed.extend(["--per-night", "1"]);
+    let out = watch(repo.path(), &tmp.path().join("replayed"), &replayed);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let labels: Vec<String> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("night of "))
+        .map(|l| l.split(':').next().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            "2024-01-03T12",
+            "2024-01-04T12",
+            "2024-01-05T12",
+            "2024-01-06T23"
+        ],
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("reference {}", &shas[2][..8])),
+        "{stdout}"
+    );
+}

@@ -153,6 +153,30 @@ fn html_naming_a_file_is_refused_naming_html_and_a_new_folder_is_taken() {
     assert!(site.join("index.html").is_file());
 }
 
+#[test]
+fn a_site_url_that_is_not_a_web_address_says_what_to_give() {
+    let setup = Setup::new();
+    for (given, why) in [
+        (
+            "perf.example.org/pgbisect",
+            "is not an http:// or https:// URL",
+        ),
+        ("javascript:alert(1)", "is not an http:// or https:// URL"),
+        ("https://perf.example.org/?page=1", "a query (?)"),
+    ] {
+        setup.refused(
+            &["--site-url", given],
+            &[
+                "--site-url",
+                given,
+                why,
+                "give the address the --html folder is served at",
+                "e.g. https://perf.example.org/pgbisect/",
+            ],
+        );
+    }
+}
+
 /// A port on this machine nothing listens at.
 fn closed_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -178,6 +202,8 @@ fn mail_with_no_way_out_is_refused_as_a_hunt_refuses_it() {
         &["--notify-cmd", "no-such-notifier --all"],
         &["--notify-cmd", "not found in PATH"],
     );
+    // A culprit's author is only mailed beside somebody mailed anyway.
+    setup.refused(&["--cc-author"], &["--cc-author", "--mail-to <ADDR>"]);
     if Path::new("/usr/sbin/sendmail").exists() {
         return; // This machine has one: the watcher mails through it.
     }

@@ -175,7 +175,7 @@ fn published(dir: &Path) -> PathBuf {
 
 /// Headless Chromium, or `None` when the test is skipped (see
 /// `common::require`).
-fn chromium() -> Option<PathBuf> {
+pub(crate) fn chromium() -> Option<PathBuf> {
     let path = PathBuf::from(CHROMIUM);
     require(
         path.is_file().then_some(path),
@@ -186,7 +186,7 @@ fn chromium() -> Option<PathBuf> {
 
 /// Runs Chromium headless on `url` with `extra` flags, in a profile of
 /// its own, killed after two minutes; its stdout and stderr.
-fn browse(chromium: &Path, url: &str, extra: &[&str]) -> (String, String) {
+pub(crate) fn browse(chromium: &Path, url: &str, extra: &[&str]) -> (String, String) {
     let profile = tempfile::tempdir().unwrap();
     let out_dir = tempfile::tempdir().unwrap();
     let (stdout, stderr) = (out_dir.path().join("out"), out_dir.path().join("err"));
@@ -236,7 +236,7 @@ fn browse(chromium: &Path, url: &str, extra: &[&str]) -> (String, String) {
 /// What the pages' console said, in Chromium's log (`INFO:CONSOLE:1]
 /// "Uncaught Error: ..."`): the pages run no script, so any message is
 /// one too many.
-fn console_lines(log: &str) -> Vec<&str> {
+pub(crate) fn console_lines(log: &str) -> Vec<&str> {
     log.lines()
         .filter(|l| l.contains(":CONSOLE") || l.contains("Uncaught"))
         .collect()

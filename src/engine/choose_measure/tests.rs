@@ -121,3 +121,28 @@ fn counting_that_fails_leaves_the_hunt_to_tps_and_says_why() {
     );
     assert_eq!(chosen.counts, None);
 }
+
+#[test]
+fn the_chosen_measures_runs_are_offered_to_the_hunt() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut lab = Ends::new([1000.0, 940.0], [40_000.0, 42_400.0]);
+    let chosen = choose_in(&mut lab, tmp.path());
+    assert_eq!(chosen.measure, Measure::Instructions, "{}", chosen.why);
+    let journals = (
+        tmp.path().join("tps.jsonl"),
+        tmp.path().join("counts.jsonl"),
+    );
+    let (good, bad) = (Commit::bare("a"), Commit::bare("b"));
+    let pool = reusable(&chosen, (&journals.0, &journals.1), (&good, &bad)).unwrap();
+    assert_eq!(
+        pool.len(),
+        lab.counted,
+        "every counted run, none of the timed"
+    );
+    let on_tps = Chosen {
+        measure: Measure::Tps,
+        ..chosen
+    };
+    let timed = reusable(&on_tps, (&journals.0, &journals.1), (&good, &bad)).unwrap();
+    assert_eq!(timed.len(), lab.runs);
+}

@@ -14,6 +14,7 @@ use crate::engine::release_check;
 use crate::error::{EXIT_CULPRIT_FOUND, EXIT_INCONCLUSIVE, EXIT_NO_REGRESSION, UsageError};
 use crate::files::write_file;
 use crate::lab::held::Held;
+use crate::lab::reuse::Pool;
 use crate::machine::steady::Watch;
 use crate::model::LabTotals;
 use crate::progress::{Progress, ProgressEvent};
@@ -57,7 +58,7 @@ pub fn run(
     let interrupt =
         crate::proc::install_signal_handlers().context("cannot install the interrupt handler")?;
     let watch = Watch::default();
-    let (hunt, chosen) = decide_measure(hunt, (progress.as_mut(), &interrupt), &watch)?;
+    let (hunt, chosen, reuse) = decide_measure(hunt, (progress.as_mut(), &interrupt), &watch)?;
     let plan = &hunt.plan;
     let opened = open(plan, hunt.key()?, lock)?;
     let held = crate::lab::held::take(
@@ -100,6 +101,7 @@ pub fn run(
         watch: &watch,
         release,
         measure_chosen: chosen,
+        reuse,
         why_failure: WhyFailure::Stops,
     };
     let report = super::runner::run(run, lab.as_mut(), progress.as_mut())?;
@@ -135,19 +137,23 @@ fn open(plan: &Plan, key: PlanKey, lock: crate::workspace::Lock) -> anyhow::Resu
 /// wall seconds).
 type ChosenAndSpent = (Chosen, (LabTotals, f64));
 
+/// The hunt deciding on the measure chosen, the choice, and the runs it
+/// made that the hunt takes as its first ([`choose_measure::reusable`]).
+type Decided = (HuntPlan, Option<ChosenAndSpent>, Pool);
+
 /// `--measure auto`: the hunt deciding on the measure its endpoints
-/// chose ([`crate::engine::choose_measure`]), and the choice; the hunt
-/// as it is when its measure was given. The choice's runs are journaled
+/// chose ([`crate::engine::choose_measure`]), the choice and its runs on
+/// that measure; the hunt as it is when its measure was given. The choice's runs are journaled
 /// in the folder of the hunt on tps, so a resumed hunt replays them and
 /// comes to the same folder.
 fn decide_measure(
     hunt: &HuntPlan,
     (progress, interrupt): (&mut dyn Progress, &Arc<AtomicBool>),
     watch: &Watch,
-) -> anyhow::Result<(HuntPlan, Option<ChosenAndSpent>)> {
+) -> anyhow::Result<Decided> {
     let given = &hunt.plan;
     let Some(counter) = given.auto_counter.as_deref() else {
-        return Ok((hunt.clone(), None));
+        return Ok((hunt.clone(), None, Pool::default()));
     };
     if crate::lab::held::elsewhere(&hunt.hosts, &given.profile.hosts) {
         return Err(UsageError(
@@ -184,7 +190,8 @@ fn decide_measure(
     let mut decided = hunt.clone();
     decided.plan = given.deciding_on(chosen.measure, Some(counter));
     let spent = (lab.totals(), started.elapsed().as_secs_f64());
-    Ok((decided, Some((chosen, spent))))
+    let reuse = choose_measure::reusable(&chosen, (&timed, &counted), (&given.good, &given.bad))?;
+    Ok((decided, Some((chosen, spent)), reuse))
 }
 
 /// When the good end was moved from a release to where it left master's

@@ -25,6 +25,7 @@ use crate::lab::Lab;
 use crate::lab::held::Held;
 use crate::lab::open::build_settings;
 use crate::lab::replay::ReplayLab;
+use crate::lab::reuse::{Pool, Reusing};
 use crate::machine::Machine;
 use crate::machine::steady::{self, Watch};
 use crate::model::{Commit, LabTotals, RunOutcome};
@@ -60,6 +61,9 @@ pub struct HuntRun<'a> {
     /// The measure chosen at the endpoints (`--measure auto`), with what
     /// this start spent choosing it (the lab's totals, wall seconds).
     pub measure_chosen: Option<(MeasureChosen, (LabTotals, f64))>,
+    /// Runs of the endpoints made before the search on the measure the
+    /// hunt decides on (choosing it): the hunt's first runs of them.
+    pub reuse: Pool,
     pub why_failure: WhyFailure,
 }
 
@@ -83,7 +87,15 @@ pub fn run(
 ) -> anyhow::Result<HuntReport> {
     let plan = &run.hunt.plan;
     let past = Journal::past(&run.folder.journal(), run.names)?;
-    let mut lab = ReplayLab::new(lab, &past.events);
+    let pending = run.reuse.clone().without_journaled(&past.events);
+    if !pending.is_empty() {
+        progress.event(&ProgressEvent::Note(format!(
+            "the endpoints' {} runs made choosing the measure are the hunt's first runs of them",
+            pending.len()
+        )));
+    }
+    let mut reusing = Reusing::new(lab, pending);
+    let mut lab = ReplayLab::new(&mut reusing, &past.events);
     say_resumed(&lab, &past, run.folder, progress);
     let mut journal = journal(&run, progress)?;
     let mut machine = match run.held {
@@ -124,7 +136,8 @@ pub fn run(
     }
     machine.steadiness = run.watch.seen();
     complete(&mut report, run.hunt, machine, run.release)?;
-    if let Some((chosen, (lab, wall))) = run.measure_chosen {
+    if let Some((mut chosen, (lab, wall))) = run.measure_chosen {
+        chosen.reused = run.reuse.taken(&Journal::load(&run.folder.journal())?);
         report.measure_chosen = Some(chosen);
         report.totals.add_work(&lab, wall);
     }

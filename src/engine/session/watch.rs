@@ -6,7 +6,7 @@
 use super::watch_hunts::{Aftercare, Hunter, ProfileSetup};
 use crate::engine::watch::digest::Tell;
 use crate::engine::watch::hunt::Hunting;
-use crate::engine::watch::{self, ProfileLab, WatchConfig, Watched};
+use crate::engine::watch::{self, ProfileLab, WatchConfig, Watched, owed};
 use crate::error::UsageError;
 use crate::lab::open::{LabChoices, LabSpec};
 use crate::machine::steady::Watch;
@@ -50,6 +50,8 @@ pub struct WatchAsk {
     pub replay: Option<(i64, i64, u32)>,
     /// Who is told of each hunted change.
     pub notifier: Notifier,
+    /// Each finding mailed to its culprit's author too.
+    pub cc_author: bool,
     /// Runs a side of the why-runs after a hunt; `None`: none.
     pub why_runs: Option<usize>,
 }
@@ -66,8 +68,8 @@ pub const DIGESTS: &str = "digests";
 struct Digests<'a> {
     notifier: &'a Notifier,
     dir: PathBuf,
-    /// Why each digest mailed was not.
-    unsent: Vec<String>,
+    /// Each digest mailed that was not, and why.
+    unsent: Vec<(String, String)>,
 }
 
 impl Tell for Digests<'_> {
@@ -81,8 +83,7 @@ impl Tell for Digests<'_> {
             .mail_only((&digest.subject, &digest.body), &digest.message_id_part);
         if let Err(e) = &told {
             let period = digest.file_name.trim_end_matches(".txt");
-            self.unsent
-                .push(format!("the digest of the period to {period}: {e:#}"));
+            self.unsent.push((owed::digest(period), format!("{e:#}")));
         }
         told
     }
@@ -114,9 +115,11 @@ pub fn run(mut ask: WatchAsk, note: &mut dyn FnMut(&str)) -> anyhow::Result<Watc
     let mut follow = Aftercare {
         hunter,
         notifier: ask.notifier,
+        cc_author: ask.cc_author,
         unsent: Vec::new(),
     };
     let mut all = Watched::default();
+    let mut tried = Vec::new();
     for clock in clocks {
         // A replay walks thousands of nights, most of them idle: a signal
         // stops it between two as it stops a night between two runs.
@@ -140,8 +143,8 @@ pub fn run(mut ask: WatchAsk, note: &mut dyn FnMut(&str)) -> anyhow::Result<Watc
         };
         let period = (&ask.config, clock);
         watch::digest::after_night(store.as_mut(), &line, period, &mut digests, note)?;
-        all.unsent.append(&mut digests.unsent);
-        all.unsent.append(&mut follow.unsent);
+        tried.append(&mut digests.unsent);
+        tried.append(&mut follow.unsent);
         all.nights.extend(w.nights);
         all.measured.extend(w.measured);
         all.changes.extend(w.changes);
@@ -156,6 +159,8 @@ pub fn run(mut ask: WatchAsk, note: &mut dyn FnMut(&str)) -> anyhow::Result<Watc
             break;
         }
     }
+    let telling = follow.notifier.tells_anyone();
+    all.owed = owed::owed(store.as_mut(), &branch, telling, &tried)?;
     Ok(all)
 }
 

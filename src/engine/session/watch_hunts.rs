@@ -67,6 +67,7 @@ impl Hunter {
             watch: &self.watch,
             release: None,
             measure_chosen: None,
+            reuse: Default::default(),
             why_failure: WhyFailure::Noted,
         };
         super::runner::run(run, lab, progress)
@@ -161,9 +162,11 @@ fn flags_for(profile: &Profile, config: &HuntConfig) -> (PlanFlags, Shaping) {
 pub struct Aftercare {
     pub hunter: Hunter,
     pub notifier: Notifier,
-    /// Why each finding told tonight was not (its mail refused, its
-    /// command failed).
-    pub unsent: Vec<String>,
+    /// Mail each finding to its culprit's author as well (Cc).
+    pub cc_author: bool,
+    /// Each finding told tonight that was not, and why (its mail
+    /// refused, its command failed).
+    pub unsent: Vec<(String, String)>,
 }
 
 impl Follow for Aftercare {
@@ -176,7 +179,20 @@ impl Follow for Aftercare {
         self.hunter.hunt(asked, lab, progress)
     }
 
-    fn mail(&mut self, finding: &Finding) -> anyhow::Result<bool> {
+    fn mail(&mut self, finding: &Finding) -> anyhow::Result<Option<String>> {
+        let author = (finding.report.culprits.first())
+            .filter(|_| self.cc_author)
+            .and_then(|c| crate::notify::mail::address_of(&c.author));
+        let told = self.notifier.mail_cc(
+            (&finding.subject, &finding.body),
+            &finding.message_id_part,
+            author.as_slice(),
+        );
+        self.noted(finding, &told);
+        told
+    }
+
+    fn command(&mut self, finding: &Finding) -> anyhow::Result<bool> {
         let exit_code = match finding.report.outcome {
             HuntOutcome::CulpritFound => EXIT_CULPRIT_FOUND,
             HuntOutcome::NoRegression => EXIT_NO_REGRESSION,
@@ -189,16 +205,19 @@ impl Follow for Aftercare {
             report: Some(finding.hunt.report_text()),
             work_dir: Some(self.hunter.work.root().to_path_buf()),
         };
-        let told = self.notifier.deliver_finding(
-            &end,
-            (&finding.subject, &finding.body),
-            &finding.message_id_part,
-        );
-        if let Err(e) = &told {
-            self.unsent
-                .push(format!("the finding of {}: {e:#}", finding.change.series));
+        let ran = self.notifier.command_only(&end);
+        self.noted(finding, &ran);
+        ran
+    }
+}
+
+impl Aftercare {
+    /// Keeps why `finding` was not told, when it was not.
+    fn noted<T>(&mut self, finding: &Finding, told: &anyhow::Result<T>) {
+        if let Err(e) = told {
+            let what = crate::engine::watch::owed::finding(finding.change);
+            self.unsent.push((what, format!("{e:#}")));
         }
-        told
     }
 }
 

@@ -119,6 +119,7 @@ pub fn hunt_again(
     let mut follow = Aftercare {
         hunter,
         notifier: ask.notifier,
+        cc_author: false,
         unsent: Vec::new(),
     };
     let mut hunting = Hunting {

@@ -7,6 +7,7 @@ use crate::core::change_points::ChangeOptions;
 use crate::core::decide::DecisionConfig;
 use crate::engine::hunt::budget::Budget;
 use crate::lab::Lab;
+use crate::report::watch::site::links::SiteUrl;
 
 /// One profile's lab and the client counts it is measured at.
 pub struct ProfileLab {
@@ -50,6 +51,12 @@ pub struct WatchConfig {
     /// full SHA, once the session resolved `--reference`); `None`: the
     /// last night's, and on the first night the first commit it measures.
     pub reference: Option<String>,
+    /// Where the `--html` site is served: a finding's mail and the digest
+    /// link a change's page and its hunt report's there.
+    pub site_url: Option<SiteUrl>,
+    /// Who a finding's `Reported-by:` trailer credits: the watcher, with
+    /// the address its mail comes from.
+    pub reported_by: String,
 }
 
 /// The detector's setting: the looser one of the study behind it
@@ -91,6 +98,8 @@ impl WatchConfig {
             machine: None,
             digest_every: 7,
             reference: None,
+            site_url: None,
+            reported_by: "pgbisect watch".into(),
         }
     }
 }

@@ -15,6 +15,7 @@ use super::config::WatchConfig;
 use super::pick::DAY;
 use crate::repo::Landed;
 use crate::report::watch::digest::{Digest, Facts, compose};
+use crate::report::watch::site::links::SiteUrl;
 use crate::store::{ChangeRow, ChangeStatus, DigestRow, Night, Store};
 
 /// Who is told of a digest.
@@ -51,7 +52,13 @@ pub fn after_night(
         .filter(|r| r.written.is_some() && r.sent.is_none())
     {
         crate::proc::check_interrupt()?;
-        told.extend(tell_one(store, line, (row.clone(), clock), tell, note)?);
+        told.extend(tell_one(
+            store,
+            (line, cfg),
+            (row.clone(), clock),
+            tell,
+            note,
+        )?);
     }
     let mut open = match rows.iter().rev().find(|r| r.written.is_none()) {
         Some(r) => r.clone(),
@@ -70,7 +77,7 @@ pub fn after_night(
     open.changes = settled_since(store, &cfg.branch, &rows)?;
     crate::proc::check_interrupt()?;
     let next = open_period(&cfg.branch, day_start(clock).max(open.end), length);
-    told.extend(tell_one(store, line, (open, clock), tell, note)?);
+    told.extend(tell_one(store, (line, cfg), (open, clock), tell, note)?);
     store.save_digest(&next)?;
     Ok(told)
 }
@@ -107,12 +114,12 @@ fn settled_since(
 /// went; the digest when it was told.
 fn tell_one(
     store: &mut dyn Store,
-    line: &[Landed],
+    (line, cfg): (&[Landed], &WatchConfig),
     (mut row, clock): (DigestRow, i64),
     tell: &mut dyn Tell,
     note: &mut dyn FnMut(&str),
 ) -> anyhow::Result<Option<Digest>> {
-    let digest = of_store(store, line, &row)?;
+    let digest = of_store(store, line, &row, cfg.site_url.as_ref())?;
     let told = match tell.digest(&digest) {
         Ok(id) => {
             row.sent = Some(clock);
@@ -133,7 +140,12 @@ fn tell_one(
 }
 
 /// The digest of `row`'s period, from what the store holds now.
-fn of_store(store: &mut dyn Store, line: &[Landed], row: &DigestRow) -> anyhow::Result<Digest> {
+fn of_store(
+    store: &mut dyn Store,
+    line: &[Landed],
+    row: &DigestRow,
+    site_url: Option<&SiteUrl>,
+) -> anyhow::Result<Digest> {
     let nights: Vec<Night> = store
         .nights(&row.branch)?
         .into_iter()
@@ -172,6 +184,7 @@ fn of_store(store: &mut dyn Store, line: &[Landed], row: &DigestRow) -> anyhow::
         hunts: &hunts,
         subjects: &subjects,
         marks: &marks,
+        site_url,
     }))
 }
 

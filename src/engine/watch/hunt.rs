@@ -10,8 +10,10 @@
 //! night's deadline, or killed, is taken up again by the next start from
 //! its journal, before anything new is measured; an ended one is never
 //! hunted again. Once it ends, its reports are written beside its journal
-//! (`report.txt`, `report.json`) and the finding is told ([`Follow::mail`])
-//! and recorded as told, so that it is not told again.
+//! (`report.txt`, `report.json`) and the finding is told, mailed
+//! ([`Follow::mail`]) then given to the command ([`Follow::command`]),
+//! each way recorded as soon as it is taken, so that neither is taken
+//! twice.
 //!
 //! Nothing read back from the store names a place to write or read: the
 //! store may be shared with other machines, or a file another user could
@@ -37,6 +39,7 @@ use crate::progress::{Progress, ProgressEvent};
 use crate::repo::Landed;
 use crate::report::findings::HuntReport;
 use crate::report::watch::finding;
+use crate::report::watch::site::links as site_links;
 use crate::store::points::Point;
 use crate::store::{ChangeHunt, ChangeKind, ChangeRow, ChangeStatus, NOT_ON_THE_LINE, Store};
 use crate::workspace::HuntDir;
@@ -56,9 +59,15 @@ pub trait Follow {
         progress: &mut dyn Progress,
     ) -> anyhow::Result<HuntReport>;
 
-    /// Tells of `finding`. `Ok(false)`: nobody is to be told; an error:
-    /// it was not told (the next start tries again).
-    fn mail(&mut self, finding: &Finding) -> anyhow::Result<bool>;
+    /// Mails `finding`: the Message-ID it went out under, `None` when no
+    /// mail is to be sent; an error: it was not (the next start tries
+    /// again).
+    fn mail(&mut self, finding: &Finding) -> anyhow::Result<Option<String>>;
+
+    /// Runs the command that is told of `finding` (`--notify-cmd`):
+    /// `Ok(false)` when there is none; an error: it failed (the next
+    /// start runs it again).
+    fn command(&mut self, finding: &Finding) -> anyhow::Result<bool>;
 }
 
 /// The hunt of a confirmed change, as the watcher asks for it.
@@ -332,29 +341,61 @@ fn tell(
     };
     let report: HuntReport = serde_json::from_str(&json)?;
     let points = series_points(store, cfg, &change.series)?;
-    let path = folder.report_text().to_string_lossy().into_owned();
+    // With the site's address, its pages; else the report's path here.
+    let (page, path) = match &cfg.site_url {
+        Some(site) => {
+            let (page, hunt) = site_links::of_change(site, change.id, true);
+            (Some(page), hunt.unwrap_or_default())
+        }
+        None => (None, folder.report_text().to_string_lossy().into_owned()),
+    };
+    let body = finding::body(change, &report, &points, (&text, &path), &cfg.reported_by);
+    let body = match page {
+        Some(page) => finding::with_page(&body, &page),
+        None => body,
+    };
     let found = Finding {
         change,
         report: &report,
         hunt: folder,
         subject: finding::subject(change, &report),
-        body: finding::body(change, &report, &points, (&text, &path)),
+        body,
         message_id_part: finding::message_id_part(change),
     };
-    match follow.mail(&found) {
-        Ok(true) => {
+    // Each way is recorded once it is taken, the mail before the command
+    // runs: a command that fails does not send the mail again.
+    let mut told = hunt.message_id.is_some();
+    if !told {
+        match follow.mail(&found) {
+            Ok(Some(id)) => {
+                hunt.message_id = Some(id);
+                store.save_hunt(hunt)?;
+                told = true;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                note(&not_told(change, &e));
+                return Ok(());
+            }
+        }
+    }
+    match follow.command(&found) {
+        Ok(ran) if ran || told => {
             hunt.mailed = Some(now());
-            hunt.message_id = Some(found.message_id_part);
             store.save_hunt(hunt)?;
             note(&format!("{}: the finding was told", change.series));
         }
-        Ok(false) => {}
-        Err(e) => note(&format!(
-            "{}: the finding was not told ({e:#}); the next start tries again",
-            change.series
-        )),
+        Ok(_) => {}
+        Err(e) => note(&not_told(change, &e)),
     }
     Ok(())
+}
+
+fn not_told(change: &ChangeRow, e: &anyhow::Error) -> String {
+    format!(
+        "{}: the finding was not told ({e:#}); the next start tries again",
+        change.series
+    )
 }
 
 /// The stored points of `series`.

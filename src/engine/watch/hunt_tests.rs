@@ -62,12 +62,15 @@ fn config() -> WatchConfig {
 
 /// Follows hunts as a session does (the session's runner), keeping the
 /// mails it is given; the first `refuse` mails fail, as an SMTP server
-/// that does not answer.
+/// that does not answer, and the first `fail_commands` commands fail.
 struct Told {
     hunter: Hunter,
     mails: Vec<(String, String, String)>,
     refuse: usize,
     hunts: usize,
+    /// The commands run: `(tried, done)`.
+    commands: (usize, usize),
+    fail_commands: usize,
 }
 
 impl Told {
@@ -94,6 +97,8 @@ impl Told {
             mails: vec![],
             refuse: 0,
             hunts: 0,
+            commands: (0, 0),
+            fail_commands: 0,
         }
     }
 }
@@ -110,7 +115,7 @@ impl Follow for Told {
         self.hunter.hunt(asked, lab, progress)
     }
 
-    fn mail(&mut self, finding: &Finding) -> anyhow::Result<bool> {
+    fn mail(&mut self, finding: &Finding) -> anyhow::Result<Option<String>> {
         if self.refuse > 0 {
             self.refuse -= 1;
             anyhow::bail!("the relay did not answer");
@@ -120,6 +125,16 @@ impl Follow for Told {
             finding.body.clone(),
             finding.message_id_part.clone(),
         ));
+        Ok(Some(format!("<{}@example.org>", finding.message_id_part)))
+    }
+
+    fn command(&mut self, _finding: &Finding) -> anyhow::Result<bool> {
+        self.commands.0 += 1;
+        if self.fail_commands > 0 {
+            self.fail_commands -= 1;
+            anyhow::bail!("the --notify-cmd failed");
+        }
+        self.commands.1 += 1;
         Ok(true)
     }
 }
@@ -170,6 +185,7 @@ fn a_confirmed_drop_is_hunted_to_its_commit_and_told_once() {
     let mut store = SqliteStore::open(&dir.path().join("w.sqlite")).unwrap();
     let mut told = Told {
         refuse: 1,
+        fail_commands: 1,
         ..Told::new(dir.path())
     };
     let mut night = Nights::new(&mut store, dir.path(), &mut told);
@@ -208,6 +224,17 @@ fn a_confirmed_drop_is_hunted_to_its_commit_and_told_once() {
     drop(night);
     assert_eq!(told.mails.len(), 1);
     assert_eq!(told.hunts, 1);
+    // The mail went out at the second try and the command failed: the
+    // next try ran the command alone, and the mail was not sent again.
+    assert_eq!(told.commands, (2, 1));
+    let stored = store.hunts("master").unwrap();
+    assert!(
+        stored[0]
+            .message_id
+            .as_deref()
+            .is_some_and(|id| id.starts_with("<watch.sim/c8.")),
+        "{stored:?}"
+    );
     let (subject, body, id) = &told.mails[0];
     assert!(subject.contains(&sim_id(STEP)[..8]), "{subject}");
     assert!(

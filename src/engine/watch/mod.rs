@@ -24,6 +24,7 @@ pub mod hunt;
 #[cfg(test)]
 mod hunt_tests;
 pub mod measure;
+pub mod owed;
 pub mod pick;
 pub mod rehunt;
 pub mod rounds;
@@ -56,9 +57,9 @@ pub struct Watched {
     pub runs: usize,
     /// The hunts of confirmed changes taken up or begun tonight.
     pub hunts: Vec<hunt::Hunted>,
-    /// Why each message that was to go out (a finding, a digest) did not:
-    /// it stays owed and the next start sends it again.
-    pub unsent: Vec<String>,
+    /// The messages (findings, digests) not told by the end of this
+    /// start: the next start sends them.
+    pub owed: Vec<owed::Owed>,
 }
 
 impl Watched {

@@ -52,21 +52,28 @@ pub fn spaced<T>(new: &[T], n: usize) -> Vec<&T> {
 
 /// The nights a first night backfills before `clock`: `(clock, commit)`
 /// for each of the `days` days before, the commit the branch stood at
-/// then, oldest first; a day on which nothing landed is left out.
+/// then, oldest first; a day on which nothing landed is left out, and so
+/// is the commit the branch stands at by `clock` (tonight's night measures
+/// it). Each is labelled by its commit's date, the day it landed, not by
+/// the day it is measured on: a backfilled night did not run then.
 pub fn backfill(line: &[Landed], clock: i64, days: usize) -> Vec<(i64, &Landed)> {
+    let tip = landed_by(line, clock).last().map(|l| l.commit.id.as_str());
     let mut nights: Vec<(i64, &Landed)> = Vec::new();
     for k in (1..=days as i64).rev() {
-        let at = clock - k * DAY;
-        let Some(tip) = landed_by(line, at).last() else {
+        let Some(stood) = landed_by(line, clock - k * DAY).last() else {
             continue;
         };
-        if nights
-            .last()
-            .is_some_and(|(_, l)| l.commit.id == tip.commit.id)
-        {
+        if Some(stood.commit.id.as_str()) == tip {
+            break;
+        }
+        let after = nights.last().map(|(at, l)| (*at, l.commit.id.as_str()));
+        if after.is_some_and(|(_, id)| id == stood.commit.id) {
             continue;
         }
-        nights.push((at, tip));
+        // A night's clock is its key: committer dates out of order (a
+        // rebase) still give each night a later one than the one before.
+        let at = after.map_or(stood.committed, |(at, _)| stood.committed.max(at + 1));
+        nights.push((at, stood));
     }
     nights
 }
@@ -166,14 +173,28 @@ mod tests {
             .map(|(at, l)| (*at / DAY, l.commit.id.as_str()))
             .collect();
         assert_eq!(got, [(2, "c4"), (3, "c6"), (4, "c8")]);
-        // Before the first commit nothing is backfilled; one commit twice is kept once.
-        let sparse = [Landed {
-            commit: Commit::bare("only"),
-            committed: 3 * DAY,
-        }];
-        let got = backfill(&sparse, 6 * DAY, 5);
+        // Labelled by the commits' dates (c4 landed at the start of day 2).
+        assert_eq!(nights[0].0, 2 * DAY);
+        // Before the first commit nothing is backfilled; one commit twice
+        // is kept once; the commit the branch stands at tonight is
+        // tonight's, not a night 30 days back.
+        let sparse = [
+            Landed {
+                commit: Commit::bare("old"),
+                committed: 3 * DAY + 7,
+            },
+            Landed {
+                commit: Commit::bare("tip"),
+                committed: 5 * DAY,
+            },
+        ];
+        let got = backfill(&sparse, 6 * DAY, 30);
         assert_eq!(got.len(), 1);
-        assert_eq!(got[0].0, 3 * DAY);
+        assert_eq!(
+            (got[0].0, got[0].1.commit.id.as_str()),
+            (3 * DAY + 7, "old")
+        );
+        assert!(backfill(&sparse[..1], 40 * DAY, 30).is_empty());
     }
 }
 

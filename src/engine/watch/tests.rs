@@ -364,3 +364,40 @@ fn a_series_whose_pairs_scatter_gets_more_pairs_the_next_night_and_a_quiet_one_d
         "{notes:?}"
     );
 }
+
+#[test]
+fn a_first_night_is_labelled_by_its_day_and_each_backfilled_night_by_its_commits_date() {
+    // Nothing has landed for weeks: the first night measures the tip
+    // tonight, not 30 days back.
+    let (_dir, mut store) = fresh_store();
+    let mut labs = labs(history(None), 4);
+    let quiet = WatchConfig {
+        backfill: 30,
+        ..config()
+    };
+    let w = night_of(&mut store, &mut labs, 90, &quiet).unwrap();
+    let nights = store.nights("master").unwrap();
+    assert_eq!(nights.len(), 1, "{nights:?}");
+    assert_eq!(nights[0].clock, end_of_day(90));
+    assert_eq!(nights[0].tip, sim_id(150));
+    let text = crate::report::watch::night::text(&w.shown());
+    let today = crate::time::rfc3339_from_unix(end_of_day(90));
+    assert!(text.starts_with(&format!("night of {today}")), "{text}");
+    // Commits landing every 8 hours: each backfilled night carries the
+    // time its commit landed; tonight's is tonight.
+    let (_dir, mut store) = fresh_store();
+    let cfg = WatchConfig {
+        backfill: 3,
+        ..config()
+    };
+    night_of(&mut store, &mut labs, 20, &cfg).unwrap();
+    let nights = store.nights("master").unwrap();
+    let line = line(150);
+    let landed = |id: &str| line.iter().find(|l| l.commit.id == id).unwrap().committed;
+    let (tonight, backfilled) = nights.split_last().unwrap();
+    assert_eq!(backfilled.len(), 3);
+    for n in backfilled {
+        assert_eq!(n.clock, landed(&n.tip), "{n:?}");
+    }
+    assert_eq!(tonight.clock, end_of_day(20));
+}

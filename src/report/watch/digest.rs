@@ -9,6 +9,7 @@
 //! nights whose clock lies in its period.
 
 use crate::model::{NAMED_SHA, sha_prefix, short_sha};
+use crate::report::watch::site::links::{self, SiteUrl};
 use crate::store::NightStatus;
 use crate::store::{
     ChangeHunt, ChangeKind, ChangeMark, ChangeRow, ChangeStatus, NOT_ON_THE_LINE, Night,
@@ -56,6 +57,9 @@ pub struct Facts<'a> {
     /// The marks people gave changes (`pgbisect watch mark`): a marked
     /// change is told apart, not among what moved.
     pub marks: &'a [ChangeMark],
+    /// Where the site is served (`--site-url`): each change's line is
+    /// followed by its page's address, and its hunt report's.
+    pub site_url: Option<&'a SiteUrl>,
 }
 
 /// The digest of `f`: its subject, body, Message-ID part and file name.
@@ -116,6 +120,9 @@ pub fn compose(f: &Facts) -> Digest {
             let _ = writeln!(out, "{title} ({}):", list.len());
             for c in list.iter() {
                 let _ = writeln!(out, "  {}", change_line(c, &hunt_words(c, f)));
+                if let Some(site) = f.site_url {
+                    site_lines(&mut out, site, c, f);
+                }
             }
         }
     }
@@ -252,6 +259,20 @@ fn change_line(c: &ChangeRow, said: &str) -> String {
         short_sha(&c.before),
         short_sha(&c.after),
     )
+}
+
+/// The addresses of `c`'s page on the site and, once its hunt wrote one,
+/// of its hunt report's page.
+fn site_lines(out: &mut String, site: &SiteUrl, c: &ChangeRow, f: &Facts) {
+    let reported = f
+        .hunts
+        .iter()
+        .any(|h| h.change == c.id && h.report.is_some());
+    let (page, hunt) = links::of_change(site, c.id, reported);
+    let _ = writeln!(out, "    its page: {page}");
+    if let Some(hunt) = hunt {
+        let _ = writeln!(out, "    its hunt's report: {hunt}");
+    }
 }
 
 /// What became of a change's hunt.

@@ -57,6 +57,7 @@ fn a_quiet_week_says_that_nothing_moved_and_how_much_was_measured() {
         hunts: &[],
         subjects: &[],
         marks: &[],
+        site_url: None,
     });
     assert_eq!(
         digest.subject,
@@ -126,7 +127,7 @@ fn a_busy_week_lists_every_move_up_and_down_and_every_night_that_went_wrong() {
         },
     ];
     let subjects = vec![(culprit, "Use a new hash for the buffer mapping".to_string())];
-    let digest = compose(&Facts {
+    let facts = Facts {
         branch: "master",
         period: week(),
         nights: &nights,
@@ -136,7 +137,9 @@ fn a_busy_week_lists_every_move_up_and_down_and_every_night_that_went_wrong() {
         hunts: &hunts,
         subjects: &subjects,
         marks: &[],
-    });
+        site_url: None,
+    };
+    let digest = compose(&facts);
     assert_eq!(
         digest.subject,
         "pgbisect watch digest: master 2024-01-01 to 2024-01-07: 3 slower, 1 faster, \
@@ -164,6 +167,36 @@ Nights stopped at their deadline (1):
   2024-01-04 (tip 3t3t3t3t): the deadline leaves 10s, a run takes about 60s
 ";
     assert_eq!(digest.body, expected, "{}", digest.body);
+    // With the site's address, each change's page follows its line, and
+    // its hunt report's page once the hunt wrote one.
+    let mut reported = hunts.clone();
+    reported[0].report = Some("change-1/report.txt".into());
+    let site =
+        crate::report::watch::site::links::SiteUrl::parse("https://perf.example.org/pg").unwrap();
+    let linked = compose(&Facts {
+        hunts: &reported,
+        site_url: Some(&site),
+        ..facts
+    });
+    let lines: Vec<&str> = linked.body.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.contains("between 1b1b1b1b..1a1a1a1a"))
+        .unwrap();
+    assert_eq!(
+        lines[at + 1..at + 4],
+        [
+            "    its page: https://perf.example.org/pg/change-1.html",
+            "    its hunt's report: https://perf.example.org/pg/hunts/change-1.html",
+            "  #2 select-only/c64 -6.0% (interval -7.5% to -4.5%) between 2b2b2b2b..2a2a2a2a: hunt inconclusive",
+        ],
+        "{}",
+        linked.body
+    );
+    assert_eq!(
+        lines[at + 4],
+        "    its page: https://perf.example.org/pg/change-2.html"
+    );
 }
 
 #[test]
@@ -189,6 +222,7 @@ fn a_marked_change_is_told_apart_with_its_mark_and_not_counted_as_slower() {
         hunts: &[],
         subjects: &[],
         marks: &marks,
+        site_url: None,
     });
     assert_eq!(
         digest.subject,

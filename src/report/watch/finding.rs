@@ -39,7 +39,9 @@ pub fn subject(change: &ChangeRow, report: &HuntReport) -> String {
     )
 }
 
-/// The mail's body: the drop with its interval, the culprit, the chart of
+/// The mail's body: the drop with its interval, the culprit and how to
+/// measure it again, with the trailer that credits `reporter` (the
+/// watcher, `pgbisect watch <its address>`) in the fix, the chart of
 /// `points` (the series') around the change, then `report_text` (the
 /// hunt's text report, the why-section in it) kept at `report_path`.
 pub fn body(
@@ -47,6 +49,7 @@ pub fn body(
     report: &HuntReport,
     points: &[Point],
     (report_text, report_path): (&str, &str),
+    reporter: &str,
 ) -> String {
     let mut out = String::new();
     let interval = match (change.low_pct, change.high_pct) {
@@ -88,11 +91,24 @@ pub fn body(
             "\nTo measure it again, in a PostgreSQL checkout:\n\n    {}",
             again(report, c)
         );
+        // As the kernel test robot's reports end: the line a fix carries.
+        let _ = writeln!(
+            out,
+            "\nIf you fix it in a commit of its own, kindly add this trailer to its \
+             message:\n\nReported-by: {reporter}"
+        );
     }
     out.push_str("\nThe series around the change (throughput over the reference's):\n\n");
     out.push_str(&chart(points, change, AROUND));
     let _ = write!(out, "\nThe hunt's report ({report_path}):\n\n{report_text}");
     out
+}
+
+/// `body` with the change's page on the site (`page`, an address) named
+/// below its first line, the one that says what moved.
+pub fn with_page(body: &str, page: &str) -> String {
+    let (first, rest) = body.split_once('\n').unwrap_or((body, ""));
+    format!("{first}\nIts page: {page}\n{rest}")
 }
 
 /// The comparison of `culprit` against its parent as the hunt measured
@@ -178,6 +194,8 @@ mod tests {
     use super::*;
     use crate::store::ChangeStatus;
 
+    const WATCHER: &str = "pgbisect watch <pgbisect@bench.example.org>";
+
     fn point(day: i64, commit: &str, ratio: f64) -> Point {
         Point {
             night: day,
@@ -238,6 +256,16 @@ mod tests {
     }
 
     #[test]
+    fn the_page_is_named_below_what_moved() {
+        let body = "profile/c8: -10.0% between a and b.\n\nCulprit: c\n";
+        assert_eq!(
+            with_page(body, "https://s.org/change-3.html"),
+            "profile/c8: -10.0% between a and b.\nIts page: https://s.org/change-3.html\n\n\
+             Culprit: c\n"
+        );
+    }
+
+    #[test]
     fn the_message_id_names_the_series_and_the_commits() {
         let c = ChangeRow {
             before: "a".repeat(40),
@@ -250,15 +278,24 @@ mod tests {
         );
     }
 
+    /// The hunt of the report fixture.
+    fn hunted() -> HuntReport {
+        serde_json::from_str(include_str!("../../../tests/fixtures/reports/hunt.json")).unwrap()
+    }
+
+    /// The finding's body of `report`, over four flat nights.
+    fn body_of(report: &HuntReport) -> String {
+        let points: Vec<Point> = (0..4).map(|d| point(d, &format!("c{d}"), 1.0)).collect();
+        let report_text = ("the report", "/w/report.txt");
+        body(&change(), report, &points, report_text, WATCHER)
+    }
+
     #[test]
     fn the_mail_says_how_to_measure_the_culprit_again() {
-        let mut report: HuntReport =
-            serde_json::from_str(include_str!("../../../tests/fixtures/reports/hunt.json"))
-                .unwrap();
+        let mut report = hunted();
         report.profile_name = "/etc/pgbisect/nightly profile.toml".into();
         let c = report.culprits[0].clone();
-        let points: Vec<Point> = (0..4).map(|d| point(d, &format!("c{d}"), 1.0)).collect();
-        let body = body(&change(), &report, &points, ("the report", "/w/report.txt"));
+        let body = body_of(&report);
         let line = format!(
             "    pgbisect compare {} {} --profile '/etc/pgbisect/nightly profile.toml' --clients {}",
             short_sha(&c.parent),
@@ -268,7 +305,7 @@ mod tests {
         assert!(body.contains(&line), "{body}");
         report.measure = crate::core::counts::Measure::Instructions;
         report.profile_name = "default".into();
-        let body = super::body(&change(), &report, &points, ("the report", "/w/report.txt"));
+        let body = body_of(&report);
         assert!(
             body.contains(&format!(
                 "--clients {} --measure instructions\n",
@@ -278,7 +315,32 @@ mod tests {
         );
         assert!(!body.contains("--profile"), "{body}");
         report.culprits.clear();
-        let body = super::body(&change(), &report, &points, ("the report", "/w/report.txt"));
+        let body = body_of(&report);
         assert!(!body.contains("To measure it again"), "{body}");
+        assert!(!body.contains("Reported-by:"), "{body}");
+    }
+
+    #[test]
+    fn the_culprit_is_told_how_to_credit_the_report_right_after_the_command() {
+        let report = hunted();
+        let body = body_of(&report);
+        let lines: Vec<&str> = body.lines().collect();
+        let command = lines
+            .iter()
+            .position(|l| l.starts_with("    pgbisect compare "))
+            .unwrap();
+        assert_eq!(
+            lines[command + 1..command + 5],
+            [
+                "",
+                "If you fix it in a commit of its own, kindly add this trailer to its message:",
+                "",
+                "Reported-by: pgbisect watch <pgbisect@bench.example.org>",
+            ],
+            "{body}"
+        );
+        // The culprit's author is not named in the body (only --cc-author
+        // writes the address, in the Cc header).
+        assert!(!body.contains(&report.culprits[0].author), "{body}");
     }
 }

@@ -2,6 +2,7 @@
 //! text that comes from git or the store is escaped.
 
 use super::chart::{change_style, series_chart, sparkline};
+use super::links::{FEED, change_page, hunt_page};
 use super::{SeriesName, SiteInput, Slot, commit_href, date, hunt_report};
 use crate::model::short_sha;
 use crate::report::chart::escape;
@@ -19,23 +20,33 @@ svg{max-width:100%;height:auto}\
 .mark-intended{color:#2c7a2c}.mark-wrong{color:#777}";
 
 /// A page's head and opening, titled `title`.
-fn open(title: &str) -> String {
+pub(super) fn open(title: &str) -> String {
+    open_with(title, "")
+}
+
+/// A page's head and opening, titled `title`, `head` (HTML) in its head.
+fn open_with(title: &str, head: &str) -> String {
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <link rel=\"icon\" href=\"data:,\">\n<title>{}</title>\n<style>{STYLE}</style>\n\
+         <link rel=\"icon\" href=\"data:,\">\n{head}<title>{}</title>\n<style>{STYLE}</style>\n\
          </head>\n<body>\n",
         escape(title)
     )
 }
 
-const CLOSE: &str = "<p class=\"quiet\">Written by pgbisect watch.</p>\n</body>\n</html>\n";
+pub(super) const CLOSE: &str =
+    "<p class=\"quiet\">Written by pgbisect watch.</p>\n</body>\n</html>\n";
 
 /// The index: every series with a small chart of its recent points, its
 /// last point and its changes, then
 /// every change, then the nights that failed or left a commit out.
 pub(super) fn index(input: &SiteInput, series: &[(&SeriesName, Vec<Slot>)]) -> String {
-    let mut out = open(&format!("pgbisect watch: {}", input.branch));
+    let feed = format!(
+        "<link rel=\"alternate\" type=\"application/atom+xml\" title=\"confirmed changes\" \
+         href=\"{FEED}\">\n"
+    );
+    let mut out = open_with(&format!("pgbisect watch: {}", input.branch), &feed);
     let _ = writeln!(
         out,
         "<h1>pgbisect watch: {}</h1>\n<p>{}</p>",
@@ -182,7 +193,11 @@ fn change_counts<'a>(changes: impl Iterator<Item = &'a ChangeRow>) -> String {
 
 /// The changes, newest first by the night they lie at, each with its
 /// hunt report when the site holds one.
-fn changes_table(input: &SiteInput, changes: &[&ChangeRow], with_series: bool) -> String {
+pub(super) fn changes_table(
+    input: &SiteInput,
+    changes: &[&ChangeRow],
+    with_series: bool,
+) -> String {
     let mut out = String::from(
         "<h2>Changes</h2>\n<p class=\"quiet\">Newest first, by the night that first \
          measured the commit after the change.</p>\n",
@@ -197,7 +212,7 @@ fn changes_table(input: &SiteInput, changes: &[&ChangeRow], with_series: bool) -
     }
     out.push_str(
         "<th>night</th><th>between</th><th>change</th><th>status</th><th>found</th>\
-         <th>hunt</th></tr>\n",
+         <th>culprit</th><th>hunt</th></tr>\n",
     );
     let mut changes: Vec<(Option<&Night>, &ChangeRow)> = changes
         .iter()
@@ -224,12 +239,14 @@ fn changes_table(input: &SiteInput, changes: &[&ChangeRow], with_series: bool) -
             .map_or_else(String::new, |n| format!("night of {}", date(n.clock)));
         let _ = writeln!(
             out,
-            "<td>{at}</td><td>{} .. {}</td><td class=\"n\">{:+.1}%{interval}</td>\
-             {}<td>{found}</td><td>{}</td></tr>",
+            "<td>{at}</td><td>{} .. {}</td><td class=\"n\"><a class=\"change-page\" \
+             href=\"{}\">{:+.1}%</a>{interval}</td>{}<td>{found}</td><td>{}</td><td>{}</td></tr>",
             commit_link(input.commit_url, &c.before, &subject_of(input, &c.before)),
             commit_link(input.commit_url, &c.after, &subject_of(input, &c.after)),
+            escape(&change_page(c.id)),
             c.pct,
             status_cell(input, c),
+            culprit_cell(input, c),
             hunt_cell(input, c),
         );
     }
@@ -239,7 +256,7 @@ fn changes_table(input: &SiteInput, changes: &[&ChangeRow], with_series: bool) -
 
 /// The night a change lies at: the first that measured its later commit,
 /// or the one that found it when no night lists that commit.
-fn change_night<'a>(input: &SiteInput<'a>, change: &ChangeRow) -> Option<&'a Night> {
+pub(super) fn change_night<'a>(input: &SiteInput<'a>, change: &ChangeRow) -> Option<&'a Night> {
     let nights = input.nights;
     nights
         .iter()
@@ -248,28 +265,42 @@ fn change_night<'a>(input: &SiteInput<'a>, change: &ChangeRow) -> Option<&'a Nig
         .or_else(|| nights.iter().find(|n| n.id == change.first_night))
 }
 
-/// A change's status, and the mark a person gave it with why
-/// (`pgbisect watch mark`): a marked change is no longer shown as news.
+/// A change's status in a table's cell (see [`status_shown`]).
 fn status_cell(input: &SiteInput, change: &ChangeRow) -> String {
+    let (attributes, text) = status_shown(input, change);
+    format!("<td {attributes}>{text}</td>")
+}
+
+/// A change's status, with the mark a person gave it and why (`pgbisect
+/// watch mark`): its element's attributes (a marked change is no longer
+/// shown as news) and its HTML.
+pub(super) fn status_shown(input: &SiteInput, change: &ChangeRow) -> (String, String) {
     let status = change.status.as_str();
     let Some(m) = input.marks.iter().find(|m| m.change == change.id) else {
-        return format!("<td class=\"{status}\">{status}</td>");
+        return (format!("class=\"{status}\""), status.to_string());
     };
-    format!(
-        "<td class=\"marked mark-{0}\" title=\"marked {0} on {1}\">{status}, marked \
-         <b>{0}</b>: <q class=\"why\">{2}</q></td>",
-        m.mark.as_str(),
-        date(m.marked),
-        escape(&m.why)
+    let mark = m.mark.as_str();
+    (
+        format!(
+            "class=\"marked mark-{mark}\" title=\"marked {mark} on {}\"",
+            date(m.marked)
+        ),
+        format!(
+            "{status}, marked <b>{mark}</b>: <q class=\"why\">{}</q>",
+            escape(&m.why)
+        ),
     )
 }
 
-/// The hunt report's link, or why there is none.
-fn hunt_cell(input: &SiteInput, change: &ChangeRow) -> String {
+/// The hunt report's links (its page, and its text), or why there is
+/// none; from a page at the site's root.
+pub(super) fn hunt_cell(input: &SiteInput, change: &ChangeRow) -> String {
     if input.hunted.contains(&change.id) {
         let (text, _) = hunt_report(change.id);
         return format!(
-            "<a class=\"hunt\" href=\"{}\">hunt report</a>",
+            "<a class=\"hunt\" href=\"{}\">hunt report</a> (<a class=\"hunt-text\" \
+             href=\"{}\">text</a>)",
+            escape(&hunt_page(change.id)),
             escape(&text)
         );
     }
@@ -282,8 +313,32 @@ fn hunt_cell(input: &SiteInput, change: &ChangeRow) -> String {
     }
 }
 
+/// A change's culprit for a table cell: its short sha (linked with a
+/// commit URL), subject and author, escaped; or an empty cell.
+pub(super) fn culprit_cell(input: &SiteInput, change: &ChangeRow) -> String {
+    let Some(c) = input.culprit_of(change) else {
+        return String::new();
+    };
+    let mut out = format!(
+        "<span class=\"culprit\">{}",
+        commit_link(input.commit_url, &c.commit, &c.subject)
+    );
+    if !c.subject.is_empty() {
+        let _ = write!(out, " {}", escape(&c.subject));
+    }
+    if !c.author.is_empty() {
+        let _ = write!(
+            out,
+            " <span class=\"author\">({})</span>",
+            escape(&c.author)
+        );
+    }
+    out.push_str("</span>");
+    out
+}
+
 /// The subject of a commit the nights measured, or nothing.
-fn subject_of(input: &SiteInput, sha: &str) -> String {
+pub(super) fn subject_of(input: &SiteInput, sha: &str) -> String {
     input
         .nights
         .iter()
@@ -294,7 +349,7 @@ fn subject_of(input: &SiteInput, sha: &str) -> String {
 
 /// A commit's short sha, linked to its page when there is a template; its
 /// full id and subject in the tooltip.
-fn commit_link(template: Option<&str>, sha: &str, subject: &str) -> String {
+pub(super) fn commit_link(template: Option<&str>, sha: &str, subject: &str) -> String {
     let tip = if subject.is_empty() {
         sha.to_string()
     } else {

@@ -2,16 +2,23 @@
 //! for Python projects: an index of every series with a sparkline of its
 //! recent points, its last point and its changes, and a page per series with its points over the nights as
 //! an inline SVG chart, change points marked, each point linked to its
-//! commit and each change to its hunt report.
+//! commit and each change to a page of its own and its hunt report's;
+//! an Atom feed of the confirmed changes for a feed reader.
 //!
 //! Pure: the store's rows in, the pages' text out ([`pages`]); the caller
 //! writes them and copies the hunt reports named by [`hunt_report`]. No
 //! page loads anything from the network, nor runs a script: tooltips are
 //! SVG `<title>`s. Everything that comes from git (subjects) is escaped.
 
+mod atom;
+mod change_pages;
 mod chart;
 mod html;
 mod layout;
+pub mod links;
+
+pub use change_pages::hunt_report_page;
+use links::SiteUrl;
 
 use crate::store::points::{Point, points};
 use crate::store::{ChangeMark, ChangeRow, Night, NightStatus, Role, RunRow};
@@ -32,6 +39,43 @@ pub struct SiteInput<'a> {
     /// A commit's web page, `{sha}` standing for its full id; `None`: the
     /// sha is shown, not linked.
     pub commit_url: Option<&'a str>,
+    /// The culprits the hunts named, a change's first one each.
+    pub culprits: &'a [NamedCulprit],
+    /// Where the site is served (`--site-url`): the feed's links are
+    /// absolute with it, relative to the feed without.
+    pub site_url: Option<&'a SiteUrl>,
+}
+
+/// The commit a change's hunt named, as its report names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedCulprit {
+    /// The change's id.
+    pub change: i64,
+    /// Its full id.
+    pub commit: String,
+    pub subject: String,
+    pub author: String,
+}
+
+impl<'a> SiteInput<'a> {
+    /// The culprit `change`'s hunt named, if the site knows one.
+    fn culprit_of(&self, change: &ChangeRow) -> Option<&'a NamedCulprit> {
+        self.culprits.iter().find(|c| c.change == change.id)
+    }
+}
+
+impl NamedCulprit {
+    /// In words, as plain text: `1a2b3c4d Subject (Author)`.
+    fn words(&self) -> String {
+        let mut words = crate::model::short_sha(&self.commit).to_string();
+        if !self.subject.is_empty() {
+            words = format!("{words} {}", self.subject);
+        }
+        if !self.author.is_empty() {
+            words = format!("{words} ({})", self.author);
+        }
+        words
+    }
 }
 
 /// One file of the site: its path inside the site's folder and its text.
@@ -75,7 +119,9 @@ struct Spread {
     high: f64,
 }
 
-/// The pages of the site: `index.html` and a page per series.
+/// The pages of the site: `index.html`, a page per series, a page per
+/// change and the feed of confirmed changes (the hunt reports' pages are
+/// [`hunt_report_page`]'s).
 pub fn pages(input: &SiteInput) -> Vec<Page> {
     let series = series_names(input.runs);
     let mut out = Vec::new();
@@ -89,6 +135,17 @@ pub fn pages(input: &SiteInput) -> Vec<Page> {
         });
         summaries.push((s, slots));
     }
+    for change in input.changes {
+        let series = series.iter().find(|s| s.key == change.series);
+        out.push(Page {
+            path: links::change_page(change.id),
+            text: change_pages::change_page(input, change, series),
+        });
+    }
+    out.push(Page {
+        path: links::FEED.into(),
+        text: atom::feed(input),
+    });
     out.insert(
         0,
         Page {
@@ -197,3 +254,6 @@ fn date(clock: i64) -> String {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod link_tests;

@@ -1,9 +1,9 @@
 use super::*;
 use crate::store::{ChangeStatus, NightCommit};
 
-const EVIL: &str = "Fix <script>alert(\"x\")</script> & more";
+pub(super) const EVIL: &str = "Fix <script>alert(\"x\")</script> & more";
 
-fn sha(i: usize) -> String {
+pub(super) fn sha(i: usize) -> String {
     format!("{i:040x}")
 }
 
@@ -60,14 +60,14 @@ fn change(id: i64, before: usize, after: usize, status: ChangeStatus) -> ChangeR
 
 /// Six nights of one series, the fourth 10% slower (its subject holds a
 /// script), the fifth failed; a confirmed change and a dismissed one.
-struct Fixture {
-    nights: Vec<Night>,
-    runs: Vec<RunRow>,
-    changes: Vec<ChangeRow>,
-    marks: Vec<ChangeMark>,
+pub(super) struct Fixture {
+    pub nights: Vec<Night>,
+    pub runs: Vec<RunRow>,
+    pub changes: Vec<ChangeRow>,
+    pub marks: Vec<ChangeMark>,
 }
 
-fn fixture() -> Fixture {
+pub(super) fn fixture() -> Fixture {
     let mut nights = Vec::new();
     let mut runs = Vec::new();
     for id in 1..=6 {
@@ -107,6 +107,8 @@ fn site(f: &Fixture, hunted: &BTreeSet<i64>, url: Option<&str>) -> Vec<Page> {
         marks: &f.marks,
         hunted,
         commit_url: url,
+        culprits: &[],
+        site_url: None,
     })
 }
 
@@ -128,7 +130,16 @@ fn an_index_and_a_page_per_series() {
     let f = fixture();
     let pages = site(&f, &BTreeSet::new(), None);
     let paths: Vec<&str> = pages.iter().map(|p| p.path.as_str()).collect();
-    assert_eq!(paths, ["index.html", "series-select-only-c8.html"]);
+    assert_eq!(
+        paths,
+        [
+            "index.html",
+            "series-select-only-c8.html",
+            "change-1.html",
+            "change-2.html",
+            "changes.atom"
+        ]
+    );
     let index = &pages[0].text;
     assert!(index.starts_with("<!DOCTYPE html>"), "{index}");
     assert!(
@@ -200,10 +211,12 @@ fn what_comes_from_git_is_escaped_everywhere() {
         assert!(!page.text.contains("</script"), "{}", page.path);
     }
     let pages = site(&f, &BTreeSet::new(), None);
-    for page in &pages {
-        // Nothing is loaded from anywhere: no script, image or style sheet.
+    for page in pages.iter().filter(|p| p.path.ends_with(".html")) {
+        // Nothing is loaded from anywhere: no script, image or style sheet
+        // (the index names the feed, which a browser does not load).
         assert!(!page.text.contains("src="), "{}", page.path);
-        assert_eq!(page.text.matches("<link").count(), 1, "{}", page.path);
+        let links = if page.path == "index.html" { 2 } else { 1 };
+        assert_eq!(page.text.matches("<link").count(), links, "{}", page.path);
         assert!(page.text.contains("<link rel=\"icon\" href=\"data:,\">"));
     }
     assert!(
@@ -239,12 +252,19 @@ fn points_link_to_their_commit_only_with_a_template() {
 #[test]
 fn a_change_links_its_hunt_report_or_says_it_is_not_hunted_yet() {
     let f = fixture();
-    let not_yet = site(&f, &BTreeSet::new(), None);
+    let tables = |pages: Vec<Page>| {
+        pages
+            .into_iter()
+            .filter(|p| p.path == "index.html" || p.path.starts_with("series-"))
+            .collect::<Vec<Page>>()
+    };
+    let not_yet = tables(site(&f, &BTreeSet::new(), None));
+    assert_eq!(not_yet.len(), 2);
     for page in &not_yet {
         assert!(page.text.contains("not hunted yet"), "{}", page.path);
         assert!(!page.text.contains("hunts/change-1.txt"));
     }
-    let hunted = site(&f, &BTreeSet::from([1]), None);
+    let hunted = tables(site(&f, &BTreeSet::from([1]), None));
     for page in &hunted {
         assert!(
             page.text.contains("href=\"hunts/change-1.txt\""),
@@ -266,7 +286,19 @@ fn a_marked_change_shows_its_number_mark_and_why_escaped_and_is_no_longer_red() 
         why: "the <new> hash's cost".into(),
         marked: 1_704_844_800,
     });
-    for page in site(&f, &BTreeSet::new(), None) {
+    let pages = site(&f, &BTreeSet::new(), None);
+    let change_page = pages.iter().find(|p| p.path == "change-1.html").unwrap();
+    assert!(
+        change_page.text.contains(
+            "<span class=\"marked mark-intended\" title=\"marked intended on 2024-01-10\">\
+             confirmed, marked <b>intended</b>: <q class=\"why\">the &lt;new&gt; hash&apos;s \
+             cost</q></span>"
+        ),
+        "{}",
+        change_page.text
+    );
+    let tables = |p: &&Page| p.path == "index.html" || p.path.starts_with("series-");
+    for page in pages.iter().filter(tables) {
         let text = &page.text;
         assert!(text.contains("id=\"change-1\">#1</td>"), "{}", page.path);
         assert!(text.contains("id=\"change-2\">#2</td>"), "{}", page.path);
@@ -297,8 +329,13 @@ fn an_empty_store_makes_an_index_that_says_so() {
         marks: &[],
         hunted: &BTreeSet::new(),
         commit_url: None,
+        culprits: &[],
+        site_url: None,
     });
-    assert_eq!(pages.len(), 1);
+    // The index, and the feed with no entry.
+    assert_eq!(pages.len(), 2);
+    assert_eq!(pages[1].path, links::FEED);
+    assert!(!pages[1].text.contains("<entry>"));
     assert!(pages[0].text.contains("No night yet."));
     assert!(pages[0].text.contains("No change found."));
 }
@@ -460,7 +497,10 @@ fn changes_are_listed_newest_night_first_whatever_the_store_order() {
     f.changes.push(change(3, 1, 2, ChangeStatus::Candidate));
     f.changes.swap(0, 1);
     let pages = site(&f, &BTreeSet::new(), None);
-    for page in &pages {
+    let tables = pages
+        .iter()
+        .filter(|p| p.path == "index.html" || p.path.starts_with("series-"));
+    for page in tables {
         assert_eq!(
             statuses_in_order(&page.text),
             ["confirmed", "dismissed", "candidate"],
