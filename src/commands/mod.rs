@@ -24,6 +24,8 @@ mod run_args;
 mod simulate;
 mod values;
 mod watch;
+mod watch_place;
+mod watch_triage;
 mod why;
 
 pub use args::{HuntLocation, LabArgs, TargetArgs};

@@ -4,13 +4,13 @@
 //! writes the series as CSV. The work is the engine's
 //! ([`crate::engine::session::watch`]).
 
-use super::args::LabArgs;
 use super::output::{check_writable_file, check_writable_folder};
-use super::plan::{choices, load_profile_with_text};
+use super::plan::choices;
 use super::run_args::NotifyArgs;
 use super::values;
+use super::watch_place::{Place, lab_args, profiles, store_at};
 use crate::engine::session::resolved::TimeLimit;
-use crate::engine::session::watch::{self as session, WatchAsk, WatchedProfile};
+use crate::engine::session::watch::{self as session, WatchAsk};
 use crate::engine::session::watch_site::{self, SiteLinks};
 use crate::engine::watch::owed::Owed;
 use crate::engine::watch::{WatchConfig, Watched, pick};
@@ -21,7 +21,6 @@ use crate::lab::open::LabChoices;
 use crate::report::watch::night;
 use crate::report::watch::site::links::SiteUrl;
 use crate::store::ChangeStatus;
-use crate::store::place::StoreAt;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -73,6 +72,11 @@ pub struct WatchArgs {
     #[arg(long, value_name = "N", default_value_t = 1, requires = "replay",
           value_parser = every)]
     pub every: u32,
+    /// Measure tonight's commits and every later night's beside this
+    /// commit (a sha, tag or branch); earlier points keep their reference
+    /// (default: the last night's; a first night: its first commit).
+    #[arg(long, value_name = "REV")]
+    pub reference: Option<String>,
     /// Mail a digest of what moved every DAYS days (0: never).
     #[arg(long, value_name = "DAYS", default_value_t = 7)]
     pub digest_every: u32,
@@ -95,29 +99,6 @@ pub struct WatchArgs {
     pub cc_author: bool,
 }
 
-/// Which branch, which repository, which work dir.
-#[derive(Debug, Args, Clone)]
-pub struct Place {
-    /// The branch to watch (default: master, or main without one).
-    #[arg(long, value_name = "NAME", value_parser = values::name)]
-    pub branch: Option<String>,
-    /// The git repository (default: the current directory).
-    #[arg(long, value_name = "DIR")]
-    pub repo: Option<PathBuf>,
-    /// Where builds and the results database (watch.sqlite) go.
-    #[arg(long, value_name = "DIR")]
-    pub work_dir: Option<PathBuf>,
-    /// Where the results are kept: postgres://user@host:port/db (or a
-    /// libpq key=value string) for a database a team's machines share, or
-    /// sqlite:PATH (default: watch.sqlite in the work dir).
-    #[arg(long, value_name = "URL")]
-    pub store: Option<String>,
-    /// With a --store database: the machine whose nights are read and
-    /// written (default: this one's host name).
-    #[arg(long, value_name = "NAME", requires = "store", value_parser = values::name)]
-    pub machine: Option<String>,
-}
-
 /// What else `watch` does.
 #[derive(Debug, Subcommand, Clone)]
 pub enum WatchAction {
@@ -125,6 +106,10 @@ pub enum WatchAction {
     Export(Box<ExportArgs>),
     /// Write the results as a static site (HTML, inline SVG charts).
     Publish(Box<PublishArgs>),
+    /// Mark a change by its number: intended (meant) or wrong (not real).
+    Mark(Box<super::watch_triage::MarkArgs>),
+    /// Hunt a change again by its number, as the watch hunts it.
+    Hunt(Box<super::watch_triage::HuntArgs>),
 }
 
 /// `pgbisect watch publish`.
@@ -172,6 +157,10 @@ Examples:
   password in PGPASSWORD or ~/.pgpass, not on the command line):
     pgbisect watch --store postgres://watcher@db.example.org/perf --deadline 07:00
 
+  A drop that was meant, marked by its number on the site (#7); hunted again:
+    pgbisect watch mark 7 intended --why 'the cost of the new WAL format'
+    pgbisect watch hunt 7 --profile select-only
+
   The results as a static site, points linked to gitweb:
     pgbisect watch publish --html site \\
       --commit-url 'https://git.postgresql.org/gitweb/?p=postgresql.git;a=commit;h={sha}'
@@ -201,6 +190,8 @@ pub(super) fn command(args: &WatchArgs) -> anyhow::Result<ExitCode> {
             publish(&p.place, &p.html, links(&p.commit_url, &p.site_url))?;
             return Ok(ExitCode::SUCCESS);
         }
+        Some(WatchAction::Mark(m)) => return super::watch_triage::mark(m),
+        Some(WatchAction::Hunt(h)) => return super::watch_triage::hunt(h),
         None => {}
     }
     if let Some(dir) = &args.html {
@@ -249,26 +240,6 @@ fn publish(place: &Place, dir: &std::path::Path, links: SiteLinks) -> anyhow::Re
     Ok(())
 }
 
-/// The store `--store` names, if given.
-fn store_at(place: &Place) -> anyhow::Result<Option<StoreAt>> {
-    let Some(text) = &place.store else {
-        return Ok(None);
-    };
-    match StoreAt::parse(text) {
-        Some(StoreAt::Sqlite(path)) => {
-            check_writable_file(&path, "--store sqlite:")?;
-            Ok(Some(StoreAt::Sqlite(path)))
-        }
-        Some(at) => Ok(Some(at.as_machine(place.machine.clone()))),
-        None => Err(UsageError(
-            "--store: give postgres://user@host:port/db, a libpq key=value string, or \
-             sqlite:PATH"
-                .into(),
-        )
-        .into()),
-    }
-}
-
 /// Says which messages are owed (and why the last try failed, when this
 /// start tried), and that the next start sends them; the exit code that
 /// tells cron's reader to look.
@@ -303,19 +274,6 @@ fn exit_code(done: &Watched) -> u8 {
     }
 }
 
-/// The lab flags: the repository and the work dir; the user PostgreSQL
-/// runs as comes from the profile (default: postgres).
-fn lab_args(place: &Place) -> LabArgs {
-    LabArgs {
-        repo: place.repo.clone(),
-        work_dir: place.work_dir.clone(),
-        profile: None,
-        run_as: None,
-        pgbench: None,
-        cache_size: 200,
-    }
-}
-
 /// The watcher's plan from the flags, checked first.
 fn ask(args: &WatchArgs) -> anyhow::Result<WatchAsk> {
     let lab = lab_args(&args.place);
@@ -324,6 +282,7 @@ fn ask(args: &WatchArgs) -> anyhow::Result<WatchAsk> {
         (args.per_night, args.backfill, args.rounds);
     config.max_rounds = args.max_rounds.max(args.rounds);
     config.digest_every = args.digest_every;
+    config.reference = args.reference.clone();
     config.site_url = args.site_url.clone();
     config.reported_by = reported_by(&args.tell);
     config.budget = super::hunt::budget(&TimeLimit {
@@ -341,7 +300,7 @@ fn ask(args: &WatchArgs) -> anyhow::Result<WatchAsk> {
         work: lab.work_dir()?,
         store: store_at(&args.place)?,
         branch: args.place.branch.clone(),
-        profiles: profiles(args, &lab)?,
+        profiles: profiles(&args.profile, &args.clients, &lab)?,
         choices: LabChoices {
             percentiles: args.percentiles,
             ..choices(&lab)
@@ -362,42 +321,6 @@ fn reported_by(tell: &NotifyArgs) -> String {
         "pgbisect watch <{}>",
         from.unwrap_or_else(crate::notify::default_sender)
     )
-}
-
-/// Each `--profile` (or the default one), loaded, named and with its
-/// client counts.
-fn profiles(args: &WatchArgs, lab: &LabArgs) -> anyhow::Result<Vec<WatchedProfile>> {
-    let names: Vec<Option<String>> = match args.profile.as_slice() {
-        [] => vec![None],
-        given => given.iter().cloned().map(Some).collect(),
-    };
-    names
-        .into_iter()
-        .map(|name| {
-            let (profile, toml) = load_profile_with_text(&LabArgs {
-                profile: name.clone(),
-                ..lab.clone()
-            })?;
-            let clients = super::resolve::client_counts(&args.clients, &profile, &[1])?;
-            Ok(WatchedProfile {
-                name: series_name(name.as_deref()),
-                given: name,
-                profile,
-                toml,
-                clients,
-            })
-        })
-        .collect()
-}
-
-/// A profile's name in its series: a bundled name, or a file's stem.
-fn series_name(given: Option<&str>) -> String {
-    let Some(given) = given else {
-        return "default".into();
-    };
-    std::path::Path::new(given)
-        .file_stem()
-        .map_or_else(|| given.to_string(), |s| s.to_string_lossy().into_owned())
 }
 
 /// `--every`: the days between two replayed nights, at least 1.

@@ -5,8 +5,8 @@
 
 use super::schema::Dialect;
 use super::{
-    ChangeHunt, ChangeKind, ChangeRow, ChangeStatus, DigestRow, NewNight, NightCommit, NightStatus,
-    Role, RunRow, Store, series_key,
+    ChangeHunt, ChangeKind, ChangeMark, ChangeRow, ChangeStatus, DigestRow, Mark, NewNight,
+    NightCommit, NightStatus, Role, RunRow, Store, series_key,
 };
 
 /// The migrations a store in `dialect` was written with by hand, up to
@@ -26,6 +26,22 @@ pub fn written_before(dialect: Dialect) -> Vec<String> {
             (_, Some(eol)) => text[eol..].to_string(),
         })
         .collect()
+}
+
+/// A SQLite file at `path` made by the migrations written before, up to
+/// `version`, holding one night of master (id 1): an older store to open.
+pub fn sqlite_file_at_version(path: &std::path::Path, version: usize) {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    for m in &written_before(Dialect::Sqlite)[..version] {
+        conn.execute_batch(m).unwrap();
+    }
+    conn.execute_batch(&format!(
+        "CREATE TABLE schema_version (version INTEGER NOT NULL);
+         INSERT INTO schema_version (version) VALUES ({version});
+         INSERT INTO nights (id, clock, branch, tip, status, reference)
+             VALUES (1, 86400, 'master', 'a', 'done', 'ref');"
+    ))
+    .unwrap();
 }
 
 /// Opens the store under test anew, on the same database each time.
@@ -221,4 +237,62 @@ pub fn a_digest_period_is_kept_once_and_updated(open: Open) {
     let mut store = open();
     assert_eq!(store.digests("master").unwrap(), vec![first, next]);
     assert_eq!(store.digests("main").unwrap(), vec![]);
+}
+
+/// A change's mark is kept with its why and when, marking it again
+/// replaces it, and another branch sees none of it.
+pub fn a_mark_is_kept_and_replaced(open: Open) {
+    let mut store = open();
+    // Not on the first day: a file of an older version holds that night.
+    let n = store.begin_night(&night(3 * 86_400, &["a", "b"])).unwrap();
+    let change = ChangeRow {
+        id: 0,
+        series: "default/c8".into(),
+        before: "a".into(),
+        after: "b".into(),
+        pct: -6.0,
+        low_pct: Some(-7.0),
+        high_pct: Some(-5.0),
+        status: ChangeStatus::Confirmed,
+        first_night: n.id,
+        p_value: 0.005,
+        kind: ChangeKind::Step,
+    };
+    let id = store.add_change(&change).unwrap();
+    let other = store
+        .add_change(&ChangeRow {
+            after: "c".into(),
+            ..change.clone()
+        })
+        .unwrap();
+    assert_eq!(store.marks("master").unwrap(), vec![]);
+    let first = ChangeMark {
+        change: id,
+        mark: Mark::Wrong,
+        why: "the machine's disk was full".into(),
+        marked: 90_000,
+    };
+    store.save_mark(&first).unwrap();
+    let again = ChangeMark {
+        mark: Mark::Intended,
+        why: "the new WAL format's cost, accepted in review".into(),
+        marked: 95_000,
+        ..first.clone()
+    };
+    store.save_mark(&again).unwrap();
+    drop(store);
+    let mut store = open();
+    assert_eq!(store.marks("master").unwrap(), vec![again.clone()]);
+    assert_eq!(store.marks("main").unwrap(), vec![]);
+    let second = ChangeMark {
+        change: other,
+        ..again.clone()
+    };
+    store.save_mark(&second).unwrap();
+    assert_eq!(store.marks("master").unwrap(), vec![again, second]);
+    // The change itself is as it was.
+    assert_eq!(
+        store.changes("master").unwrap()[0],
+        ChangeRow { id, ..change }
+    );
 }

@@ -12,6 +12,7 @@
 //! killed half way and run again inserts no run twice.
 
 pub mod conformance;
+pub mod marks;
 pub mod otava;
 pub mod pgpass;
 pub mod place;
@@ -24,6 +25,8 @@ mod sqlite_file;
 mod tls;
 
 use serde::{Deserialize, Serialize};
+
+pub use marks::{ChangeMark, Mark};
 
 /// Why the store could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -422,4 +425,9 @@ pub trait Store {
     fn digests(&mut self, branch: &str) -> Result<Vec<DigestRow>, StoreError>;
     /// Keeps a digest period, replacing the one of its branch and start.
     fn save_digest(&mut self, digest: &DigestRow) -> Result<(), StoreError>;
+    /// The marks of `branch`'s changes ([`marks`]), by change id.
+    fn marks(&mut self, branch: &str) -> Result<Vec<ChangeMark>, StoreError>;
+    /// Keeps a change's mark (its change must be stored), replacing the
+    /// one it had.
+    fn save_mark(&mut self, mark: &ChangeMark) -> Result<(), StoreError>;
 }

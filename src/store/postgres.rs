@@ -21,8 +21,8 @@
 
 use super::schema::{Dialect, word};
 use super::{
-    ChangeHunt, ChangeKind, ChangeRow, ChangeStatus, DigestRow, NewNight, Night, NightCommit,
-    NightStatus, Role, RunRow, Store, StoreError,
+    ChangeHunt, ChangeKind, ChangeMark, ChangeRow, ChangeStatus, DigestRow, Mark, NewNight, Night,
+    NightCommit, NightStatus, Role, RunRow, Store, StoreError,
 };
 use ::postgres::types::ToSql;
 use ::postgres::{Client, Config, Row};
@@ -533,6 +533,31 @@ impl Store for PostgresStore {
                 &h.message_id,
                 &h.change,
             ],
+        )?;
+        Ok(())
+    }
+
+    fn marks(&mut self, branch: &str) -> Result<Vec<ChangeMark>, StoreError> {
+        let machine = self.machine.clone();
+        let rows = self.query(super::marks::POSTGRES_MARKS, &[&machine, &branch])?;
+        let server = &self.server;
+        rows.iter()
+            .map(|r| {
+                let mark: String = get(server, r, 1)?;
+                Ok(ChangeMark {
+                    change: get(server, r, 0)?,
+                    mark: word(server, "mark", &mark, Mark::parse)?,
+                    why: get(server, r, 2)?,
+                    marked: get(server, r, 3)?,
+                })
+            })
+            .collect()
+    }
+
+    fn save_mark(&mut self, m: &ChangeMark) -> Result<(), StoreError> {
+        self.execute(
+            super::marks::POSTGRES_SAVE,
+            &[&m.change, &m.mark.as_str(), &m.why, &m.marked],
         )?;
         Ok(())
     }

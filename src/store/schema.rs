@@ -102,6 +102,14 @@ CREATE TABLE digests (
     UNIQUE ({machine,}branch, period_start)
 );
 "#,
+    r#"
+CREATE TABLE change_marks (
+    change_id {int} PRIMARY KEY REFERENCES changes (id),
+    mark TEXT NOT NULL CHECK (mark IN ('intended', 'wrong')),
+    why TEXT NOT NULL,
+    marked_at {int} NOT NULL
+);
+"#,
 ];
 
 /// The schema version this pgbisect writes, in either store.

@@ -8,8 +8,8 @@
 
 use super::schema::{Dialect, word};
 use super::{
-    ChangeHunt, ChangeKind, ChangeRow, ChangeStatus, DigestRow, NewNight, Night, NightCommit,
-    NightStatus, Role, RunRow, Store, StoreError,
+    ChangeHunt, ChangeKind, ChangeMark, ChangeRow, ChangeStatus, DigestRow, Mark, NewNight, Night,
+    NightCommit, NightStatus, Role, RunRow, Store, StoreError,
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use std::path::Path;
@@ -454,6 +454,20 @@ impl Store for SqliteStore {
     fn save_digest(&mut self, digest: &DigestRow) -> Result<(), StoreError> {
         super::sqlite_digests::save(&self.conn, digest).map_err(sql(&self.path))
     }
+
+    fn marks(&mut self, branch: &str) -> Result<Vec<ChangeMark>, StoreError> {
+        let rows = super::marks::sqlite_marks(&self.conn, branch).map_err(sql(&self.path))?;
+        rows.into_iter()
+            .map(|(mut m, mark)| {
+                m.mark = word(&self.path, "mark", &mark, Mark::parse)?;
+                Ok(m)
+            })
+            .collect()
+    }
+
+    fn save_mark(&mut self, mark: &ChangeMark) -> Result<(), StoreError> {
+        super::marks::sqlite_save(&self.conn, mark).map_err(sql(&self.path))
+    }
 }
 
 #[cfg(test)]
@@ -524,18 +538,7 @@ mod tests {
         let before = conformance::written_before(Dialect::Sqlite);
         for version in 1..=before.len() {
             let path = dir.path().join(format!("v{version}.sqlite"));
-            let conn = Connection::open(&path).unwrap();
-            for migration in &before[..version] {
-                conn.execute_batch(migration).unwrap();
-            }
-            conn.execute_batch(&format!(
-                "CREATE TABLE schema_version (version INTEGER NOT NULL);
-                 INSERT INTO schema_version (version) VALUES ({version});
-                 INSERT INTO nights (id, clock, branch, tip, status, reference)
-                     VALUES (1, 86400, 'master', 'a', 'done', 'ref');"
-            ))
-            .unwrap();
-            drop(conn);
+            conformance::sqlite_file_at_version(&path, version);
             let mut store = SqliteStore::open(&path).unwrap();
             assert_eq!(store.nights("master").unwrap().len(), 1, "v{version}");
             drop(store);

@@ -54,7 +54,6 @@ pub(super) fn save(conn: &Connection, d: &DigestRow) -> rusqlite::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::schema::Dialect;
     use super::super::sqlite::{FILE, SqliteStore, VERSION};
     use super::super::{Store, conformance};
     use super::*;
@@ -63,19 +62,7 @@ mod tests {
     fn a_version_3_file_gains_the_digests_and_keeps_its_nights() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(FILE);
-        let conn = Connection::open(&path).unwrap();
-        for m in &conformance::written_before(Dialect::Sqlite)[..3] {
-            conn.execute_batch(m).unwrap();
-        }
-        conn.execute_batch(
-            "CREATE TABLE schema_version (version INTEGER NOT NULL);
-             INSERT INTO schema_version (version) VALUES (3);
-             INSERT INTO nights (id, clock, branch, tip, status, reference)
-                 VALUES (1, 86400, 'master', 'a', 'done', 'ref');",
-        )
-        .unwrap();
-        drop(conn);
-        assert_eq!(VERSION, 4);
+        conformance::sqlite_file_at_version(&path, 3);
         let mut store = SqliteStore::open(&path).unwrap();
         assert_eq!(store.nights("master").unwrap().len(), 1);
         drop(store);
@@ -85,6 +72,6 @@ mod tests {
             .unwrap()
             .query_row("SELECT version FROM schema_version", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(version, 4);
+        assert_eq!(version, VERSION);
     }
 }

@@ -76,6 +76,17 @@ fn help_of_every_subcommand() {
     }
 }
 
+/// The watcher's triage of a change by its number.
+#[test]
+fn help_of_watch_mark_and_watch_hunt() {
+    for action in ["mark", "hunt"] {
+        insta::assert_snapshot!(
+            format!("help_watch_{action}"),
+            in_empty_dir(&["watch", action, "--help"])
+        );
+    }
+}
+
 #[test]
 fn hunt_without_endpoints() {
     insta::assert_snapshot!("error_missing_good_bad", in_empty_dir(&["--work-dir", "w"]));

@@ -34,4 +34,5 @@ mod watch_links;
 mod watch_mail;
 mod watch_refusals;
 mod watch_site;
+mod watch_triage;
 mod workload;

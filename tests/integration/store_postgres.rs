@@ -71,6 +71,10 @@ fn the_postgres_store_behaves_as_the_sqlite_one_and_refuses_a_newer_schema() {
     let at = db.create("digests");
     let mut open = || -> Box<dyn Store> { Box::new(PostgresStore::connect(&at, "m1").unwrap()) };
     conformance::a_digest_period_is_kept_once_and_updated(&mut open);
+    let marks = db.create("marks");
+    let mut open_marks =
+        || -> Box<dyn Store> { Box::new(PostgresStore::connect(&marks, "m1").unwrap()) };
+    conformance::a_mark_is_kept_and_replaced(&mut open_marks);
     let version: i64 = client(&at)
         .query_one("SELECT version FROM pgbisect_schema", &[])
         .unwrap()

@@ -320,3 +320,47 @@ fn a_screenshot_of_the_series_page_is_not_blank() {
     );
     eprintln!("screenshot of the series page: {}", shot.display());
 }
+
+#[test]
+fn a_marked_change_shows_its_mark_and_why_in_headless_chromium() {
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let work = tmp.path().join("w");
+    let id = results(&work);
+    let why = "the cost of <b>the new hash</b>, accepted";
+    let out = bin()
+        .args(["watch", "mark", &id.to_string(), "intended", "--why", why])
+        .arg("--work-dir")
+        .arg(&work)
+        .output()
+        .expect("pgbisect runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let site = tmp.path().join("site");
+    let out = publish(&work, &site, &[]);
+    assert_eq!(out.status.code(), Some(0));
+    for page in ["series-select-only-c8.html", "index.html"] {
+        let url = format!("file://{}", site.join(page).display());
+        let (dom, log) = browse(&chromium, &url, &["--dump-dom"]);
+        let errors = console_lines(&log);
+        assert!(errors.is_empty(), "console errors:\n{}", errors.join("\n"));
+        assert!(dom.contains(&format!(">#{id}</td>")), "{page}: {dom}");
+        assert!(
+            dom.contains(
+                "confirmed, marked <b>intended</b>: <q class=\"why\">the cost of \
+                 &lt;b&gt;the new hash&lt;/b&gt;, accepted</q>"
+            ),
+            "{page}: {dom}"
+        );
+        assert!(
+            dom.contains("class=\"marked mark-intended\""),
+            "{page}: {dom}"
+        );
+    }
+}

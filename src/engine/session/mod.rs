@@ -14,6 +14,7 @@ mod runner;
 pub mod watch;
 pub mod watch_hunts;
 pub mod watch_site;
+pub mod watch_triage;
 pub mod why;
 
 use crate::core::counts::Measure;

@@ -21,7 +21,7 @@ use anyhow::Context;
 use std::path::{Path, PathBuf};
 
 /// Most commits of the branch's line read back from its tip.
-const LINE_LIMIT: usize = 1_000_000;
+pub(super) const LINE_LIMIT: usize = 1_000_000;
 
 /// A profile to watch, named as its series are.
 pub struct WatchedProfile {
@@ -96,6 +96,9 @@ pub fn run(mut ask: WatchAsk, note: &mut dyn FnMut(&str)) -> anyhow::Result<Watc
     ask.config.branch = branch.clone();
     ask.config.machine = Some(machine_facts());
     let line = repo.first_parents(&branch, LINE_LIMIT)?;
+    if let Some(rev) = ask.config.reference.take() {
+        ask.config.reference = Some(reference_commit(&repo, &rev)?);
+    }
     let clocks = match ask.replay {
         Some(range) => replay_clocks(&line, &branch, range, note)?,
         None => vec![now()],
@@ -106,17 +109,11 @@ pub fn run(mut ask: WatchAsk, note: &mut dyn FnMut(&str)) -> anyhow::Result<Watc
     let _lock = ask.work.create_and_lock()?;
     let at = store_at(&ask.work, ask.store.as_ref());
     let mut store = at.open_watcher(&machine_name())?;
+    say_if_moved(store.as_mut(), &ask.config, note)?;
     let reference = watch::reference_for(store.as_mut(), &line, first, &ask.config)?;
-    let profiles = profile_setups(&ask, &line, reference);
-    let mut labs = open_labs(&ask, &profiles)?;
-    crate::proc::install_signal_handlers().context("cannot install the signal handlers")?;
+    let (hunter, mut labs) = hunter_and_labs(&ask, &line, reference)?;
     let mut follow = Aftercare {
-        hunter: Hunter {
-            profiles,
-            why_runs: ask.why_runs,
-            work: ask.work.clone(),
-            watch: Watch::default(),
-        },
+        hunter,
         notifier: ask.notifier,
         cc_author: ask.cc_author,
         unsent: Vec::new(),
@@ -165,6 +162,60 @@ pub fn run(mut ask: WatchAsk, note: &mut dyn FnMut(&str)) -> anyhow::Result<Watc
     let telling = follow.notifier.tells_anyone();
     all.owed = owed::owed(store.as_mut(), &branch, telling, &tried)?;
     Ok(all)
+}
+
+/// The labs of `ask`'s profiles, opened beside `reference`, and what
+/// their hunts run with; from here a signal stops the work between two
+/// runs.
+pub(super) fn hunter_and_labs(
+    ask: &WatchAsk,
+    line: &[Landed],
+    reference: Option<String>,
+) -> anyhow::Result<(Hunter, Vec<ProfileLab>)> {
+    let profiles = profile_setups(ask, line, reference);
+    let labs = open_labs(ask, &profiles)?;
+    crate::proc::install_signal_handlers().context("cannot install the signal handlers")?;
+    let hunter = Hunter {
+        profiles,
+        why_runs: ask.why_runs,
+        work: ask.work.clone(),
+        watch: Watch::default(),
+    };
+    Ok((hunter, labs))
+}
+
+/// The full SHA of `--reference REV`; a REV the repository does not
+/// hold is a usage error.
+fn reference_commit(repo: &Repo, rev: &str) -> anyhow::Result<String> {
+    repo.resolve(rev).map(|c| c.id).map_err(|e| {
+        UsageError(format!(
+            "--reference: {e}; give a commit, tag or branch of the repository"
+        ))
+        .into()
+    })
+}
+
+/// Says when `cfg.reference` moves the reference the nights so far were
+/// measured beside: the points from now on are ratios to the new one.
+fn say_if_moved(
+    store: &mut dyn Store,
+    cfg: &WatchConfig,
+    note: &mut dyn FnMut(&str),
+) -> anyhow::Result<()> {
+    let Some(to) = &cfg.reference else {
+        return Ok(());
+    };
+    let last = store.nights(&cfg.branch)?.pop();
+    if let Some(from) = last.map(|n| n.reference).filter(|from| from != to) {
+        note(&format!(
+            "the reference moves from {} to {}: the nights from now on are measured beside \
+             it, the points before it keep their reference, and changes are looked for among \
+             the points of one reference",
+            crate::model::short_sha(&from),
+            crate::model::short_sha(to)
+        ));
+    }
+    Ok(())
 }
 
 /// The nights of the replay `(since, until, every)`; one asked to start
@@ -241,7 +292,7 @@ pub(super) fn stored(
 }
 
 /// The store given, else `watch.sqlite` in the work dir.
-fn store_at(work: &WorkDir, given: Option<&StoreAt>) -> StoreAt {
+pub(super) fn store_at(work: &WorkDir, given: Option<&StoreAt>) -> StoreAt {
     given
         .cloned()
         .unwrap_or_else(|| StoreAt::in_work_dir(work.root()))
@@ -249,12 +300,12 @@ fn store_at(work: &WorkDir, given: Option<&StoreAt>) -> StoreAt {
 
 /// The name this machine's nights are kept under in a shared database:
 /// its host name.
-fn machine_name() -> String {
+pub(super) fn machine_name() -> String {
     crate::hosts::this_hostname()
 }
 
 /// The branch given, or master, or main when there is no master.
-fn branch(repo: &Repo, given: Option<&str>) -> anyhow::Result<String> {
+pub(super) fn branch(repo: &Repo, given: Option<&str>) -> anyhow::Result<String> {
     if let Some(b) = given {
         repo.resolve_branch(b)?;
         return Ok(b.to_string());
@@ -368,7 +419,7 @@ fn machine_facts() -> String {
     .to_string()
 }
 
-fn now() -> i64 {
+pub(super) fn now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)

@@ -63,6 +63,7 @@ pub fn publish(
     let nights = store.nights(&branch)?;
     let runs = store.runs(&branch)?;
     let changes = store.changes(&branch)?;
+    let marks = store.marks(&branch)?;
     crate::folders::create_dir(&dir.join("hunts"))
         .with_context(|| format!("cannot create {}", dir.join("hunts").display()))?;
     let mut reports = Vec::new();
@@ -81,6 +82,7 @@ pub fn publish(
         nights: &nights,
         runs: &runs,
         changes: &changes,
+        marks: &marks,
         hunted: &hunted,
         commit_url: links.commit,
         culprits: &culprits,

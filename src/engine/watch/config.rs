@@ -47,6 +47,10 @@ pub struct WatchConfig {
     pub machine: Option<String>,
     /// Days a digest covers (the `digest` module); 0: no digest.
     pub digest_every: u32,
+    /// The commit the nights begun from now on are measured beside (its
+    /// full SHA, once the session resolved `--reference`); `None`: the
+    /// last night's, and on the first night the first commit it measures.
+    pub reference: Option<String>,
     /// Where the `--html` site is served: a finding's mail and the digest
     /// link a change's page and its hunt report's there.
     pub site_url: Option<SiteUrl>,
@@ -93,6 +97,7 @@ impl WatchConfig {
             budget: None,
             machine: None,
             digest_every: 7,
+            reference: None,
             site_url: None,
             reported_by: "pgbisect watch".into(),
         }

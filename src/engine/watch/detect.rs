@@ -33,10 +33,20 @@ pub struct Window<'a> {
 }
 
 impl<'a> Window<'a> {
-    /// The window of `nights` (every night of the branch, oldest first).
+    /// The window of `nights` (every night of the branch, oldest first):
+    /// the last `cfg.window` of them measured beside the last night's
+    /// reference. A point is a ratio to its night's reference, so the
+    /// points of nights before the reference moved (`--reference`) are on
+    /// another scale, and a step there is the move, not a change.
     pub fn of(nights: &'a [Night], runs: &'a [RunRow], cfg: &WatchConfig) -> Window<'a> {
+        let recent = &nights[nights.len().saturating_sub(cfg.window)..];
+        let current = recent.last().map(|n| n.reference.as_str());
+        let moved = recent
+            .iter()
+            .rposition(|n| Some(n.reference.as_str()) != current)
+            .map_or(0, |k| k + 1);
         Window {
-            recent: &nights[nights.len().saturating_sub(cfg.window)..],
+            recent: &recent[moved..],
             runs,
         }
     }
@@ -336,5 +346,38 @@ fn lab_seconds(lab: &ProfileLab) -> f64 {
         0.0
     } else {
         t.bench_seconds / t.runs as f64
+    }
+}
+
+#[cfg(test)]
+mod window_tests {
+    use super::*;
+    use crate::store::NightStatus;
+
+    fn night(id: i64, reference: &str) -> Night {
+        Night {
+            id,
+            clock: id * 86_400,
+            branch: "master".into(),
+            tip: format!("t{id}"),
+            status: NightStatus::Done,
+            reason: None,
+            reference: reference.into(),
+            commits: vec![],
+        }
+    }
+
+    #[test]
+    fn the_window_holds_the_nights_since_the_reference_last_moved() {
+        let cfg = WatchConfig::new("master");
+        let ids = |w: Window| w.recent.iter().map(|n| n.id).collect::<Vec<_>>();
+        let same: Vec<Night> = (1..=4).map(|k| night(k, "a")).collect();
+        assert_eq!(ids(Window::of(&same, &[], &cfg)), [1, 2, 3, 4]);
+        let moved = [night(1, "a"), night(2, "b"), night(3, "a"), night(4, "a")];
+        assert_eq!(ids(Window::of(&moved, &[], &cfg)), [3, 4]);
+        let mut short = cfg.clone();
+        short.window = 1;
+        assert_eq!(ids(Window::of(&moved, &[], &short)), [4]);
+        assert!(ids(Window::of(&[], &[], &cfg)).is_empty());
     }
 }

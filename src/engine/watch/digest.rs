@@ -167,6 +167,7 @@ fn of_store(
         .filter(|c| row.changes.contains(&c.id))
         .collect();
     let hunts = store.hunts(&row.branch)?;
+    let marks = store.marks(&row.branch)?;
     let subjects: Vec<(String, String)> = hunts
         .iter()
         .filter_map(|h| h.culprit.as_ref())
@@ -182,6 +183,7 @@ fn of_store(
         waiting,
         hunts: &hunts,
         subjects: &subjects,
+        marks: &marks,
         site_url,
     }))
 }

@@ -198,12 +198,7 @@ pub fn hunt_changes(
                     out.stopped = Some(reason);
                     break;
                 }
-                Ended::Off => hunt.outcome = Some(NOT_ON_THE_LINE.into()),
-                Ended::Report(report) => {
-                    hunt.outcome = Some(report.outcome.as_str().to_string());
-                    hunt.culprit = report.culprits.first().map(|c| c.commit.clone());
-                    hunt.report = Some(stored_report(change.id));
-                }
+                ended => ended.record(&mut hunt),
             }
             store.save_hunt(&hunt)?;
         }
@@ -231,7 +226,7 @@ pub fn hunt_changes(
 }
 
 /// How a hunt of this start ended.
-enum Ended {
+pub(super) enum Ended {
     Report(Box<HuntReport>),
     /// At the deadline, with work left for the next start.
     Stopped(String),
@@ -239,10 +234,25 @@ enum Ended {
     Off,
 }
 
+impl Ended {
+    /// Keeps in `hunt` what an ended hunt came to (nothing when stopped).
+    pub(super) fn record(&self, hunt: &mut ChangeHunt) {
+        match self {
+            Ended::Stopped(_) => {}
+            Ended::Off => hunt.outcome = Some(NOT_ON_THE_LINE.into()),
+            Ended::Report(report) => {
+                hunt.outcome = Some(report.outcome.as_str().to_string());
+                hunt.culprit = report.culprits.first().map(|c| c.commit.clone());
+                hunt.report = Some(stored_report(hunt.change));
+            }
+        }
+    }
+}
+
 /// Hunts `change` (or goes on with its hunt) in `lab` at `clients`, its
 /// journal, runs and reports in `folder`; the JSON report is also kept
 /// under the name the store's readers know ([`report_json`]).
-fn hunt_one(
+pub(super) fn hunt_one(
     (lab, clients, folder): (&mut ProfileLab, u32, &HuntDir),
     change: &ChangeRow,
     line: &[Landed],

@@ -26,6 +26,7 @@ mod hunt_tests;
 pub mod measure;
 pub mod owed;
 pub mod pick;
+pub mod rehunt;
 pub mod rounds;
 mod since;
 #[cfg(test)]
@@ -216,8 +217,13 @@ fn plan_nights(
         .map(|(_, c)| c[0].commit.id.as_str())
         .or(last_tip.map(|n| n.tip.as_str()));
     planned.push((clock, pick::tonight(line, clock, previous, cfg.per_night)));
-    let reference = match nights.first() {
-        Some(n) => n.reference.clone(),
+    // A reference moved is kept by the nights after it.
+    let reference = match cfg
+        .reference
+        .as_ref()
+        .or(nights.last().map(|n| &n.reference))
+    {
+        Some(r) => r.clone(),
         None => match planned.iter().flat_map(|(_, c)| c.first()).next() {
             Some(first) => first.commit.id.clone(),
             None => anyhow::bail!(
@@ -256,8 +262,8 @@ fn night_commit(landed: &Landed) -> NightCommit {
     }
 }
 
-/// The reference commit of the watch of `cfg.branch`: the stored one, or
-/// the one a first night at `clock` would choose (what the labs need to
+/// The reference commit of the watch of `cfg.branch`: the one asked for,
+/// else the last night's, or the one a first night at `clock` would choose (what the labs need to
 /// know before they open, e.g. whose pgbench drives the runs).
 pub fn reference_for(
     store: &mut dyn Store,
@@ -265,7 +271,10 @@ pub fn reference_for(
     clock: i64,
     cfg: &WatchConfig,
 ) -> anyhow::Result<Option<String>> {
-    if let Some(n) = store.nights(&cfg.branch)?.first() {
+    if let Some(r) = &cfg.reference {
+        return Ok(Some(r.clone()));
+    }
+    if let Some(n) = store.nights(&cfg.branch)?.last() {
         return Ok(Some(n.reference.clone()));
     }
     let first = pick::backfill(line, clock, cfg.backfill)

@@ -11,7 +11,9 @@
 use crate::model::{NAMED_SHA, sha_prefix, short_sha};
 use crate::report::watch::site::links::{self, SiteUrl};
 use crate::store::NightStatus;
-use crate::store::{ChangeHunt, ChangeKind, ChangeRow, ChangeStatus, NOT_ON_THE_LINE, Night};
+use crate::store::{
+    ChangeHunt, ChangeKind, ChangeMark, ChangeRow, ChangeStatus, NOT_ON_THE_LINE, Night,
+};
 use std::fmt::Write;
 
 /// A digest ready to be told.
@@ -52,6 +54,9 @@ pub struct Facts<'a> {
     pub hunts: &'a [ChangeHunt],
     /// The subjects of the culprits named, by full id.
     pub subjects: &'a [(String, String)],
+    /// The marks people gave changes (`pgbisect watch mark`): a marked
+    /// change is told apart, not among what moved.
+    pub marks: &'a [ChangeMark],
     /// Where the site is served (`--site-url`): each change's line is
     /// followed by its page's address, and its hunt report's.
     pub site_url: Option<&'a SiteUrl>,
@@ -64,6 +69,7 @@ pub fn compose(f: &Facts) -> Digest {
         .changes
         .iter()
         .filter(|c| matches!(c.status, ChangeStatus::Confirmed | ChangeStatus::Reported))
+        .filter(|c| mark_of(c, f).is_none())
         .collect();
     let steps = |down: bool| -> Vec<&ChangeRow> {
         confirmed
@@ -113,13 +119,14 @@ pub fn compose(f: &Facts) -> Digest {
         if !list.is_empty() {
             let _ = writeln!(out, "{title} ({}):", list.len());
             for c in list.iter() {
-                let _ = writeln!(out, "  {}", change_line(c, f));
+                let _ = writeln!(out, "  {}", change_line(c, &hunt_words(c, f)));
                 if let Some(site) = f.site_url {
                     site_lines(&mut out, site, c, f);
                 }
             }
         }
     }
+    marked_section(&mut out, f);
     settled_counts(&mut out, f);
     out.push('\n');
     nights_section(&mut out, (&failed, &broken, &stopped));
@@ -157,6 +164,28 @@ fn news([slower, faster, drifts]: [usize; 3], [failed, broken]: [usize; 2]) -> S
         news.push("nothing moved".into());
     }
     news.join(", ")
+}
+
+/// The mark a person gave `c`, if any.
+fn mark_of<'a>(c: &ChangeRow, f: &Facts<'a>) -> Option<&'a ChangeMark> {
+    f.marks.iter().find(|m| m.change == c.id)
+}
+
+/// The changes of the period a person marked, each with the mark and why.
+fn marked_section(out: &mut String, f: &Facts) {
+    let marked: Vec<(&ChangeRow, &ChangeMark)> = f
+        .changes
+        .iter()
+        .filter_map(|c| Some((c, mark_of(c, f)?)))
+        .collect();
+    if marked.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "Marked by hand ({}), not counted above:", marked.len());
+    for (c, m) in marked {
+        let said = format!("{}: {}", m.mark.as_str(), m.why);
+        let _ = writeln!(out, "  {}", change_line(c, &said));
+    }
 }
 
 /// How many changes were dismissed, and how many wait.
@@ -215,20 +244,20 @@ fn nights_section(out: &mut String, (failed, broken, stopped): (&[&Night], &[&Ni
     }
 }
 
-/// A confirmed change: its series, size with interval, kind, commits and
-/// what its hunt came to.
-fn change_line(c: &ChangeRow, f: &Facts) -> String {
+/// A confirmed change: its number, series, size with interval, commits,
+/// and `said` of it (what its hunt came to, or its mark).
+fn change_line(c: &ChangeRow, said: &str) -> String {
     let interval = match (c.low_pct, c.high_pct) {
         (Some(lo), Some(hi)) => format!(" (interval {lo:+.1}% to {hi:+.1}%)"),
         _ => String::new(),
     };
     format!(
-        "{} {:+.1}%{interval} between {}..{}: {}",
+        "#{} {} {:+.1}%{interval} between {}..{}: {said}",
+        c.id,
         c.series,
         c.pct,
         short_sha(&c.before),
         short_sha(&c.after),
-        hunt_words(c, f)
     )
 }
 

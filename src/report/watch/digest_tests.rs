@@ -56,6 +56,7 @@ fn a_quiet_week_says_that_nothing_moved_and_how_much_was_measured() {
         waiting: 0,
         hunts: &[],
         subjects: &[],
+        marks: &[],
         site_url: None,
     });
     assert_eq!(
@@ -135,6 +136,7 @@ fn a_busy_week_lists_every_move_up_and_down_and_every_night_that_went_wrong() {
         waiting: 1,
         hunts: &hunts,
         subjects: &subjects,
+        marks: &[],
         site_url: None,
     };
     let digest = compose(&facts);
@@ -147,13 +149,13 @@ fn a_busy_week_lists_every_move_up_and_down_and_every_night_that_went_wrong() {
 The watch of master from 2024-01-01 to 2024-01-07 (UTC): 4 night(s), 4 commit(s) measured, 24 run(s).
 
 Slower (3):
-  select-only/c64 -12.3% (interval -13.8% to -10.8%) between 1b1b1b1b..1a1a1a1a: culprit cccccccccccc Use a new hash for the buffer mapping
-  select-only/c64 -6.0% (interval -7.5% to -4.5%) between 2b2b2b2b..2a2a2a2a: hunt inconclusive
-  select-only/c64 -5.5% (interval -7.0% to -4.0%) between 3b3b3b3b..3a3a3a3a: not hunted yet
+  #1 select-only/c64 -12.3% (interval -13.8% to -10.8%) between 1b1b1b1b..1a1a1a1a: culprit cccccccccccc Use a new hash for the buffer mapping
+  #2 select-only/c64 -6.0% (interval -7.5% to -4.5%) between 2b2b2b2b..2a2a2a2a: hunt inconclusive
+  #3 select-only/c64 -5.5% (interval -7.0% to -4.0%) between 3b3b3b3b..3a3a3a3a: not hunted yet
 Faster (1):
-  select-only/c64 +7.1% (interval +5.6% to +8.6%) between 4b4b4b4b..4a4a4a4a: not hunted (a rise)
+  #4 select-only/c64 +7.1% (interval +5.6% to +8.6%) between 4b4b4b4b..4a4a4a4a: not hunted (a rise)
 Drifts (1):
-  select-only/c64 -4.0% (interval -5.5% to -2.5%) between 5b5b5b5b..5a5a5a5a: not hunted (a drift is spread over many commits)
+  #5 select-only/c64 -4.0% (interval -5.5% to -2.5%) between 5b5b5b5b..5a5a5a5a: not hunted (a drift is spread over many commits)
 Dismissed: 2 change(s) the series showed did not hold when measured again side by side.
 Waiting: 1 change(s) found and not yet measured again; a later night settles them.
 
@@ -186,7 +188,7 @@ Nights stopped at their deadline (1):
         [
             "    its page: https://perf.example.org/pg/change-1.html",
             "    its hunt's report: https://perf.example.org/pg/hunts/change-1.html",
-            "  select-only/c64 -6.0% (interval -7.5% to -4.5%) between 2b2b2b2b..2a2a2a2a: hunt inconclusive",
+            "  #2 select-only/c64 -6.0% (interval -7.5% to -4.5%) between 2b2b2b2b..2a2a2a2a: hunt inconclusive",
         ],
         "{}",
         linked.body
@@ -195,6 +197,44 @@ Nights stopped at their deadline (1):
         lines[at + 4],
         "    its page: https://perf.example.org/pg/change-2.html"
     );
+}
+
+#[test]
+fn a_marked_change_is_told_apart_with_its_mark_and_not_counted_as_slower() {
+    let nights = vec![night(1, 0, NightStatus::Done, None)];
+    let changes = vec![
+        change(1, -12.3, ChangeKind::Step, ChangeStatus::Confirmed),
+        change(2, -6.0, ChangeKind::Step, ChangeStatus::Confirmed),
+    ];
+    let marks = vec![ChangeMark {
+        change: 1,
+        mark: crate::store::Mark::Intended,
+        why: "the cost of the new WAL format".into(),
+        marked: JAN_1_2024 + 3 * DAY,
+    }];
+    let digest = compose(&Facts {
+        branch: "master",
+        period: week(),
+        nights: &nights,
+        runs: 6,
+        changes: &changes,
+        waiting: 0,
+        hunts: &[],
+        subjects: &[],
+        marks: &marks,
+        site_url: None,
+    });
+    assert_eq!(
+        digest.subject,
+        "pgbisect watch digest: master 2024-01-01 to 2024-01-07: 1 slower"
+    );
+    let expected = "\
+Slower (1):
+  #2 select-only/c64 -6.0% (interval -7.5% to -4.5%) between 2b2b2b2b..2a2a2a2a: not hunted yet
+Marked by hand (1), not counted above:
+  #1 select-only/c64 -12.3% (interval -13.8% to -10.8%) between 1b1b1b1b..1a1a1a1a: intended: the cost of the new WAL format
+";
+    assert!(digest.body.contains(expected), "{}", digest.body);
 }
 
 #[test]

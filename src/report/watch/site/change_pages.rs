@@ -7,7 +7,9 @@
 //! in the site's layout, with the `.txt` beside it linked for whoever
 //! wants the file. Every text that comes from git or a report is escaped.
 
-use super::html::{CLOSE, change_night, commit_link, culprit_cell, hunt_cell, open, subject_of};
+use super::html::{
+    CLOSE, change_night, commit_link, culprit_cell, hunt_cell, open, status_shown, subject_of,
+};
 use super::links::change_page as change_page_path;
 use super::{Page, SeriesName, SiteInput, date, hunt_report, links};
 use crate::model::short_sha;
@@ -73,10 +75,10 @@ pub(super) fn change_page(
             ),
         ),
         ("change", format!("{:+.1}%{interval}", change.pct)),
-        (
-            "status",
-            format!("<span class=\"{0}\">{0}</span>", change.status.as_str()),
-        ),
+        ("status", {
+            let (attributes, text) = status_shown(input, change);
+            format!("<span {attributes}>{text}</span>")
+        }),
         ("night", night),
         ("found", found),
         ("change-point p", format!("{:.3}", change.p_value)),

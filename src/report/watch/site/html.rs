@@ -16,7 +16,8 @@ th,td{border-bottom:1px solid #ddd;padding:.25em .6em;text-align:left;vertical-a
 td.n{text-align:right;font-variant-numeric:tabular-nums}\
 svg{max-width:100%;height:auto}\
 .confirmed,.reported{color:#d62728;font-weight:bold}.candidate{color:#c25e00}\
-.dismissed{color:#777}.failed{color:#d62728}.quiet{color:#777}";
+.dismissed{color:#777}.failed{color:#d62728}.quiet{color:#777}\
+.mark-intended{color:#2c7a2c}.mark-wrong{color:#777}";
 
 /// A page's head and opening, titled `title`.
 pub(super) fn open(title: &str) -> String {
@@ -205,7 +206,7 @@ pub(super) fn changes_table(
         out.push_str("<p>No change found.</p>\n");
         return out;
     }
-    out.push_str("<table id=\"changes\">\n<tr>");
+    out.push_str("<table id=\"changes\">\n<tr><th>#</th>");
     if with_series {
         out.push_str("<th>series</th>");
     }
@@ -222,7 +223,7 @@ pub(super) fn changes_table(
         Reverse((night.map(|n| (n.clock, n.id)), landed, c.id))
     });
     for (night, c) in changes {
-        out.push_str("<tr>");
+        let _ = write!(out, "<tr><td class=\"n\" id=\"change-{0}\">#{0}</td>", c.id);
         if with_series {
             let _ = write!(out, "<td>{}</td>", escape(&c.series));
         }
@@ -239,15 +240,14 @@ pub(super) fn changes_table(
         let _ = writeln!(
             out,
             "<td>{at}</td><td>{} .. {}</td><td class=\"n\"><a class=\"change-page\" \
-             href=\"{}\">{:+.1}%</a>{interval}</td><td class=\"{status}\">{status}</td>\
-             <td>{found}</td><td>{}</td><td>{}</td></tr>",
+             href=\"{}\">{:+.1}%</a>{interval}</td>{}<td>{found}</td><td>{}</td><td>{}</td></tr>",
             commit_link(input.commit_url, &c.before, &subject_of(input, &c.before)),
             commit_link(input.commit_url, &c.after, &subject_of(input, &c.after)),
             escape(&change_page(c.id)),
             c.pct,
+            status_cell(input, c),
             culprit_cell(input, c),
             hunt_cell(input, c),
-            status = c.status.as_str(),
         );
     }
     out.push_str("</table>\n");
@@ -263,6 +263,33 @@ pub(super) fn change_night<'a>(input: &SiteInput<'a>, change: &ChangeRow) -> Opt
         .filter(|n| n.commits.iter().any(|m| m.id == change.after))
         .min_by_key(|n| (n.clock, n.id))
         .or_else(|| nights.iter().find(|n| n.id == change.first_night))
+}
+
+/// A change's status in a table's cell (see [`status_shown`]).
+fn status_cell(input: &SiteInput, change: &ChangeRow) -> String {
+    let (attributes, text) = status_shown(input, change);
+    format!("<td {attributes}>{text}</td>")
+}
+
+/// A change's status, with the mark a person gave it and why (`pgbisect
+/// watch mark`): its element's attributes (a marked change is no longer
+/// shown as news) and its HTML.
+pub(super) fn status_shown(input: &SiteInput, change: &ChangeRow) -> (String, String) {
+    let status = change.status.as_str();
+    let Some(m) = input.marks.iter().find(|m| m.change == change.id) else {
+        return (format!("class=\"{status}\""), status.to_string());
+    };
+    let mark = m.mark.as_str();
+    (
+        format!(
+            "class=\"marked mark-{mark}\" title=\"marked {mark} on {}\"",
+            date(m.marked)
+        ),
+        format!(
+            "{status}, marked <b>{mark}</b>: <q class=\"why\">{}</q>",
+            escape(&m.why)
+        ),
+    )
 }
 
 /// The hunt report's links (its page, and its text), or why there is
@@ -343,18 +370,28 @@ pub(super) fn commit_link(template: Option<&str>, sha: &str, subject: &str) -> S
 fn points_table(input: &SiteInput, slots: &[Slot]) -> String {
     let mut out = String::from(
         "<h2>Points</h2>\n<p class=\"quiet\">Newest night first.</p>\n<table id=\"points\">\n<tr><th>night</th><th>commit</th>\
-         <th>subject</th><th>ratio</th><th>spread</th><th>tps</th><th>reference tps</th></tr>\n",
+         <th>subject</th><th>ratio</th><th>spread</th><th>tps</th><th>reference tps</th>\
+         <th>reference</th></tr>\n",
     );
     for slot in slots.iter().rev() {
         match slot {
             Slot::Point(p, spread) => {
                 let spread =
                     spread.map_or_else(String::new, |s| format!("{:.4} .. {:.4}", s.low, s.high));
+                // The commit its ratio is to: the night's (`--reference`
+                // moves it; earlier points keep theirs).
+                let reference = input
+                    .nights
+                    .iter()
+                    .find(|n| n.id == p.night)
+                    .map_or_else(String::new, |n| {
+                        commit_link(input.commit_url, &n.reference, "")
+                    });
                 let _ = writeln!(
                     out,
                     "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{:.4}</td>\
                      <td class=\"n\">{spread}</td><td class=\"n\">{:.1}</td>\
-                     <td class=\"n\">{:.1}</td></tr>",
+                     <td class=\"n\">{:.1}</td><td class=\"reference\">{reference}</td></tr>",
                     date(p.clock),
                     commit_link(input.commit_url, &p.commit, ""),
                     escape(&p.subject),
@@ -366,7 +403,7 @@ fn points_table(input: &SiteInput, slots: &[Slot]) -> String {
             Slot::Failed(n) => {
                 let _ = writeln!(
                     out,
-                    "<tr class=\"failed\"><td>{}</td><td>{}</td><td colspan=\"5\">night failed: \
+                    "<tr class=\"failed\"><td>{}</td><td>{}</td><td colspan=\"6\">night failed: \
                      {}</td></tr>",
                     date(n.clock),
                     commit_link(input.commit_url, &n.tip, ""),

@@ -21,7 +21,7 @@ pub use change_pages::hunt_report_page;
 use links::SiteUrl;
 
 use crate::store::points::{Point, points};
-use crate::store::{ChangeRow, Night, NightStatus, Role, RunRow};
+use crate::store::{ChangeMark, ChangeRow, Night, NightStatus, Role, RunRow};
 use std::collections::BTreeSet;
 
 /// What the site is made of.
@@ -32,6 +32,8 @@ pub struct SiteInput<'a> {
     pub nights: &'a [Night],
     pub runs: &'a [RunRow],
     pub changes: &'a [ChangeRow],
+    /// The marks people gave changes (`pgbisect watch mark`).
+    pub marks: &'a [ChangeMark],
     /// The changes whose hunt report the site holds (see [`hunt_report`]).
     pub hunted: &'a BTreeSet<i64>,
     /// A commit's web page, `{sha}` standing for its full id; `None`: the

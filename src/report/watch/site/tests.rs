@@ -64,6 +64,7 @@ pub(super) struct Fixture {
     pub nights: Vec<Night>,
     pub runs: Vec<RunRow>,
     pub changes: Vec<ChangeRow>,
+    pub marks: Vec<ChangeMark>,
 }
 
 pub(super) fn fixture() -> Fixture {
@@ -93,6 +94,7 @@ pub(super) fn fixture() -> Fixture {
         nights,
         runs,
         changes,
+        marks: Vec::new(),
     }
 }
 
@@ -102,6 +104,7 @@ fn site(f: &Fixture, hunted: &BTreeSet<i64>, url: Option<&str>) -> Vec<Page> {
         nights: &f.nights,
         runs: &f.runs,
         changes: &f.changes,
+        marks: &f.marks,
         hunted,
         commit_url: url,
         culprits: &[],
@@ -275,12 +278,55 @@ fn a_change_links_its_hunt_report_or_says_it_is_not_hunted_yet() {
 }
 
 #[test]
+fn a_marked_change_shows_its_number_mark_and_why_escaped_and_is_no_longer_red() {
+    let mut f = fixture();
+    f.marks.push(ChangeMark {
+        change: 1,
+        mark: crate::store::Mark::Intended,
+        why: "the <new> hash's cost".into(),
+        marked: 1_704_844_800,
+    });
+    let pages = site(&f, &BTreeSet::new(), None);
+    let change_page = pages.iter().find(|p| p.path == "change-1.html").unwrap();
+    assert!(
+        change_page.text.contains(
+            "<span class=\"marked mark-intended\" title=\"marked intended on 2024-01-10\">\
+             confirmed, marked <b>intended</b>: <q class=\"why\">the &lt;new&gt; hash&apos;s \
+             cost</q></span>"
+        ),
+        "{}",
+        change_page.text
+    );
+    let tables = |p: &&Page| p.path == "index.html" || p.path.starts_with("series-");
+    for page in pages.iter().filter(tables) {
+        let text = &page.text;
+        assert!(text.contains("id=\"change-1\">#1</td>"), "{}", page.path);
+        assert!(text.contains("id=\"change-2\">#2</td>"), "{}", page.path);
+        assert!(
+            text.contains(
+                "<td class=\"marked mark-intended\" title=\"marked intended on 2024-01-10\">\
+                 confirmed, marked <b>intended</b>: \
+                 <q class=\"why\">the &lt;new&gt; hash&apos;s cost</q></td>"
+            ),
+            "{text}"
+        );
+        assert_eq!(
+            statuses_in_order(text),
+            ["none", "dismissed"],
+            "{}",
+            page.path
+        );
+    }
+}
+
+#[test]
 fn an_empty_store_makes_an_index_that_says_so() {
     let pages = pages(&SiteInput {
         branch: "main",
         nights: &[],
         runs: &[],
         changes: &[],
+        marks: &[],
         hunted: &BTreeSet::new(),
         commit_url: None,
         culprits: &[],
