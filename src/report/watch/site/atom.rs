@@ -16,15 +16,17 @@ use super::links::{FEED, change_page};
 use super::{SiteInput, date};
 use crate::model::short_sha;
 use crate::report::chart::escape;
-use crate::store::{ChangeRow, ChangeStatus, Night};
+use crate::store::{ChangeRow, ChangeStatus, Mark, Night};
 use std::fmt::Write;
 
-/// The feed of `input`'s confirmed changes, newest first.
+/// The feed of `input`'s confirmed changes, newest first; a change
+/// marked not a real one (`watch mark N wrong`) is left out.
 pub(super) fn feed(input: &SiteInput) -> String {
     let mut confirmed: Vec<(&ChangeRow, i64)> = input
         .changes
         .iter()
         .filter(|c| matches!(c.status, ChangeStatus::Confirmed | ChangeStatus::Reported))
+        .filter(|c| input.mark_of(c).is_none_or(|m| m.mark != Mark::Wrong))
         .map(|c| (c, found_clock(input.nights, c)))
         .collect();
     confirmed.sort_by_key(|(c, clock)| std::cmp::Reverse((*clock, c.id)));
@@ -69,7 +71,10 @@ fn entry(input: &SiteInput, c: &ChangeRow, clock: i64) -> String {
         None if c.pct >= 0.0 => "a rise, not hunted".into(),
         None => "culprit not named yet".into(),
     };
-    let title = format!("{} {:+.1}%: {culprit}", c.series, c.pct);
+    let marked = input.mark_of(c).map_or_else(String::new, |m| {
+        format!(" (marked {}: {})", m.mark.as_str(), m.why)
+    });
+    let title = format!("{} {:+.1}%: {culprit}{marked}", c.series, c.pct);
     let interval = match (c.low_pct, c.high_pct) {
         (Some(l), Some(h)) => format!(" [{l:+.1}%, {h:+.1}%]"),
         _ => String::new(),

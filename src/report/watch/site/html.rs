@@ -276,7 +276,7 @@ fn status_cell(input: &SiteInput, change: &ChangeRow) -> String {
 /// shown as news) and its HTML.
 pub(super) fn status_shown(input: &SiteInput, change: &ChangeRow) -> (String, String) {
     let status = change.status.as_str();
-    let Some(m) = input.marks.iter().find(|m| m.change == change.id) else {
+    let Some(m) = input.mark_of(change) else {
         return (format!("class=\"{status}\""), status.to_string());
     };
     let mark = m.mark.as_str();

@@ -3,6 +3,7 @@
 
 use super::tests::{EVIL, Fixture, fixture, sha};
 use super::*;
+use crate::store::Mark;
 
 const AUTHOR: &str = "Ann <ann@example.org> \u{1b}[2J";
 
@@ -187,4 +188,29 @@ fn the_feed_has_an_entry_per_confirmed_change_linking_its_page() {
         ),
         "{text}"
     );
+}
+
+#[test]
+fn the_feed_leaves_out_a_change_marked_wrong_and_says_an_intended_one_was_meant() {
+    let mut f = fixture();
+    let marked = |mark| ChangeMark {
+        change: 1,
+        mark,
+        why: "the new <checks>, on purpose".into(),
+        marked: f.nights[5].clock,
+    };
+    f.marks = vec![marked(Mark::Intended)];
+    let pages = site(&f, &[culprit()], None);
+    let entries = feed_entries(page(&pages, links::FEED));
+    assert_eq!(entries.len(), 1);
+    assert!(
+        entries[0]
+            .1
+            .ends_with("(marked intended: the new <checks>, on purpose)"),
+        "{:?}",
+        entries[0]
+    );
+    f.marks = vec![marked(Mark::Wrong)];
+    let pages = site(&f, &[culprit()], None);
+    assert!(feed_entries(page(&pages, links::FEED)).is_empty());
 }

@@ -62,6 +62,11 @@ impl<'a> SiteInput<'a> {
     fn culprit_of(&self, change: &ChangeRow) -> Option<&'a NamedCulprit> {
         self.culprits.iter().find(|c| c.change == change.id)
     }
+
+    /// The mark a person gave `change` (`pgbisect watch mark`), if any.
+    fn mark_of(&self, change: &ChangeRow) -> Option<&'a ChangeMark> {
+        self.marks.iter().find(|m| m.change == change.id)
+    }
 }
 
 impl NamedCulprit {
