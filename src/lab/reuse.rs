@@ -12,7 +12,7 @@
 //! replays them from its journal: [`Pool::without_journaled`] leaves out
 //! those its journal already holds, so that no run is served twice.
 
-use super::{Lab, RunSpec};
+use super::{HostRun, Lab, Planned, RunSpec};
 use crate::core::why::Instrumented;
 use crate::journal::Event;
 use crate::model::{Commit, LabTotals, Prepared, RunOutcome};
@@ -137,10 +137,38 @@ impl Lab for Reusing<'_> {
         self.inner.run(commit, spec)
     }
 
-    /// Reusing is for a hunt on this machine: `--measure auto` refuses
-    /// hosts.
+    /// The lab's: a lab of hosts is never handed a pool (`--measure
+    /// auto` refuses hosts), and its rounds stay its own.
     fn hosts(&self) -> Vec<String> {
-        Vec::new()
+        self.inner.hosts()
+    }
+
+    /// Each run from the pool or the lab in turn on this machine; a lab
+    /// of hosts makes its runs as it makes them.
+    fn run_round(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<Vec<HostRun>> {
+        if !self.inner.hosts().is_empty() {
+            return self.inner.run_round(commit, spec);
+        }
+        let outcome = self.run(commit, spec)?;
+        Ok(vec![HostRun {
+            host: None,
+            outcome,
+        }])
+    }
+
+    fn run_on(&mut self, spec: RunSpec, runs: &[Planned]) -> anyhow::Result<Vec<HostRun>> {
+        if !self.inner.hosts().is_empty() {
+            return self.inner.run_on(spec, runs);
+        }
+        runs.iter()
+            .map(|p| {
+                let outcome = self.run(p.commit, RunSpec { run: p.run, ..spec })?;
+                Ok(HostRun {
+                    host: None,
+                    outcome,
+                })
+            })
+            .collect()
     }
 
     fn counted_run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {

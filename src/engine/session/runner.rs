@@ -94,8 +94,15 @@ pub fn run(
             pending.len()
         )));
     }
-    let mut reusing = Reusing::new(lab, pending);
-    let mut lab = ReplayLab::new(&mut reusing, &past.events);
+    // Only a hunt handed runs is wrapped: every other lab stays as it is.
+    let mut reusing;
+    let lab: &mut dyn Lab = if pending.is_empty() {
+        lab
+    } else {
+        reusing = Reusing::new(lab, pending);
+        &mut reusing
+    };
+    let mut lab = ReplayLab::new(lab, &past.events);
     say_resumed(&lab, &past, run.folder, progress);
     let mut journal = journal(&run, progress)?;
     let mut machine = match run.held {

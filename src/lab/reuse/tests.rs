@@ -131,3 +131,48 @@ fn runs_a_resumed_hunt_journaled_are_not_served_again() {
     assert_eq!(figure(&reusing.run(&good, spec(7)).unwrap()), 1_000.0);
     assert!(Pool::default().is_empty());
 }
+
+/// Two hosts, each run named by its host.
+#[derive(Default)]
+struct TwoHosts {
+    rounds: usize,
+}
+
+impl Lab for TwoHosts {
+    fn prepare(&mut self, _: &Commit) -> anyhow::Result<Prepared> {
+        Ok(Prepared::Ready { cached: true })
+    }
+    fn run(&mut self, _: &Commit, _: RunSpec) -> anyhow::Result<RunOutcome> {
+        panic!("a lab of hosts makes its runs in rounds")
+    }
+    fn hosts(&self) -> Vec<String> {
+        vec!["h1".into(), "h2".into()]
+    }
+    fn run_on(&mut self, _: RunSpec, runs: &[super::Planned]) -> anyhow::Result<Vec<HostRun>> {
+        self.rounds += 1;
+        Ok(runs
+            .iter()
+            .map(|p| HostRun {
+                host: Some(format!("h{}", p.host + 1)),
+                outcome: counted_outcome(1_000.0, vec![]),
+            })
+            .collect())
+    }
+    fn totals(&self) -> LabTotals {
+        LabTotals::default()
+    }
+    fn describe(&self) -> String {
+        "two hosts".into()
+    }
+}
+
+#[test]
+fn a_lab_of_hosts_keeps_its_hosts_and_its_rounds() {
+    let mut lab = TwoHosts::default();
+    let mut reusing = Reusing::new(&mut lab, Pool::default());
+    assert_eq!(reusing.hosts(), ["h1", "h2"]);
+    let round = reusing.run_round(&Commit::bare("g"), spec(1)).unwrap();
+    let hosts: Vec<_> = round.iter().map(|r| r.host.clone()).collect();
+    assert_eq!(hosts, [Some("h1".to_string()), Some("h2".to_string())]);
+    assert_eq!(lab.rounds, 1);
+}
