@@ -75,5 +75,5 @@ for version in 1 2 3 4; do
   out=$("$bin" watch export --work-dir "$wo" --branch main --csv "$pf/old$version.csv" 2>&1); rc=$?
   now=$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT version FROM schema_version").fetchone()[0])' "$wo/watch.sqlite" 2>/dev/null)
   probe pflags "a store made by the old migrations at version $version: opened, at version $now" \
-    eval '[ "$rc" = 0 ] && [ "$now" = 4 ]'
+    eval '[ "$rc" = 0 ] && [ "$now" = 5 ]'
 done
