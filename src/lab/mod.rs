@@ -110,6 +110,24 @@ pub fn cannot_count() -> anyhow::Error {
 /// `Err` is for trouble with the environment (disk full, a missing tool,
 /// an interrupt) that should stop the hunt; a commit that will not build
 /// or a run without a result are ordinary outcomes.
+/// `runs` made one after another with `lab`'s [`Lab::run`] on this
+/// machine: [`Lab::run_on`] of a lab without hosts.
+pub fn each_here<L: Lab + ?Sized>(
+    lab: &mut L,
+    spec: RunSpec,
+    runs: &[Planned],
+) -> anyhow::Result<Vec<HostRun>> {
+    runs.iter()
+        .map(|p| {
+            let outcome = lab.run(p.commit, RunSpec { run: p.run, ..spec })?;
+            Ok(HostRun {
+                host: None,
+                outcome,
+            })
+        })
+        .collect()
+}
+
 pub trait Lab {
     /// Make `commit` runnable. Called before the first run of a commit and
     /// again whenever the hunt comes back to it; cheap when already built.
@@ -147,15 +165,7 @@ pub trait Lab {
     /// alone, which makes each with [`Lab::run`] in turn; a lab of several
     /// hosts provides its own.
     fn run_on(&mut self, spec: RunSpec, runs: &[Planned]) -> anyhow::Result<Vec<HostRun>> {
-        runs.iter()
-            .map(|p| {
-                let outcome = self.run(p.commit, RunSpec { run: p.run, ..spec })?;
-                Ok(HostRun {
-                    host: None,
-                    outcome,
-                })
-            })
-            .collect()
+        each_here(self, spec, runs)
     }
 
     /// One run with instruments, for the why-runs after a culprit: kept

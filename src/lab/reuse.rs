@@ -160,15 +160,7 @@ impl Lab for Reusing<'_> {
         if !self.inner.hosts().is_empty() {
             return self.inner.run_on(spec, runs);
         }
-        runs.iter()
-            .map(|p| {
-                let outcome = self.run(p.commit, RunSpec { run: p.run, ..spec })?;
-                Ok(HostRun {
-                    host: None,
-                    outcome,
-                })
-            })
-            .collect()
+        super::each_here(self, spec, runs)
     }
 
     fn counted_run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
