@@ -166,7 +166,8 @@ impl PgLab {
             builder.pin(&driver);
         }
         let sockets = SocketDir::create(&cfg.run_as)?;
-        let runs = Runs::new(Box::new(RealMachinery), cfg.options.clone());
+        let runs = Runs::new(Box::new(RealMachinery), cfg.options.clone())
+            .keeping_fits(cfg.dirs.root.join(runs::fits::FILE));
         let clients = cfg.options.clients;
         PgLab {
             cfg,

@@ -9,7 +9,6 @@
 //! machinery is PostgreSQL's `initdb`, `cp`, `pg_ctl` and pgbench.
 
 use crate::bench::{self, Builtin, Conn, PgbenchOptions, PgbenchReport, instruments};
-use crate::core::counts::Lengths;
 use crate::core::why::{Instrumented, InstrumentedRun, WaitEvents};
 use crate::lab::RunSpec;
 use crate::model::{LabTotals, Measurement, RunOutcome};
@@ -209,10 +208,10 @@ pub struct Runs {
     /// pgbench programs that refused `--random-seed` (before 11): their
     /// counted runs draw unseeded.
     without_random_seed: HashSet<PathBuf>,
-    /// The lengths the first counted run fitted (given, fitted): every
+    /// The lengths the first counted run of each workload fitted: every
     /// later counted run keeps them, so that the transactions between its
     /// short and long runs are the same ones, drawn from the same seed.
-    counted_lengths: Option<(Lengths, Lengths)>,
+    fits: fits::Fits,
     totals: LabTotals,
 }
 
@@ -229,7 +228,7 @@ impl Runs {
             copies_checked: false,
             without_log_prefix: HashSet::new(),
             without_random_seed: HashSet::new(),
-            counted_lengths: None,
+            fits: fits::Fits::default(),
             totals: LabTotals::default(),
         }
     }
@@ -239,6 +238,13 @@ impl Runs {
     /// ([`Runs::with_unwritten_copy`]), as runs of one process do.
     pub fn unwritten_copy(&self) -> Option<&DataTemplate> {
         self.fresh_copy_of.as_ref().filter(|_| self.read_only())
+    }
+
+    /// Keeps the lengths counted runs are fitted to in `file`, where the
+    /// work dir's later labs find them ([`fits`]).
+    pub fn keeping_fits(mut self, file: PathBuf) -> Runs {
+        self.fits = fits::Fits::kept_in(file);
+        self
     }
 
     /// Takes the data directory as an unwritten copy of `template`, as an
@@ -642,5 +648,6 @@ fn note_full_copies(data: &Path) {
 }
 
 mod counted;
+pub mod fits;
 #[cfg(test)]
 mod tests;

@@ -2,7 +2,7 @@
 //! fixed numbers of transactions, and the instructions of the processes
 //! each pgbench run started read once they ended (see `crate::counts`).
 
-use super::{RunJob, Runs, Session, failed};
+use super::{RunJob, Runs, Session, failed, fits};
 use crate::bench;
 use crate::core::counts::{Counted, Lengths, Window, functions_per_transaction, per_transaction};
 use crate::counts::{Counter, Launcher};
@@ -101,8 +101,8 @@ impl Runs {
     /// enough to keep its lengths gets the rest of its warm-up after it.
     /// A transaction that takes a second under the counter is then warmed
     /// up in seconds, not in the minutes the whole warm-up would take.
-    /// The first fit is kept for every later run (a timing is never the
-    /// same twice). A pgbench that refuses `--random-seed` is remembered,
+    /// The first fit of a workload is kept for every later run, in this
+    /// lab and in the work dir's later ones ([`fits`]). A pgbench that refuses `--random-seed` is remembered,
     /// and its runs go unseeded.
     fn warm_up(
         &mut self,
@@ -124,14 +124,18 @@ impl Runs {
             }
             other => other?,
         };
-        let fitted = match self.counted_lengths {
-            Some((given, fitted)) if given == lengths => fitted,
-            _ => Lengths {
-                warmup: lengths.warmup,
-                ..probe.fitted(warming.elapsed().as_secs_f64())
-            },
+        let key = fits::key(&self.options, job.spec.clients, lengths);
+        let fitted = match self.fits.get(&key)? {
+            Some(fitted) => fitted,
+            None => {
+                let fitted = Lengths {
+                    warmup: lengths.warmup,
+                    ..probe.fitted(warming.elapsed().as_secs_f64())
+                };
+                self.fits.keep(key, fitted)?;
+                fitted
+            }
         };
-        self.counted_lengths = Some((lengths, fitted));
         if fitted == lengths && lengths.warmup > probe.warmup {
             self.totals.runs += 1;
             self.totals.warmup_runs += 1;
