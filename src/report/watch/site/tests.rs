@@ -320,6 +320,38 @@ fn a_marked_change_shows_its_number_mark_and_why_escaped_and_is_no_longer_red() 
 }
 
 #[test]
+fn the_chart_draws_a_marked_change_as_marked_and_its_tooltip_says_the_mark() {
+    let mut f = fixture();
+    f.marks.push(ChangeMark {
+        change: 1,
+        mark: crate::store::Mark::Intended,
+        why: "the <new> hash's cost".into(),
+        marked: 1_704_844_800,
+    });
+    let pages = site(&f, &BTreeSet::new(), None);
+    let svg = svg_of(&pages[1].text);
+    let doc = roxmltree::Document::parse(&svg).expect("the chart is valid XML");
+    assert_eq!(class_count(&doc, "change confirmed"), 0, "{svg}");
+    assert_eq!(class_count(&doc, "change dismissed"), 1, "{svg}");
+    let g = doc
+        .descendants()
+        .find(|n| n.attribute("class") == Some("change marked mark-intended"))
+        .expect("the marked change");
+    let child = |tag: &str| g.children().find(|n| n.has_tag_name(tag)).expect(tag);
+    assert_eq!(
+        child("title").text(),
+        Some(
+            "#1 00000000..00000000 -10.0% (confirmed, marked intended on 2024-01-10: the <new> \
+             hash's cost), change-point p = 0.010"
+        )
+    );
+    // Green as the tables' mark-intended, not the confirmed red.
+    assert_eq!(child("line").attribute("stroke"), Some("#2c7a2c"));
+    assert_eq!(child("text").attribute("fill"), Some("#2c7a2c"));
+    assert_eq!(child("text").text(), Some("-10.0% intended"));
+}
+
+#[test]
 fn an_empty_store_makes_an_index_that_says_so() {
     let pages = pages(&SiteInput {
         branch: "main",
