@@ -8,13 +8,17 @@
 //!     type: csv
 //!     file: watch.csv
 //!     time_column: time
-//!     attributes: [commit, branch, night]
+//!     attributes: [commit, branch, night, reference]
 //!     metrics: ["select-only/c8.ratio", "select-only/c8.tps"]
 //! ```
 //!
 //! Each series gives three metrics: `<series>.ratio` (over the reference,
 //! what the watcher reads), `<series>.tps` and `<series>.reference_tps`.
+//! The last column, `reference`, is the commit the row's ratios are over:
+//! its night's reference, which `pgbisect watch --reference` moves, so
+//! that ratios over different references are not read as one level.
 
+use super::Night;
 use super::points::Point;
 use std::collections::BTreeSet;
 use std::fmt::Write;
@@ -22,10 +26,13 @@ use std::fmt::Write;
 /// The attributes, after the time column.
 pub const ATTRIBUTES: [&str; 3] = ["commit", "branch", "night"];
 
-/// The CSV text of `points` (of the nights of `branch`). The time is the
-/// night's clock, a second apart for each commit of a night so that the
-/// rows keep their order, in UTC.
-pub fn csv(points: &[Point], branch: &str) -> String {
+/// The column after the metrics: the commit a row's ratios are over.
+pub const REFERENCE: &str = "reference";
+
+/// The CSV text of `points` (of `nights`, the nights of `branch`). The
+/// time is the night's clock, a second apart for each commit of a night so
+/// that the rows keep their order, in UTC.
+pub fn csv(points: &[Point], nights: &[Night], branch: &str) -> String {
     let series: BTreeSet<&str> = points.iter().map(|p| p.series.as_str()).collect();
     let mut out = String::from("time");
     for a in ATTRIBUTES {
@@ -36,7 +43,7 @@ pub fn csv(points: &[Point], branch: &str) -> String {
             let _ = write!(out, ",{}", quoted(&format!("{s}.{metric}")));
         }
     }
-    out.push('\n');
+    let _ = writeln!(out, ",{REFERENCE}");
     // One row per night and commit, in the points' order.
     let mut rows: Vec<(i64, &str)> = Vec::new();
     for p in points {
@@ -68,7 +75,9 @@ pub fn csv(points: &[Point], branch: &str) -> String {
                 None => out.push_str(",,,"),
             }
         }
-        out.push('\n');
+        let reference = nights.iter().find(|n| n.id == night);
+        let reference = reference.map_or("", |n| n.reference.as_str());
+        let _ = writeln!(out, ",{}", quoted(reference));
     }
     out
 }
@@ -103,6 +112,20 @@ mod tests {
         }
     }
 
+    /// Night `id` of master, its ratios over `reference`.
+    fn night(id: i64, reference: &str) -> Night {
+        Night {
+            id,
+            clock: 86_400 * id,
+            branch: "master".into(),
+            tip: String::new(),
+            status: crate::store::NightStatus::Done,
+            reason: None,
+            reference: reference.into(),
+            commits: Vec::new(),
+        }
+    }
+
     #[test]
     fn a_row_per_commit_and_three_columns_per_series() {
         let points = [
@@ -111,24 +134,24 @@ mod tests {
             point(1, "bbb", "p/c1", 0.9),
             point(2, "ccc", "p/c8", 0.25),
         ];
-        let text = csv(&points, "master");
+        let text = csv(&points, &[night(1, "r1"), night(2, "r1")], "master");
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[0],
             "time,commit,branch,night,p/c1.ratio,p/c1.tps,p/c1.reference_tps,\
-             p/c8.ratio,p/c8.tps,p/c8.reference_tps"
+             p/c8.ratio,p/c8.tps,p/c8.reference_tps,reference"
         );
         assert_eq!(
             lines[1],
-            "1970-01-02T00:00:00Z,aaa,master,1,1.000000,100.000,100.000,0.500000,50.000,100.000"
+            "1970-01-02T00:00:00Z,aaa,master,1,1.000000,100.000,100.000,0.500000,50.000,100.000,r1"
         );
         assert_eq!(
             lines[2],
-            "1970-01-02T00:00:01Z,bbb,master,1,0.900000,90.000,100.000,,,"
+            "1970-01-02T00:00:01Z,bbb,master,1,0.900000,90.000,100.000,,,,r1"
         );
         assert_eq!(
             lines[3],
-            "1970-01-03T00:00:00Z,ccc,master,2,,,,0.250000,25.000,100.000"
+            "1970-01-03T00:00:00Z,ccc,master,2,,,,0.250000,25.000,100.000,r1"
         );
         assert_eq!(lines.len(), 4);
         assert_eq!(quoted("a,b"), "\"a,b\"");
@@ -141,14 +164,34 @@ mod tests {
             point(1, "aaa", "say \"hi\"/c1", 0.5),
             point(2, "bbb", "x,y/c8", 0.25),
         ];
-        let text = csv(&points, "rel,15\r\n");
+        let text = csv(&points, &[night(1, "r1"), night(2, "r1")], "rel,15\r\n");
         let rows = fields(&text);
         assert_eq!(rows.len(), 3, "{text}");
-        assert!(rows.iter().all(|r| r.len() == 4 + 6), "{rows:?}");
+        assert!(rows.iter().all(|r| r.len() == 4 + 6 + 1), "{rows:?}");
         assert_eq!(rows[0][4], "say \"hi\"/c1.ratio");
         assert_eq!(rows[0][7], "x,y/c8.ratio");
         assert_eq!(rows[1][2], "rel,15\r\n");
         assert_eq!(rows[2][7], "0.250000");
+    }
+
+    #[test]
+    fn each_row_names_the_reference_its_ratios_are_over_after_a_move() {
+        // `--reference` moved at night 3: the same commit's ratio is over
+        // another commit from then on.
+        let points = [
+            point(1, "aaa", "p/c8", 1.0),
+            point(2, "bbb", "p/c8", 1.0),
+            point(3, "ccc", "p/c8", 1.33),
+        ];
+        let nights = [night(1, "old"), night(2, "old"), night(3, "new")];
+        let rows = fields(&csv(&points, &nights, "master"));
+        let last: Vec<&str> = rows.iter().map(|r| r[r.len() - 1].as_str()).collect();
+        assert_eq!(last, ["reference", "old", "old", "new"]);
+        // The columns before it are where they were.
+        assert_eq!(
+            rows[3][..5],
+            ["1970-01-04T00:00:00Z", "ccc", "master", "3", "1.330000"]
+        );
     }
 
     /// The rows of RFC 4180 text, read as a CSV reader does.

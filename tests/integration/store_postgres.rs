@@ -255,7 +255,10 @@ fn a_watch_replay_keeps_its_runs_in_the_database_and_exports_them_as_sqlite_does
     assert_eq!(from_pg.lines().count(), 13, "{from_pg}");
     assert_eq!(
         from_pg.lines().next(),
-        Some("time,commit,branch,night,profile/c8.ratio,profile/c8.tps,profile/c8.reference_tps")
+        Some(
+            "time,commit,branch,night,profile/c8.ratio,profile/c8.tps,profile/c8.reference_tps,\
+             reference"
+        )
     );
     // Another machine of the database has measured nothing.
     let other = ["--store", &at, "--machine", "another-machine"];

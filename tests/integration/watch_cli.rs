@@ -66,7 +66,8 @@ fn a_replay_finds_the_drop_confirms_it_once_and_exports_the_series() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
         lines[0],
-        "time,commit,branch,night,profile/c8.ratio,profile/c8.tps,profile/c8.reference_tps"
+        "time,commit,branch,night,profile/c8.ratio,profile/c8.tps,profile/c8.reference_tps,\
+         reference"
     );
     assert_eq!(lines.len(), 21, "{text}");
     assert!(lines[1].starts_with(&format!("2024-01-01T23:59:59Z,{},main,", shas[0])));

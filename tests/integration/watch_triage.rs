@@ -3,7 +3,8 @@
 //! 20% slower) through the shell-command test profile: a change marked by
 //! its number, marked again, shown on the site; a change hunted again,
 //! the report of the hunt before it kept; numbers the results do not
-//! hold, and a mark without a why, refused with exit 2.
+//! hold, and a mark without a why, refused with exit 2; a moved
+//! reference, its points and exported rows labelled by it.
 
 use crate::common;
 
@@ -11,19 +12,49 @@ use common::watch::{dated_history, replay};
 use common::*;
 use pgbisect::store::sqlite::SqliteStore;
 use pgbisect::store::{ChangeRow, ChangeStatus, Mark, Store};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 
-/// A replay of 16 nights with the drop at night 12, in `dir/w`; the
-/// repository and the test profile's path.
-fn replayed(dir: &Path) -> (tempfile::TempDir, Vec<String>, std::path::PathBuf) {
+/// The results of a replay of 16 nights with the drop at night 12. A test
+/// binds `tmp` (and `repo`, when it runs the watcher again) for as long
+/// as it reads them: a field left to `..` is dropped at once, its
+/// directory deleted.
+struct Replayed {
+    /// Holds the work dir and the profile.
+    tmp: tempfile::TempDir,
+    repo: tempfile::TempDir,
+    shas: Vec<String>,
+    profile: PathBuf,
+    /// The work dir, `tmp/w`.
+    work: PathBuf,
+    /// The confirmed drop's number.
+    id: i64,
+}
+
+fn replayed() -> Replayed {
+    let tmp = tempfile::tempdir().unwrap();
     let (repo, shas) = dated_history(&levels_with_drop_at(16, 12));
-    let profile = profile(dir);
+    let profile = profile(tmp.path());
+    let work = tmp.path().join("w");
     let mut args = replay(&profile, "2024-01-01..2024-01-16");
     args.extend(["--per-night", "1"]);
-    let out = pgbisect_sub("watch", repo.path(), &dir.join("w"), &args);
-    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
-    (repo, shas, profile)
+    watch_nights(repo.path(), &work, &args, 0);
+    let id = confirmed(&work);
+    Replayed {
+        tmp,
+        repo,
+        shas,
+        profile,
+        work,
+        id,
+    }
+}
+
+/// `pgbisect watch ARGS` over `repo` into `work`, exiting `code`.
+fn watch_nights(repo: &Path, work: &Path, args: &[&str], code: i32) -> Output {
+    let out = pgbisect_sub("watch", repo, work, args);
+    assert_eq!(out.status.code(), Some(code), "{}", said(&out));
+    out
 }
 
 /// The replay's changes, as stored.
@@ -62,10 +93,14 @@ fn watch_in(work: &Path, args: &[&str]) -> Output {
 
 #[test]
 fn a_change_is_marked_by_its_number_marked_again_and_shown_on_the_site() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (_repo, shas, _) = replayed(tmp.path());
-    let work = tmp.path().join("w");
-    let id = confirmed(&work);
+    let Replayed {
+        tmp,
+        repo: _repo,
+        shas,
+        work,
+        id,
+        ..
+    } = replayed();
     let n = id.to_string();
     let out = watch_in(&work, &["mark", &n, "wrong", "--why", "the disk was full"]);
     assert_eq!(out.status.code(), Some(0), "{}", said(&out));
@@ -120,10 +155,13 @@ fn a_change_is_marked_by_its_number_marked_again_and_shown_on_the_site() {
 
 #[test]
 fn an_unknown_number_or_a_mark_without_a_why_is_refused_with_what_to_give() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (repo, _, _) = replayed(tmp.path());
-    let work = tmp.path().join("w");
-    let id = confirmed(&work);
+    let Replayed {
+        tmp: _tmp,
+        repo,
+        work,
+        id,
+        ..
+    } = replayed();
     let unknown = watch_in(&work, &["mark", "999", "intended", "--why", "meant"]);
     assert_eq!(unknown.status.code(), Some(2), "{}", said(&unknown));
     let stderr = String::from_utf8_lossy(&unknown.stderr);
@@ -150,10 +188,14 @@ fn an_unknown_number_or_a_mark_without_a_why_is_refused_with_what_to_give() {
 
 #[test]
 fn a_change_is_hunted_again_and_the_report_of_the_hunt_before_it_is_kept() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (repo, shas, profile) = replayed(tmp.path());
-    let work = tmp.path().join("w");
-    let id = confirmed(&work);
+    let Replayed {
+        tmp: _tmp,
+        repo,
+        shas,
+        profile,
+        work,
+        id,
+    } = replayed();
     let hunts = work.join("watch-hunts");
     let first = std::fs::read_to_string(hunts.join(format!("change-{id}/report.txt")))
         .expect("the watch hunted the drop");
@@ -208,12 +250,10 @@ fn a_moved_reference_is_kept_its_points_labelled_and_the_move_is_not_a_change() 
     let profile = profile(tmp.path());
     let work = tmp.path().join("w");
     let before = replay(&profile, "2024-01-01..2024-01-08");
-    let out = pgbisect_sub("watch", repo.path(), &work, &before);
-    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    watch_nights(repo.path(), &work, &before, 1);
     let mut args = replay(&profile, "2024-01-09..2024-01-14");
     args.extend(["--reference", &shas[3][..10], "--digest-every", "0"]);
-    let out = pgbisect_sub("watch", repo.path(), &work, &args);
-    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    let out = watch_nights(repo.path(), &work, &args, 1);
     let moved = format!(
         "the reference moves from {} to {}",
         &shas[0][..8],
@@ -222,8 +262,7 @@ fn a_moved_reference_is_kept_its_points_labelled_and_the_move_is_not_a_change() 
     assert!(said(&out).contains(&moved), "{}", said(&out));
     // Later nights keep the moved reference without the flag.
     let after = replay(&profile, "2024-01-15..2024-01-16");
-    let out = pgbisect_sub("watch", repo.path(), &work, &after);
-    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    let out = watch_nights(repo.path(), &work, &after, 1);
     assert!(
         !said(&out).contains("the reference moves"),
         "{}",
@@ -253,9 +292,18 @@ fn a_moved_reference_is_kept_its_points_labelled_and_the_move_is_not_a_change() 
         assert_eq!(page.matches(&label).count(), n, "{page}");
     }
     // A REV the repository does not hold: exit 2, nothing run.
+    // Each exported row names the reference its ratios are over, last.
+    let csv = tmp.path().join("watch.csv");
+    let out = watch_in(&work, &["export", "--csv", csv.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let last: Vec<&str> = text.lines().filter_map(|l| l.rsplit(',').next()).collect();
+    let mut expected = vec!["reference"];
+    expected.extend([shas[0].as_str(); 8]);
+    expected.extend([shas[3].as_str(); 8]);
+    assert_eq!(last, expected, "{text}");
     let mut bad = replay(&profile, "2024-01-17..2024-01-17");
     bad.extend(["--reference", "no-such-rev"]);
-    let out = pgbisect_sub("watch", repo.path(), &work, &bad);
-    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    let out = watch_nights(repo.path(), &work, &bad, 2);
     assert!(said(&out).contains("--reference"), "{}", said(&out));
 }

@@ -259,7 +259,7 @@ pub fn export(
     let nights = store.nights(&branch)?;
     let runs = store.runs(&branch)?;
     let points = crate::store::points::points(&nights, &runs, None);
-    crate::files::write_output_file(path, &crate::store::otava::csv(&points, &branch))?;
+    crate::files::write_output_file(path, &crate::store::otava::csv(&points, &nights, &branch))?;
     Ok(points.len())
 }
 

@@ -1,5 +1,6 @@
 //! What a night of the watcher prints: what it measured, each series'
-//! last points, and the changes found with their confirmation.
+//! last points, and the changes found with their confirmation, each named
+//! by its number `#N`, the one `pgbisect watch mark` and `watch hunt` take.
 
 use crate::model::short_sha;
 use crate::store::points::Point;
@@ -110,7 +111,8 @@ fn changes(w: &Start) -> String {
         };
         let _ = writeln!(
             out,
-            "  {}: {what}{}..{} {:+.1}%{interval}: {word} ({test} p = {:.3})",
+            "  #{} {}: {what}{}..{} {:+.1}%{interval}: {word} ({test} p = {:.3})",
+            c.id,
             c.series,
             short_sha(&c.before),
             short_sha(&c.after),
@@ -141,7 +143,8 @@ fn hunts(w: &Start) -> String {
         };
         let _ = writeln!(
             out,
-            "  {}: {}..{}: {state}{mailed}",
+            "  #{} {}: {}..{}: {state}{mailed}",
+            c.id,
             c.series,
             short_sha(&c.before),
             short_sha(&c.after)
@@ -200,9 +203,9 @@ mod tests {
             Some(PathBuf::from("/w/watch-hunts/change-3/report.txt")),
         );
         let expected = format!(
-            "nothing new to measure\n\nchanges:\n  default/c8: bbbbbbbb..aaaaaaaa -10.0% \
+            "nothing new to measure\n\nchanges:\n  #3 default/c8: bbbbbbbb..aaaaaaaa -10.0% \
              [-12.0%, -8.0%]: CONFIRMED SLOWER (change-point p = 0.001)\n\nhunts:\n  \
-             default/c8: bbbbbbbb..aaaaaaaa: culprit {}, told\n    report: \
+             #3 default/c8: bbbbbbbb..aaaaaaaa: culprit {}, told\n    report: \
              /w/watch-hunts/change-3/report.txt\n\nstopped before the night's end: the deadline\n",
             "c".repeat(40)
         );

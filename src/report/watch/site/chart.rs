@@ -1,9 +1,10 @@
 //! A series over the nights as an SVG chart for its page: each point the
 //! commit's ratio to the reference with the spread of its pairs of runs,
 //! linked to the commit; each change a vertical line between the commits
-//! it lies between, drawn by its status; each failed night a cross. The
-//! axes and frame are the hunt report's ([`crate::report::chart`]); the
-//! y axis spans the bulk of the points and the labels are kept apart
+//! it lies between, drawn by its status, or by its mark once a person
+//! marked it (`pgbisect watch mark`); each failed night a cross. The axes
+//! and frame are the hunt report's ([`crate::report::chart`]); the y axis
+//! spans the bulk of the points and the labels are kept apart
 //! ([`super::layout`]), so that a step stays visible beside a wild run.
 
 use super::layout::{place_labels, y_span};
@@ -13,7 +14,7 @@ use crate::report::chart::{
     Axis, BOTTOM, COLORS, HEIGHT, LEFT, RIGHT, TOP, WIDTH, escape, frame, svg_start, x_tick,
 };
 use crate::store::points::Point;
-use crate::store::{ChangeRow, ChangeStatus, Night};
+use crate::store::{ChangeMark, ChangeRow, ChangeStatus, Mark, Night};
 use std::fmt::Write;
 
 /// The colour a change of `status` is drawn in, and its dash pattern.
@@ -25,11 +26,50 @@ pub(super) fn change_style(status: ChangeStatus) -> (&'static str, &'static str)
     }
 }
 
-/// The chart of a series' `slots` with its `changes`.
+/// The colour a change a person marked is drawn in, and its dash pattern:
+/// the pages' `mark-intended` green and `mark-wrong` grey, whatever its
+/// status (a marked change is no longer news).
+fn marked_style(mark: Mark) -> (&'static str, &'static str) {
+    match mark {
+        Mark::Intended => ("#2c7a2c", "none"),
+        Mark::Wrong => ("#777777", "2,3"),
+    }
+}
+
+/// How `change` is drawn: its colour, dash pattern and class, and its
+/// state in words for its tooltip (its status, then its `mark` with when
+/// and why, the class the pages' `marked mark-…` one).
+fn drawn_as(
+    change: &ChangeRow,
+    mark: Option<&ChangeMark>,
+) -> (&'static str, &'static str, String, String) {
+    let status = change.status.as_str();
+    let Some(m) = mark else {
+        let (color, dash) = change_style(change.status);
+        return (color, dash, status.to_string(), status.to_string());
+    };
+    let (color, dash) = marked_style(m.mark);
+    let said = format!(
+        "{status}, marked {} on {}: {}",
+        m.mark.as_str(),
+        date(m.marked),
+        m.why
+    );
+    (
+        color,
+        dash,
+        format!("marked mark-{}", m.mark.as_str()),
+        said,
+    )
+}
+
+/// The chart of a series' `slots` with its `changes`, those among them a
+/// person marked (`marks`, `pgbisect watch mark`) drawn as marked.
 pub(super) fn series_chart(
     title: &str,
     slots: &[Slot],
     changes: &[&ChangeRow],
+    marks: &[ChangeMark],
     commit_url: Option<&str>,
 ) -> String {
     let mut out = String::new();
@@ -56,7 +96,7 @@ pub(super) fn series_chart(
         x_tick(&mut out, x.px(i as f64), &date(clock));
     }
     line(&mut out, slots, &x, &y);
-    change_marks(&mut out, slots, changes, &x);
+    change_marks(&mut out, slots, changes, marks, &x);
     for (i, slot) in slots.iter().enumerate() {
         let px = x.px(i as f64);
         match slot {
@@ -200,45 +240,52 @@ fn line(out: &mut String, slots: &[Slot], x: &Axis, y: &Axis) {
 }
 
 /// Each change a vertical line just before the first point of its later
-/// commit, labelled with its size and status, the labels in rows so that
-/// none hides another. A change whose commit is not on the chart is left
-/// out.
-fn change_marks(out: &mut String, slots: &[Slot], changes: &[&ChangeRow], x: &Axis) {
-    let on_chart: Vec<(f64, &ChangeRow, String)> = changes
+/// commit, labelled with its size and status (or its mark), the labels in
+/// rows so that none hides another. A change whose commit is not on the
+/// chart is left out.
+fn change_marks(
+    out: &mut String,
+    slots: &[Slot],
+    changes: &[&ChangeRow],
+    marks: &[ChangeMark],
+    x: &Axis,
+) {
+    let on_chart: Vec<(f64, &ChangeRow, Option<&ChangeMark>, String)> = changes
         .iter()
         .filter_map(|change| {
             let at = slots
                 .iter()
                 .position(|s| matches!(s, Slot::Point(p, _) if p.commit == change.after))?;
-            let label = format!("{:+.1}% {}", change.pct, change.status.as_str());
-            Some((x.px(at as f64 - 0.5), *change, label))
+            let mark = marks.iter().find(|m| m.change == change.id);
+            let said = mark.map_or(change.status.as_str(), |m| m.mark.as_str());
+            let label = format!("{:+.1}% {said}", change.pct);
+            Some((x.px(at as f64 - 0.5), *change, mark, label))
         })
         .collect();
     let boxes = place_labels(
         &on_chart
             .iter()
-            .map(|(px, _, label)| (*px, label.chars().count()))
+            .map(|(px, _, _, label)| (*px, label.chars().count()))
             .collect::<Vec<_>>(),
         WIDTH - RIGHT,
         TOP + 14.0,
     );
-    for ((px, change, label), at) in on_chart.iter().zip(&boxes) {
-        let (color, dash) = change_style(change.status);
+    for ((px, change, mark, label), at) in on_chart.iter().zip(&boxes) {
+        let (color, dash, class, said) = drawn_as(change, *mark);
         let tip = format!(
-            "{}..{} {:+.1}% ({}), change-point p = {:.3}",
+            "#{} {}..{} {:+.1}% ({said}), change-point p = {:.3}",
+            change.id,
             short_sha(&change.before),
             short_sha(&change.after),
             change.pct,
-            change.status.as_str(),
             change.p_value
         );
         let _ = writeln!(
             out,
-            "<g class=\"change {}\"><title>{}</title><line x1=\"{px:.1}\" y1=\"{TOP}\" \
+            "<g class=\"change {class}\"><title>{}</title><line x1=\"{px:.1}\" y1=\"{TOP}\" \
              x2=\"{px:.1}\" y2=\"{:.1}\" stroke=\"{color}\" stroke-width=\"2\" \
              stroke-dasharray=\"{dash}\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"{}\" \
              fill=\"{color}\">{}</text></g>",
-            change.status.as_str(),
             escape(&tip),
             HEIGHT - BOTTOM,
             at.x,

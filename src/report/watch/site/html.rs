@@ -124,6 +124,7 @@ pub(super) fn series_page(
         &chart_title,
         slots,
         changes,
+        input.marks,
         input.commit_url,
     ));
     out.push_str("<figcaption>");

@@ -16,17 +16,12 @@ fn culprit() -> NamedCulprit {
     }
 }
 
+/// The site of `f`, change 1 hunted.
 fn site(f: &Fixture, culprits: &[NamedCulprit], site_url: Option<&SiteUrl>) -> Vec<Page> {
     pages(&SiteInput {
-        branch: "master",
-        nights: &f.nights,
-        runs: &f.runs,
-        changes: &f.changes,
-        marks: &f.marks,
-        hunted: &BTreeSet::from([1]),
-        commit_url: None,
         culprits,
         site_url,
+        ..f.input(&BTreeSet::from([1]))
     })
 }
 
@@ -83,16 +78,10 @@ fn every_change_has_a_page_the_tables_link_with_its_culprit_named() {
 #[test]
 fn a_hunt_report_page_shows_the_report_escaped_beside_its_text() {
     let f = fixture();
+    let (hunted, culprits) = (BTreeSet::from([1]), [culprit()]);
     let input = SiteInput {
-        branch: "master",
-        nights: &f.nights,
-        runs: &f.runs,
-        changes: &f.changes,
-        marks: &f.marks,
-        hunted: &BTreeSet::from([1]),
-        commit_url: None,
-        culprits: &[culprit()],
-        site_url: None,
+        culprits: &culprits,
+        ..f.input(&hunted)
     };
     let report = "Culprit: </pre><script>x()</script>\n\u{1b}[31mred\n";
     let shown = hunt_report_page(&input, 1, report);

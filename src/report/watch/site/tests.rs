@@ -67,6 +67,25 @@ pub(super) struct Fixture {
     pub marks: Vec<ChangeMark>,
 }
 
+impl Fixture {
+    /// The site's input from the fixture on master, the changes in
+    /// `hunted` with their hunt report; no commit address, culprit or
+    /// site address (a test sets its own with `..`).
+    pub(super) fn input<'a>(&'a self, hunted: &'a BTreeSet<i64>) -> SiteInput<'a> {
+        SiteInput {
+            branch: "master",
+            nights: &self.nights,
+            runs: &self.runs,
+            changes: &self.changes,
+            marks: &self.marks,
+            hunted,
+            commit_url: None,
+            culprits: &[],
+            site_url: None,
+        }
+    }
+}
+
 pub(super) fn fixture() -> Fixture {
     let mut nights = Vec::new();
     let mut runs = Vec::new();
@@ -100,15 +119,8 @@ pub(super) fn fixture() -> Fixture {
 
 fn site(f: &Fixture, hunted: &BTreeSet<i64>, url: Option<&str>) -> Vec<Page> {
     pages(&SiteInput {
-        branch: "master",
-        nights: &f.nights,
-        runs: &f.runs,
-        changes: &f.changes,
-        marks: &f.marks,
-        hunted,
         commit_url: url,
-        culprits: &[],
-        site_url: None,
+        ..f.input(hunted)
     })
 }
 
@@ -277,15 +289,20 @@ fn a_change_links_its_hunt_report_or_says_it_is_not_hunted_yet() {
     assert_eq!(hunt_report(1).0, "hunts/change-1.txt");
 }
 
-#[test]
-fn a_marked_change_shows_its_number_mark_and_why_escaped_and_is_no_longer_red() {
-    let mut f = fixture();
-    f.marks.push(ChangeMark {
+/// Change 1 marked intended on 2024-01-10, its why holding markup.
+fn intended_change_1() -> ChangeMark {
+    ChangeMark {
         change: 1,
         mark: crate::store::Mark::Intended,
         why: "the <new> hash's cost".into(),
         marked: 1_704_844_800,
-    });
+    }
+}
+
+#[test]
+fn a_marked_change_shows_its_number_mark_and_why_escaped_and_is_no_longer_red() {
+    let mut f = fixture();
+    f.marks.push(intended_change_1());
     let pages = site(&f, &BTreeSet::new(), None);
     let change_page = pages.iter().find(|p| p.path == "change-1.html").unwrap();
     assert!(
@@ -320,17 +337,43 @@ fn a_marked_change_shows_its_number_mark_and_why_escaped_and_is_no_longer_red() 
 }
 
 #[test]
+fn the_chart_draws_a_marked_change_as_marked_and_its_tooltip_says_the_mark() {
+    let mut f = fixture();
+    f.marks.push(intended_change_1());
+    let pages = site(&f, &BTreeSet::new(), None);
+    let svg = svg_of(&pages[1].text);
+    let doc = roxmltree::Document::parse(&svg).expect("the chart is valid XML");
+    assert_eq!(class_count(&doc, "change confirmed"), 0, "{svg}");
+    assert_eq!(class_count(&doc, "change dismissed"), 1, "{svg}");
+    let g = doc
+        .descendants()
+        .find(|n| n.attribute("class") == Some("change marked mark-intended"))
+        .expect("the marked change");
+    let child = |tag: &str| g.children().find(|n| n.has_tag_name(tag)).expect(tag);
+    assert_eq!(
+        child("title").text(),
+        Some(
+            "#1 00000000..00000000 -10.0% (confirmed, marked intended on 2024-01-10: the <new> \
+             hash's cost), change-point p = 0.010"
+        )
+    );
+    // Green as the tables' mark-intended, not the confirmed red.
+    assert_eq!(child("line").attribute("stroke"), Some("#2c7a2c"));
+    assert_eq!(child("text").attribute("fill"), Some("#2c7a2c"));
+    assert_eq!(child("text").text(), Some("-10.0% intended"));
+}
+
+#[test]
 fn an_empty_store_makes_an_index_that_says_so() {
+    let empty = Fixture {
+        nights: Vec::new(),
+        runs: Vec::new(),
+        changes: Vec::new(),
+        marks: Vec::new(),
+    };
     let pages = pages(&SiteInput {
         branch: "main",
-        nights: &[],
-        runs: &[],
-        changes: &[],
-        marks: &[],
-        hunted: &BTreeSet::new(),
-        commit_url: None,
-        culprits: &[],
-        site_url: None,
+        ..empty.input(&BTreeSet::new())
     });
     // The index, and the feed with no entry.
     assert_eq!(pages.len(), 2);
