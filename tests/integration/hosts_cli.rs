@@ -510,7 +510,10 @@ fn a_pgbench_hunt_over_ssh_hosts_survives_a_killed_coordinator() {
     let Some((repo, slow)) = pg_history(tmp.path(), &work) else {
         return;
     };
-    let profile = common::pg_history::short_smoke_profile(tmp.path(), &ssh_section(&hosts, tmp.path(), &config));
+    let profile = common::pg_history::short_smoke_profile(
+        tmp.path(),
+        &ssh_section(&hosts, tmp.path(), &config),
+    );
     // The first culprit is enough: further steps would be hunted in noise.
     let mut child = start(&repo, &work, &profile, &["--first-only"]);
     // The installs are sent to the hosts and the templates made first.
@@ -700,7 +703,8 @@ fn a_pgbench_hunt_through_slurm_finds_the_slowdown() {
     let Some((repo, slow)) = pg_history(tmp.path(), &work) else {
         return;
     };
-    let profile = common::pg_history::short_smoke_profile(tmp.path(), &slurm_section(&node, &partition));
+    let profile =
+        common::pg_history::short_smoke_profile(tmp.path(), &slurm_section(&node, &partition));
     let out = hunt(&repo, &work, &profile, &["--slurm", "--first-only"]);
     assert_code(&out, 0);
     let stderr = String::from_utf8_lossy(&out.stderr);

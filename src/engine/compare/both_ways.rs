@@ -139,4 +139,49 @@ mod tests {
             "{text}"
         );
     }
+
+    #[test]
+    fn the_table_shows_both_measures_under_one_header_then_which_decides() {
+        let same = [40_000.0, 40_010.0, 39_995.0, 40_005.0, 40_002.0];
+        let more: Vec<f64> = same.iter().map(|v| v * 1.06).collect();
+        let slow = [1000.0, 1010.0, 995.0, 1005.0, 1002.0];
+        let down6: Vec<f64> = slow.iter().map(|v| v * 0.94).collect();
+        let timed = vec![row(1, &slow, &down6, false)];
+        let both = BothWays::of(&timed, vec![row(1, &same, &more, true)], 0.03);
+        let (a, b) = (
+            crate::model::Commit::bare("a"),
+            crate::model::Commit::bare("b"),
+        );
+        let report = CompareReport {
+            a,
+            b,
+            a_label: "a".into(),
+            b_label: "b".into(),
+            threshold: 0.03,
+            measurement: "pgbench -S".into(),
+            measure: Measure::Tps,
+            measured_on: None,
+            rows: timed,
+            why: None,
+            both_ways: Some(both),
+        };
+        let text = super::super::table(&report);
+        assert_eq!(text.matches("measured with").count(), 1, "{text}");
+        let (tps, counts) = (
+            text.find("A tps").unwrap(),
+            text.find("A instr/tx").unwrap(),
+        );
+        let deciding = text.find("deciding measure").unwrap();
+        assert!(tps < counts && counts < deciding, "{text}");
+        assert!(
+            text.contains("      1 clients: instructions: the counts rose +6.00%"),
+            "{text}"
+        );
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["both_ways"]["deciding"][0]["measure"], "instructions");
+        assert_eq!(
+            json["both_ways"]["counted"][0]["a_instructions"][0],
+            40_000.0
+        );
+    }
 }
