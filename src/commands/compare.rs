@@ -5,7 +5,7 @@ use super::args::LabArgs;
 use super::output::{check_writable_file, write_output_file};
 use super::plan::{choices, load_profile};
 use super::resolve;
-use crate::core::counts::Measure;
+use crate::core::counts::{Measure, MeasureChoice};
 use crate::core::decide::DecisionConfig;
 use crate::engine::compare::table;
 use crate::engine::session::compare::{self, Bench, CompareAsk, Compared, SideB};
@@ -43,12 +43,13 @@ pub struct CompareArgs {
     /// the profile's `threshold`, else 5).
     #[arg(long, value_name = "PCT", value_parser = super::args::percent, allow_hyphen_values = true)]
     pub threshold: Option<f64>,
-    /// What decides: `tps`, pgbench's transactions per second, or
+    /// What decides: `tps`, pgbench's transactions per second,
     /// `instructions`, the instructions a transaction costs, counted by
-    /// cachegrind (repeats to about 0.2% where tps moves 3-6%; slower runs)
-    /// (default: the profile's `measure`, else tps).
-    #[arg(long, value_name = "tps|instructions", value_parser = Measure::parse)]
-    pub measure: Option<Measure>,
+    /// cachegrind (repeats to about 0.2% where tps moves 3-6%; slower runs),
+    /// or `auto`: both, side by side, and which decides at each client
+    /// count, as a hunt chooses (default: the profile's `measure`, else tps).
+    #[arg(long, value_name = "tps|instructions|auto", value_parser = MeasureChoice::parse)]
+    pub measure: Option<MeasureChoice>,
     /// Write the result as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -77,6 +78,9 @@ Examples:
     pgbisect compare REL_16_0 REL_17_0 --profile bench.toml --runs 7 \\
         --json cmp.json --chart cmp.svg
 
+  Both tps and instruction counts, and which of them decides:
+    pgbisect compare REL_16_0 REL_17_0 --clients 1,64 --measure auto
+
   On three identical machines over ssh, a run on each at once, A and B
   in turn on every one:
     pgbisect compare REL_16_0 REL_17_0 --profile bench.toml \\
@@ -102,6 +106,7 @@ pub(super) fn command(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         (Some(b_rev), None) => SideB::Rev(b_rev),
         (None, None) => return Err(UsageError("give B or --patch FILE".into()).into()),
     };
+    let (measure, both_ways) = measure_of(args, &profile)?;
     let ask = CompareAsk {
         a: &args.a,
         b,
@@ -110,11 +115,33 @@ pub(super) fn command(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         decision,
         why_runs: args.why.then_some(args.why_args.why_runs),
         hosts: args.on.wanted(),
+        both_ways,
     };
-    let measure = super::resolve::one_measure(args.measure.map(Into::into), &profile)?;
     let done = compare::run(bench(&args.lab, measure, profile)?, &ask)?;
     write_outputs(&done, args)?;
     Ok(print(&done))
+}
+
+/// The measure the lab is opened with, and whether both are measured
+/// (`auto`: counted runs need PostgreSQL on this machine, so neither a
+/// custom benchmark command nor hosts), refused before anything runs.
+fn measure_of(args: &CompareArgs, profile: &Profile) -> anyhow::Result<(Measure, bool)> {
+    let Some(measure) = resolve::measure(args.measure, profile).fixed() else {
+        if profile.is_custom() {
+            return Err(crate::lab::cannot_count());
+        }
+        if crate::lab::held::elsewhere(&args.on.wanted(), &profile.hosts) {
+            return Err(UsageError(
+                "--measure auto counts instructions on this machine, and a comparison on \
+                 hosts measures tps: give --measure tps to compare on the hosts, or leave the \
+                 hosts out"
+                    .into(),
+            )
+            .into());
+        }
+        return Ok((Measure::Instructions, true));
+    };
+    Ok((measure, false))
 }
 
 /// Where the comparison measures, from the lab flags, with the profile.

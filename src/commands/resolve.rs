@@ -13,7 +13,7 @@
 //! measures with that one. The work dir, the time budget and `--runs` are flags
 //! only: no profile sets them.
 
-use crate::core::counts::{Measure, MeasureChoice};
+use crate::core::counts::MeasureChoice;
 use crate::core::decide::DecisionConfig;
 use crate::core::posterior::Search;
 use crate::error::UsageError;
@@ -145,21 +145,6 @@ pub(super) fn run_as<'a>(flag: Option<&'a str>, profile: &'a Profile) -> Option<
 /// else tps.
 pub(super) fn measure(flag: Option<MeasureChoice>, profile: &Profile) -> MeasureChoice {
     flag.or(profile.hunt.measure).unwrap_or_default()
-}
-
-/// [`measure`] for a command that measures one way (`compare`): `auto`,
-/// which a hunt chooses at its endpoints, is refused with what to give.
-pub(super) fn one_measure(
-    flag: Option<MeasureChoice>,
-    profile: &Profile,
-) -> Result<Measure, UsageError> {
-    measure(flag, profile).fixed().ok_or_else(|| {
-        UsageError(
-            "`auto` chooses the measure of a hunt at its endpoints; a comparison shows one: \
-             give --measure tps or --measure instructions"
-                .into(),
-        )
-    })
 }
 
 #[cfg(test)]

@@ -5,15 +5,19 @@
 //! Each round makes one timed run and one counted run of each endpoint
 //! that its measure still needs (a measure whose comparison is settled
 //! makes no more), until [`pick`] answers or the decision's cap on runs
-//! is reached. The runs of each measure are journaled in a file of their
+//! is reached. Each measure's runs are compared as the hunt's endpoint
+//! check will compare them when it takes them as its first
+//! ([`endpoint_check`]: the same decision knobs, at the same level), so
+//! the hunt never finds unclear what the choice found clear. The runs of each measure are journaled in a file of their
 //! own, so a resumed hunt replays them and picks the same measure without
 //! measuring again; a run that fails, or an endpoint that does not build,
 //! leaves the choice to tps, and the hunt says what it could not measure.
 
 use crate::core::choose_measure::{Picked, pick};
 use crate::core::counts::Measure;
-use crate::core::decide::{self, Comparison, DecisionConfig};
-use crate::engine::hunt::HuntError;
+use crate::core::decide::{self, Comparison};
+use crate::core::hunt_config::HuntConfig;
+use crate::engine::hunt::{HuntError, endpoint_check};
 use crate::engine::journaled_run::{self, Made};
 use crate::journal::{Event, Journal};
 use crate::lab::reuse::Pool;
@@ -31,8 +35,9 @@ pub type Chosen = MeasureChosen;
 
 /// How the choice is made.
 pub struct Setup<'a> {
-    pub decision: DecisionConfig,
-    pub clients: u32,
+    /// The hunt's settings, whatever its measure: the endpoints are
+    /// compared as its endpoint check compares them.
+    pub hunt: HuntConfig,
     pub progress: &'a mut dyn Progress,
     pub interrupt: Option<Arc<AtomicBool>>,
 }
@@ -65,9 +70,14 @@ impl Sampled {
         })
     }
 
-    fn compare(&self, decision: &DecisionConfig) -> Comparison {
-        let cfg = self.measure.decision(*decision);
-        decide::compare(&self.figures[0], &self.figures[1], &cfg, cfg.threshold)
+    /// The endpoints compared as a hunt of `hunt` on this measure
+    /// compares them at its first check.
+    fn compare(&self, hunt: &HuntConfig) -> Comparison {
+        let on_this = HuntConfig {
+            measure: self.measure,
+            ..*hunt
+        };
+        endpoint_check(&on_this, (&self.figures[0], &self.figures[1]))
     }
 }
 
@@ -81,11 +91,11 @@ pub fn choose(
     setup: Setup<'_>,
 ) -> anyhow::Result<Chosen> {
     let Setup {
-        decision,
-        clients,
+        hunt,
         progress,
         interrupt,
     } = setup;
+    let (decision, clients) = (hunt.decision, hunt.clients);
     progress.event(&ProgressEvent::Phase(format!(
         "choosing the measure: {} and {} on tps and on instruction counts, interleaved",
         good.short(),
@@ -102,7 +112,7 @@ pub fn choose(
                 "{} cannot be built ({reason}): the hunt runs on tps",
                 commit.short()
             );
-            return Ok(unmeasured(why, &tps, &counts, &decision));
+            return Ok(unmeasured(why, &tps, &counts, &hunt));
         }
     }
     let stopping = || interrupt.as_ref().is_some_and(|f| f.load(Ordering::SeqCst));
@@ -110,17 +120,18 @@ pub fn choose(
         for counted in [false, true] {
             let sampled = if counted { &mut counts } else { &mut tps };
             if round > decision.min_runs
-                && sampled.compare(&decision).verdict != decide::Verdict::Unclear
+                && sampled.compare(&hunt).verdict != decide::Verdict::Unclear
             {
                 continue;
             }
             let failed = one_round(lab, sampled, (good, bad), clients, progress, &stopping)?;
             if let Some(why) = failed {
-                return Ok(unmeasured(why, &tps, &counts, &decision));
+                return Ok(unmeasured(why, &tps, &counts, &hunt));
             }
         }
-        let (t, c) = (tps.compare(&decision), counts.compare(&decision));
-        if let Some(picked) = pick(&t, &c, round == decision.max_runs) {
+        let (t, c) = (tps.compare(&hunt), counts.compare(&hunt));
+        let at_cap = round == decision.max_runs;
+        if let Some(picked) = pick(&t, &c, decision.threshold, at_cap) {
             progress.event(&ProgressEvent::Note(format!(
                 "measure: {} ({})",
                 picked.measure, picked.why
@@ -129,7 +140,7 @@ pub fn choose(
         }
     }
     let why = "no runs were made (the cap on runs is 0): the hunt runs on tps".to_string();
-    Ok(unmeasured(why, &tps, &counts, &decision))
+    Ok(unmeasured(why, &tps, &counts, &hunt))
 }
 
 /// A run of each endpoint on `sampled`'s measure: why the choice goes to
@@ -236,9 +247,8 @@ pub fn reusable(
 }
 
 /// Tps, chosen because the endpoints could not be measured both ways.
-fn unmeasured(why: String, tps: &Sampled, counts: &Sampled, decision: &DecisionConfig) -> Chosen {
-    let usable =
-        |s: &Sampled| (s.figures.iter().all(|f| !f.is_empty())).then(|| s.compare(decision));
+fn unmeasured(why: String, tps: &Sampled, counts: &Sampled, hunt: &HuntConfig) -> Chosen {
+    let usable = |s: &Sampled| (s.figures.iter().all(|f| !f.is_empty())).then(|| s.compare(hunt));
     chosen(
         Picked {
             measure: Measure::Tps,

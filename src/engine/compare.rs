@@ -25,6 +25,9 @@ use crate::report::findings::{HostFigures, RunSample};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
 
+mod both_ways;
+pub use both_ways::{BothWays, Deciding};
+
 /// Which of the two builds a run is of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum SideId {
@@ -222,6 +225,10 @@ pub struct CompareReport {
     /// B against A again with instruments (`compare --why`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why: Option<crate::core::why::Why>,
+    /// `--measure auto`: the counted runs beside the timed ones (`rows`),
+    /// and the measure that decides at each client count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub both_ways: Option<BothWays>,
 }
 
 impl CompareReport {
@@ -400,6 +407,22 @@ fn verdict_word(c: &Comparison) -> &'static str {
 /// The table as posted to the list: medians, spreads, the difference with
 /// its interval, and a verdict per row.
 pub fn table(report: &CompareReport) -> String {
+    let mut out = one_table(report);
+    if let Some(both) = &report.both_ways {
+        let counted = one_table(&both.counted_report(report));
+        // The header (A, B, what measured) is said once.
+        let body = counted
+            .split_once("\n\n")
+            .map_or(counted.as_str(), |(_, b)| b);
+        out.push('\n');
+        out.push_str(body);
+        out.push_str(&both.deciding_text());
+    }
+    out
+}
+
+/// [`table`] of one measure's rows.
+fn one_table(report: &CompareReport) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "A: {} {}", report.a.short(), report.a_label);
     let _ = writeln!(out, "B: {} {}", report.b.short(), report.b_label);

@@ -46,6 +46,51 @@ fn compare_prints_a_row_per_client_count_and_writes_json_and_chart() {
     assert_eq!(legends, 2);
 }
 
+/// `--measure auto` on real PostgreSQL builds (the slow commit spins in
+/// every statement): the timed and the counted runs of both sides, and
+/// the measure that decides, in the table and in `--json`.
+#[test]
+fn compare_auto_measures_both_ways_and_says_which_decides() {
+    let tmp = common::pg::reachable_temp_dir("/var/tmp", "pgbisect-compare-");
+    let (repo, work) = (tmp.path().join("repo"), tmp.path().join("w"));
+    let Some(history) = common::pg_history::built_history() else {
+        return;
+    };
+    history.seed(&repo, &work);
+    let profile = common::pg_history::short_smoke_profile(tmp.path(), "");
+    let out_json = tmp.path().join("c.json");
+    let flags = ["--measure", "auto", "--json", out_json.to_str().unwrap()];
+    let out = compare_good_bad(
+        &repo,
+        &work,
+        &["--clients", "1", "--runs", "3"],
+        &profile,
+        &flags,
+    );
+    assert_code(&out, 0);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for said in [
+        "A tps",
+        "A instr/tx",
+        "deciding measure",
+        "      1 clients: ",
+    ] {
+        assert!(stdout.contains(said), "{said}: {stdout}");
+    }
+    let v = json(&out_json);
+    assert_eq!(v["rows"][0]["a_tps"].as_array().unwrap().len(), 3, "{v:#}");
+    let counted = &v["both_ways"]["counted"][0];
+    assert_eq!(
+        counted["b_instructions"].as_array().unwrap().len(),
+        3,
+        "{v:#}"
+    );
+    let counts = counted["comparison"]["change"]["pct"].as_f64().unwrap();
+    assert!(counts < -10.0, "the spin costs instructions: {v:#}");
+    let deciding = &v["both_ways"]["deciding"][0];
+    assert!(deciding["measure"].is_string(), "{v:#}");
+}
+
 /// `compare good bad` on `repo` with `counts` (clients, runs), the
 /// `profile` and `extra` flags.
 fn compare_good_bad(

@@ -432,26 +432,6 @@ fn open_tempdir() -> tempfile::TempDir {
     common::pg::reachable_temp_dir("/var/tmp", "pgbisect-hosts-")
 }
 
-/// The `smoke` workload with `hosts` (a `[hosts]` section), its runs
-/// shorter (2 s after a 1 s warm-up, scale 1): these hunts check where
-/// the runs go and what a kill leaves, and a slowdown of half shows in
-/// runs of 2 s.
-fn pg_profile(dir: &Path, hosts: &str) -> PathBuf {
-    let path = dir.join("pg-hosts.toml");
-    let smoke = Path::new(env!("CARGO_MANIFEST_DIR")).join("bisect-profiles/smoke.toml");
-    let mut text = std::fs::read_to_string(smoke).unwrap();
-    for (from, to) in [
-        ("duration = 5\n", "duration = 2\n"),
-        ("scale = 10\n", "scale = 1\n"),
-        ("warmup-duration = 2\n", "warmup-duration = 1\n"),
-    ] {
-        assert!(text.contains(from), "smoke.toml has no {from}");
-        text = text.replace(from, to);
-    }
-    std::fs::write(&path, format!("{text}\n{hosts}")).unwrap();
-    path
-}
-
 /// The postmasters of the hosts' lab folders under `dir/hosts` that run.
 fn postmasters(dir: &Path) -> Vec<String> {
     let Ok(hosts) = std::fs::read_dir(dir.join("hosts")) else {
@@ -530,7 +510,10 @@ fn a_pgbench_hunt_over_ssh_hosts_survives_a_killed_coordinator() {
     let Some((repo, slow)) = pg_history(tmp.path(), &work) else {
         return;
     };
-    let profile = pg_profile(tmp.path(), &ssh_section(&hosts, tmp.path(), &config));
+    let profile = common::pg_history::short_smoke_profile(
+        tmp.path(),
+        &ssh_section(&hosts, tmp.path(), &config),
+    );
     // The first culprit is enough: further steps would be hunted in noise.
     let mut child = start(&repo, &work, &profile, &["--first-only"]);
     // The installs are sent to the hosts and the templates made first.
@@ -720,7 +703,8 @@ fn a_pgbench_hunt_through_slurm_finds_the_slowdown() {
     let Some((repo, slow)) = pg_history(tmp.path(), &work) else {
         return;
     };
-    let profile = pg_profile(tmp.path(), &slurm_section(&node, &partition));
+    let profile =
+        common::pg_history::short_smoke_profile(tmp.path(), &slurm_section(&node, &partition));
     let out = hunt(&repo, &work, &profile, &["--slurm", "--first-only"]);
     assert_code(&out, 0);
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -113,6 +113,7 @@ fn counted_runs_show_instructions_and_a_rise_of_them_is_slower() {
         measured_on: None,
         rows,
         why: None,
+        both_ways: None,
     };
     let text = table(&report);
     assert!(text.contains("A instr/tx"), "{text}");
@@ -180,6 +181,7 @@ fn a_ten_percent_drop_is_slower_in_every_row() {
         measured_on: None,
         rows,
         why: None,
+        both_ways: None,
     };
     let text = table(&report);
     assert_eq!(text.matches("SLOWER").count(), 3, "{text}");
@@ -272,6 +274,7 @@ fn a_row_without_results_says_no_data() {
         measured_on: None,
         rows: vec![row],
         why: None,
+        both_ways: None,
     };
     assert!(table(&report).contains("no data"));
     assert_eq!(report.sides_without_results(), vec![(2, "B")]);

@@ -39,6 +39,7 @@ mod check;
 mod evidence;
 #[cfg(test)]
 mod hosts_tests;
+mod look;
 pub mod posterior;
 #[cfg(test)]
 mod refusal_tests;
@@ -51,6 +52,7 @@ mod tests;
 
 use budget::{Budget, Costs};
 use evidence::{Evidence, Spans};
+pub use look::endpoint_check;
 use search::{Refusals, Settled};
 
 /// How many times a range's ends are measured side by side to settle a
@@ -478,12 +480,8 @@ impl<'a> Hunt<'a> {
         rounds * self.evidence.width()
     }
 
-    /// Compares the runs of two commits made since `since`. A check looks
-    /// at its data after every round, so each look uses half of the
-    /// error rate (a Pocock-like spending) to keep the whole check honest.
-    /// While the machine drifts, only runs made side by side are set
-    /// against each other, pair by pair. Runs of different hosts are
-    /// never set against each other.
+    /// Compares the runs of two commits in `spans`, at the level of one
+    /// look of a check ([`look::compare_in`], [`Hunt::per_look`]).
     fn compare_positions(
         &self,
         base: usize,
@@ -491,20 +489,11 @@ impl<'a> Hunt<'a> {
         spans: &Spans,
         threshold: f64,
     ) -> Comparison {
-        let cfg = self.per_look();
-        if self.evidence.drifting() {
-            return decide::compare_paired(
-                &self.evidence.pairs_in(base, new, spans),
-                &cfg,
-                threshold,
-            );
-        }
-        decide::compare_blocked(
-            &evidence::blocks(
-                &self.evidence.samples_in(base, spans),
-                &self.evidence.samples_in(new, spans),
-            ),
-            &cfg,
+        look::compare_in(
+            &self.evidence,
+            (base, new),
+            spans,
+            &self.per_look(),
             threshold,
         )
     }
@@ -513,55 +502,22 @@ impl<'a> Hunt<'a> {
     /// floor of every comparison's spread
     /// ([`DecisionConfig::noise_floor`]).
     fn decision(&self) -> DecisionConfig {
-        self.decision_under(self.evidence.noise())
-    }
-
-    /// [`Hunt::decision`] with the noise already estimated.
-    fn decision_under(&self, noise: Option<stats::NoiseEstimate>) -> DecisionConfig {
         DecisionConfig {
-            noise_floor: noise.map_or(0.0, |n| n.sigma),
+            noise_floor: self.evidence.noise().map_or(0.0, |n| n.sigma),
             ..self.cfg.decision
         }
     }
 
-    /// The decision knobs for one look of a check that looks after every
-    /// round: half the error rate (a Pocock-like spending). When the noise
-    /// has shown wild runs (outliers, two modes), a few runs a side can
-    /// differ by which runs landed in the slow mode, so such checks wait
-    /// for twice as many runs and spend a quarter of the error rate a look.
+    /// The decision knobs for one look of a check
+    /// ([`look::look_decision`]), spending the check's share of the error
+    /// rate.
     fn per_look(&self) -> DecisionConfig {
-        let noise = self.evidence.noise();
-        let d = DecisionConfig {
-            alpha: self.cfg.decision.alpha * self.alpha_share,
-            ..self.decision_under(noise)
-        };
-        let wild =
-            noise.is_some_and(|n| n.differences >= 20 && n.wild_fraction > self.wild_limit());
-        if wild {
-            DecisionConfig {
-                alpha: d.alpha / 4.0,
-                min_runs: (2 * d.min_runs).min(d.max_runs),
-                ..d
-            }
-        } else {
-            DecisionConfig {
-                alpha: d.alpha / 2.0,
-                ..d
-            }
-        }
-    }
-
-    /// The share of wild differences between successive runs beyond
-    /// which checks wait for more runs. Under the posterior search, one
-    /// run in twenty slowed (an outlier the rank tests set aside) does not
-    /// make checks wait; a second mode does (a quarter of the runs in it
-    /// makes about 37% of the differences wild). The candidate-by-candidate
-    /// search keeps the limit it was measured with.
-    fn wild_limit(&self) -> f64 {
-        match self.cfg.search {
-            Search::Bisect => 0.05,
-            Search::Posterior => 0.2,
-        }
+        look::look_decision(
+            self.cfg.decision,
+            self.evidence.noise(),
+            self.alpha_share,
+            self.cfg.search,
+        )
     }
 
     /// What `steps_left` steps are expected to cost from the builds and

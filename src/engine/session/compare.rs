@@ -3,8 +3,9 @@
 //! when asked, the why-runs of B against A. Its result and chart are kept
 //! in the work dir.
 
+use crate::core::counts::Measure;
 use crate::core::decide::DecisionConfig;
-use crate::engine::compare::{CompareReport, chart_series, measure};
+use crate::engine::compare::{BothWays, CompareReport, Row, chart_series, measure};
 use crate::engine::why::{self, WhyPlan};
 use crate::error::UsageError;
 use crate::files::write_file;
@@ -37,6 +38,9 @@ pub struct CompareAsk<'a> {
     /// Runs a side of the why-runs; `None`: none.
     pub why_runs: Option<usize>,
     pub hosts: HostsWanted,
+    /// `--measure auto`: measure both ways and say which decides (the
+    /// lab's choices then count).
+    pub both_ways: bool,
 }
 
 /// Where a comparison measures: the repository, the work dir, the
@@ -81,19 +85,13 @@ pub fn run(bench: Bench, ask: &CompareAsk) -> anyhow::Result<Compared> {
         (bench.work.root(), &name, "comparison"),
         crate::progress::for_stderr().as_mut(),
     )?;
-    let mut lab = crate::lab::open::open(
-        &spec,
-        &watch,
-        &out_dir.join("runs"),
-        held.as_ref().map(|h| (h, "")),
-    )?;
-    let rows = measure(
-        lab.as_mut(),
-        [(&a, "A"), (&b, "B")],
-        (ask.clients, ask.runs, bench.choices.measure),
-        &ask.decision,
-        &mut |line| eprintln!("{}", crate::shown::visible_line(line)),
-    )?;
+    let runs_dir = out_dir.join("runs");
+    let mut lab = if ask.both_ways {
+        crate::lab::open::open_timed_and_counted(&spec, &watch, &runs_dir)?
+    } else {
+        crate::lab::open::open(&spec, &watch, &runs_dir, held.as_ref().map(|h| (h, "")))?
+    };
+    let (rows, both_ways) = measure_as_asked(lab.as_mut(), (&a, &b), ask, bench.choices.measure)?;
     let why = match ask.why_runs {
         Some(runs) => Some(why_runs(
             (&spec, (&a, &b)),
@@ -110,13 +108,49 @@ pub fn run(bench: Bench, ask: &CompareAsk) -> anyhow::Result<Compared> {
         b_label,
         threshold: ask.decision.threshold,
         measurement: lab.describe(),
-        measure: bench.choices.measure,
+        measure: rows_measure(ask, bench.choices.measure),
         measured_on: held.as_ref().map(|h| h.describe()),
         rows,
         why,
+        both_ways,
     };
     write_outputs(&report, &out_dir)?;
     Ok(Compared { report, out_dir })
+}
+
+/// The rows of `measure`; with `--measure auto`, the rows of tps and,
+/// beside them, the counted rows and the measure that decides.
+fn measure_as_asked(
+    lab: &mut dyn Lab,
+    (a, b): (&Commit, &Commit),
+    ask: &CompareAsk,
+    measured: Measure,
+) -> anyhow::Result<(Vec<Row>, Option<BothWays>)> {
+    let mut rows_of = |measured: Measure| {
+        measure(
+            lab,
+            [(a, "A"), (b, "B")],
+            (ask.clients, ask.runs, measured),
+            &ask.decision,
+            &mut |line| eprintln!("{}", crate::shown::visible_line(line)),
+        )
+    };
+    if !ask.both_ways {
+        return Ok((rows_of(measured)?, None));
+    }
+    let timed = rows_of(Measure::Tps)?;
+    let counted = rows_of(Measure::Instructions)?;
+    let both = BothWays::of(&timed, counted, ask.decision.threshold);
+    Ok((timed, Some(both)))
+}
+
+/// The measure of the report's rows: tps with `--measure auto`.
+fn rows_measure(ask: &CompareAsk, measured: Measure) -> Measure {
+    if ask.both_ways {
+        Measure::Tps
+    } else {
+        measured
+    }
 }
 
 /// The comparison's folder, named by its commits and settings.

@@ -176,8 +176,7 @@ fn decide_measure(
     let started = std::time::Instant::now();
     let (timed, counted) = folder.measure_choice_journals();
     let setup = choose_measure::Setup {
-        decision: given.config.decision,
-        clients: given.config.clients,
+        hunt: given.config,
         progress,
         interrupt: Some(interrupt.clone()),
     };

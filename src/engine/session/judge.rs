@@ -223,3 +223,45 @@ mod tests {
         assert!(err.contains("drop --hosts/--slurm"), "{err}");
     }
 }
+
+#[cfg(test)]
+mod measure_tests {
+    use super::*;
+    use crate::core::counts::Measure;
+    use crate::core::hunt_config::HuntConfig;
+
+    /// `--measure auto` (and the default) leaves the plan on tps; a
+    /// judgement then measures as its hunt decided, counts included: the
+    /// choice was made at the hunt's endpoints, and the levels it judges
+    /// against are of that measure only.
+    #[test]
+    fn a_judgement_measures_as_the_hunt_decided() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = Plan::for_tests(Profile::default(), HuntConfig::default(), dir.path());
+        let hunt = HuntRuns {
+            good: "a".into(),
+            bad: "b".into(),
+            clients: None,
+            good_tps: vec![],
+            bad_tps: vec![],
+            good_hosts: vec![],
+            bad_hosts: vec![],
+            last_run: 0,
+            measure: Measure::Instructions,
+            counter: Some("cachegrind (valgrind-3.19.0)".into()),
+            seconds: None,
+        };
+        let judged = measured_as_the_hunt(&plan, &hunt).unwrap();
+        assert_eq!(judged.config.measure, Measure::Instructions);
+        assert_eq!(judged.choices.counter, hunt.counter);
+        let on_tps = HuntRuns {
+            measure: Measure::Tps,
+            counter: None,
+            ..hunt
+        };
+        let mut counting = plan.clone();
+        counting.config.measure = Measure::Instructions;
+        let err = measured_as_the_hunt(&counting, &on_tps).unwrap_err();
+        assert!(err.to_string().contains("--measure tps"), "{err}");
+    }
+}

@@ -148,3 +148,22 @@ fn history_at(repo: &Path, source: &Path) -> (String, bool) {
     std::fs::write(&made, format!("{key} {slow}")).unwrap();
     (slow, true)
 }
+
+/// The `smoke` workload with `extra` (a `[hosts]` section, or nothing),
+/// its runs shorter (2 s after a 1 s warm-up, scale 1): a slowdown of
+/// half shows in runs of 2 s.
+pub fn short_smoke_profile(dir: &Path, extra: &str) -> PathBuf {
+    let path = dir.join("pg-hosts.toml");
+    let smoke = Path::new(env!("CARGO_MANIFEST_DIR")).join("bisect-profiles/smoke.toml");
+    let mut text = std::fs::read_to_string(smoke).unwrap();
+    for (from, to) in [
+        ("duration = 5\n", "duration = 2\n"),
+        ("scale = 10\n", "scale = 1\n"),
+        ("warmup-duration = 2\n", "warmup-duration = 1\n"),
+    ] {
+        assert!(text.contains(from), "smoke.toml has no {from}");
+        text = text.replace(from, to);
+    }
+    std::fs::write(&path, format!("{text}\n{extra}")).unwrap();
+    path
+}
