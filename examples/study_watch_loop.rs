@@ -227,6 +227,7 @@ fn trial(cli: &Cli, model: &Model, kind: Kind, seed: u64) -> anyhow::Result<Tria
         clients: vec![8],
         lab,
         placements: vec![],
+        measures: vec![pgbisect::core::counts::Measure::Tps],
     }];
     let mut store = SqliteStore::open(Path::new(":memory:"))?;
     let cfg = WatchConfig {

@@ -48,6 +48,7 @@ fn labs(lab: Box<dyn Lab>) -> Vec<ProfileLab> {
         clients: vec![8],
         lab,
         placements: vec![],
+        measures: vec![crate::core::counts::Measure::Tps],
     }]
 }
 
