@@ -7,6 +7,7 @@ use super::watch_place::{Place, lab_args, profiles, store_at};
 use super::{run_args::NotifyArgs, values};
 use crate::engine::session::resolved::TimeLimit;
 use crate::engine::session::watch::WatchAsk;
+use crate::engine::watch::WatchMeasures;
 use crate::engine::session::watch_triage::{self as session, Marked};
 use crate::engine::watch::WatchConfig;
 use crate::engine::watch::rehunt::Rehunted;
@@ -119,7 +120,8 @@ pub(super) fn hunt(args: &HuntArgs) -> anyhow::Result<ExitCode> {
         work: lab.work_dir()?,
         store: store_at(&args.place)?,
         branch: args.place.branch.clone(),
-        profiles: profiles(&args.profile, &[], &lab)?,
+        // The change's own series says what it is hunted on.
+        profiles: profiles(&args.profile, (&[], Some(WatchMeasures::Tps)), &lab)?,
         choices: super::plan::choices(&lab),
         config,
         replay: None,

@@ -62,7 +62,7 @@ pub fn hunt_again(
     change: &ChangeRow,
     note: &mut dyn FnMut(&str),
 ) -> anyhow::Result<Rehunted> {
-    let (profile, clients) = super::detect::lab_of(labs, &change.series)
+    let (profile, series) = super::detect::lab_of(labs, &change.series)
         .with_context(|| format!("no watched profile measures {}", change.series))?;
     let known = store
         .hunts(&cfg.branch)?
@@ -82,7 +82,7 @@ pub fn hunt_again(
     store.save_hunt(&hunt)?;
     let folder = HuntDir::at(&path);
     let lab = &mut labs[profile];
-    let asked = (lab, clients, &folder);
+    let asked = (lab, &series, &folder);
     let ended = hunt_one(asked, change, line, cfg, hunting.follow, note)?;
     ended.record(&mut hunt);
     store.save_hunt(&hunt)?;
