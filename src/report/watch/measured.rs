@@ -25,6 +25,30 @@ impl Size {
     pub fn short(&self) -> String {
         format!("{:+.1}%{}", self.pct, self.unit)
     }
+
+    /// `-10.0% [-12.0%, -8.0%]`, or `+1.2% [+1.0%, +1.4%] instructions a
+    /// transaction`; without an interval, [`Size::short`].
+    pub fn bracketed(&self) -> String {
+        match self.interval {
+            Some((lo, hi)) => format!("{:+.1}% [{lo:+.1}%, {hi:+.1}%]{}", self.pct, self.unit),
+            None => self.short(),
+        }
+    }
+
+    /// The interval alone, ` [-12.0%, -8.0%]` (empty without one).
+    pub fn interval_text(&self) -> String {
+        self.interval
+            .map_or_else(String::new, |(lo, hi)| format!(" [{lo:+.1}%, {hi:+.1}%]"))
+    }
+}
+
+/// What a move of `series` up is called where it is not hunted: a rise
+/// of tps, or fewer instructions a transaction.
+pub fn gain_words(series: &str) -> &'static str {
+    match series_measure(series) {
+        Measure::Tps => "a rise",
+        Measure::Instructions => "fewer instructions",
+    }
 }
 
 /// The size of `change` as its series' measure reads.
@@ -105,6 +129,12 @@ mod tests {
         let (lo, hi) = s.interval.unwrap();
         assert!(lo < s.pct && s.pct < hi && lo > 0.9, "{s:?}");
         assert_eq!(s.short(), "+1.2% instructions a transaction");
+        assert!(
+            s.bracketed().starts_with("+1.2% [+1.")
+                && s.bracketed().ends_with("%] instructions a transaction"),
+            "{}",
+            s.bracketed()
+        );
         // tps reads as it is kept.
         let t = size(&change("p/c1", -10.0, (-12.0, -8.0)));
         assert_eq!((t.pct, t.interval, t.short()), (-10.0, Some((-12.0, -8.0)), "-10.0%".into()));

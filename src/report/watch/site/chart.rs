@@ -8,12 +8,14 @@
 
 use super::layout::{place_labels, y_span};
 use super::{Slot, Spread, commit_href, date};
+use crate::core::counts::Measure;
 use crate::model::short_sha;
+use crate::report::watch::measured;
 use crate::report::chart::{
     Axis, BOTTOM, COLORS, HEIGHT, LEFT, RIGHT, TOP, WIDTH, escape, frame, svg_start, x_tick,
 };
 use crate::store::points::Point;
-use crate::store::{ChangeRow, ChangeStatus, Night};
+use crate::store::{ChangeRow, ChangeStatus, Night, series_measure};
 use std::fmt::Write;
 
 /// The colour a change of `status` is drawn in, and its dash pattern.
@@ -25,13 +27,19 @@ pub(super) fn change_style(status: ChangeStatus) -> (&'static str, &'static str)
     }
 }
 
-/// The chart of a series' `slots` with its `changes`.
+/// The chart of a series' `slots` with its `changes`; a count series'
+/// points are instructions a transaction over the reference's, up being
+/// a slowdown.
 pub(super) fn series_chart(
-    title: &str,
+    (title, series): (&str, &str),
     slots: &[Slot],
     changes: &[&ChangeRow],
     commit_url: Option<&str>,
 ) -> String {
+    let y_label = match series_measure(series) {
+        Measure::Tps => "ratio to the reference",
+        Measure::Instructions => "instructions a transaction over the reference's",
+    };
     let mut out = String::new();
     svg_start(&mut out, title);
     let x = Axis::over(
@@ -45,7 +53,7 @@ pub(super) fn series_chart(
         &mut out,
         &y,
         "night (its commits in the order they landed)",
-        "ratio to the reference",
+        y_label,
     );
     let every = slots.len().div_ceil(8).max(1);
     for (i, slot) in slots.iter().enumerate().step_by(every) {
@@ -60,7 +68,7 @@ pub(super) fn series_chart(
     for (i, slot) in slots.iter().enumerate() {
         let px = x.px(i as f64);
         match slot {
-            Slot::Point(p, spread) => point_mark(&mut out, p, *spread, px, &y, commit_url),
+            Slot::Point(p, spread) => point_mark(&mut out, p, *spread, (px, &y), commit_url),
             Slot::Failed(n) => failed_mark(&mut out, n, px),
         }
     }
@@ -92,8 +100,7 @@ fn point_mark(
     out: &mut String,
     p: &Point,
     spread: Option<Spread>,
-    px: f64,
-    y: &Axis,
+    (px, y): (f64, &Axis),
     commit_url: Option<&str>,
 ) {
     if let Some(s) = spread {
@@ -109,12 +116,15 @@ fn point_mark(
             off_axis_mark(out, p, end, which, px, y);
         }
     }
+    let value = match series_measure(&p.series) {
+        Measure::Tps => format!("{:.1} tps", p.tps),
+        Measure::Instructions => format!("{:.0} instructions a transaction", p.tps),
+    };
     let tip = format!(
-        "{} {}: {:.4} of the reference ({:.1} tps); night of {}",
+        "{} {}: {:.4} of the reference ({value}); night of {}",
         p.commit,
         p.subject,
         p.ratio,
-        p.tps,
         date(p.clock)
     );
     let dot = format!(
@@ -210,7 +220,11 @@ fn change_marks(out: &mut String, slots: &[Slot], changes: &[&ChangeRow], x: &Ax
             let at = slots
                 .iter()
                 .position(|s| matches!(s, Slot::Point(p, _) if p.commit == change.after))?;
-            let label = format!("{:+.1}% {}", change.pct, change.status.as_str());
+            let label = format!(
+                "{:+.1}% {}",
+                measured::size(change).pct,
+                change.status.as_str()
+            );
             Some((x.px(at as f64 - 0.5), *change, label))
         })
         .collect();
@@ -225,10 +239,10 @@ fn change_marks(out: &mut String, slots: &[Slot], changes: &[&ChangeRow], x: &Ax
     for ((px, change, label), at) in on_chart.iter().zip(&boxes) {
         let (color, dash) = change_style(change.status);
         let tip = format!(
-            "{}..{} {:+.1}% ({}), change-point p = {:.3}",
+            "{}..{} {} ({}), change-point p = {:.3}",
             short_sha(&change.before),
             short_sha(&change.after),
-            change.pct,
+            measured::size(change).short(),
             change.status.as_str(),
             change.p_value
         );
