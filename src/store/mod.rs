@@ -471,13 +471,21 @@ mod tests {
 
     #[test]
     fn a_count_series_is_named_beside_its_tps_series_and_read_back() {
-        assert_eq!(measured_series_key("select-only", 8, Measure::Tps), "select-only/c8");
+        assert_eq!(
+            measured_series_key("select-only", 8, Measure::Tps),
+            "select-only/c8"
+        );
         let counted = measured_series_key("select-only", 8, Measure::Instructions);
         assert_eq!(counted, "select-only/c8/instructions");
         assert_eq!(series_measure(&counted), Measure::Instructions);
         // Every name a store kept before counts is a tps series, a
         // profile named like a measure among them.
-        for tps in ["select-only/c8", "instructions/c1", "a/b/c64", "x/instructions"] {
+        for tps in [
+            "select-only/c8",
+            "instructions/c1",
+            "a/b/c64",
+            "x/instructions",
+        ] {
             assert_eq!(series_measure(tps), Measure::Tps, "{tps}");
         }
         assert_eq!(series_measure("p/c/instructions"), Measure::Tps);

@@ -4,9 +4,9 @@
 //! `watch-hunts/` and its finding told ([`super::watch_hunts`]).
 
 use super::watch_hunts::{Aftercare, Hunter, ProfileSetup};
+use crate::core::counts::Measure;
 use crate::engine::watch::digest::Tell;
 use crate::engine::watch::hunt::Hunting;
-use crate::core::counts::Measure;
 use crate::engine::watch::{self, ProfileLab, WatchConfig, WatchMeasures, Watched, owed};
 use crate::error::UsageError;
 use crate::lab::open::{LabChoices, LabSpec};

@@ -7,14 +7,14 @@ use super::watch::{
     HUNTS, LINE_LIMIT, WatchAsk, branch, hunter_and_labs, machine_name, now, store_at, stored,
 };
 use super::watch_hunts::Aftercare;
+use crate::core::counts::Measure;
 use crate::engine::watch;
+use crate::engine::watch::WatchMeasures;
 use crate::engine::watch::hunt::Hunting;
 use crate::engine::watch::rehunt::{self, Rehunted};
 use crate::error::UsageError;
 use crate::repo::Repo;
 use crate::store::place::StoreAt;
-use crate::core::counts::Measure;
-use crate::engine::watch::WatchMeasures;
 use crate::store::{ChangeMark, ChangeRow, Mark, Store, measured_series_key, series_measure};
 use crate::workspace::WorkDir;
 

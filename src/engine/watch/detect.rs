@@ -18,8 +18,8 @@ use crate::core::change_points::{ChangeOptions, change_points_by_group};
 use crate::core::decide::{Comparison, DecisionConfig, Verdict};
 use crate::engine::compare::{self, Row};
 use crate::model::{Commit, short_sha};
-use crate::store::points::{Point, points};
 use crate::report::watch::measured;
+use crate::store::points::{Point, points};
 use crate::store::{ChangeKind, ChangeRow, ChangeStatus, Night, RunRow, Store};
 
 /// What the tests of a night read: the nights of the window (the last
@@ -233,9 +233,12 @@ pub fn candidates(
 /// The lab of a series, and the series as it measures it, when still
 /// measured.
 pub(super) fn lab_of(labs: &[ProfileLab], series: &str) -> Option<(usize, Series)> {
-    labs.iter()
-        .enumerate()
-        .find_map(|(k, lab)| lab.series().into_iter().find(|s| s.key == series).map(|s| (k, s)))
+    labs.iter().enumerate().find_map(|(k, lab)| {
+        lab.series()
+            .into_iter()
+            .find(|s| s.key == series)
+            .map(|s| (k, s))
+    })
 }
 
 /// Measures the commits on both sides of `change` again, side by side:

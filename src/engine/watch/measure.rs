@@ -8,8 +8,8 @@
 //! night killed half way goes on where it stopped.
 
 use super::config::{ProfileLab, Series, WatchConfig};
-use crate::core::counts::Measure;
 use super::rounds;
+use crate::core::counts::Measure;
 use crate::lab::RunSpec;
 use crate::model::{Commit, Prepared, RunOutcome, short_sha};
 use crate::report::watch::digest::error_line;

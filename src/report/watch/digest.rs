@@ -9,8 +9,8 @@
 //! nights whose clock lies in its period.
 
 use crate::model::{NAMED_SHA, sha_prefix, short_sha};
-use crate::report::watch::site::links::{self, SiteUrl};
 use crate::report::watch::measured;
+use crate::report::watch::site::links::{self, SiteUrl};
 use crate::store::NightStatus;
 use crate::store::{
     ChangeHunt, ChangeKind, ChangeMark, ChangeRow, ChangeStatus, NOT_ON_THE_LINE, Night,

@@ -4,10 +4,10 @@
 
 use crate::core::counts::{Measure, transactions_per_billion};
 use crate::model::short_sha;
-use crate::report::watch::measured;
 use crate::report::findings::{Culprit, HuntOutcome, HuntReport};
-use crate::store::{ChangeRow, series_measure};
+use crate::report::watch::measured;
 use crate::store::points::Point;
+use crate::store::{ChangeRow, series_measure};
 use std::fmt::Write;
 
 /// Points shown on either side of the change in the chart.
@@ -106,7 +106,8 @@ pub fn body(
         "\nThe series around the change ({} over the reference's):\n",
         match series_measure(&change.series) {
             Measure::Tps => "throughput",
-            Measure::Instructions => "what instructions buy, the inverse of instructions a \
+            Measure::Instructions =>
+                "what instructions buy, the inverse of instructions a \
                                       transaction,",
         }
     );

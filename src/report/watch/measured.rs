@@ -124,7 +124,11 @@ mod tests {
     fn a_drop_of_what_instructions_buy_reads_as_more_instructions() {
         // 1.2% more instructions: what they buy falls by 1/1.012.
         let bought = (1.0 / 1.012 - 1.0) * 100.0;
-        let s = size(&change("p/c1/instructions", bought, (bought - 0.2, bought + 0.2)));
+        let s = size(&change(
+            "p/c1/instructions",
+            bought,
+            (bought - 0.2, bought + 0.2),
+        ));
         assert!((s.pct - 1.2).abs() < 1e-9, "{s:?}");
         let (lo, hi) = s.interval.unwrap();
         assert!(lo < s.pct && s.pct < hi && lo > 0.9, "{s:?}");
@@ -137,15 +141,24 @@ mod tests {
         );
         // tps reads as it is kept.
         let t = size(&change("p/c1", -10.0, (-12.0, -8.0)));
-        assert_eq!((t.pct, t.interval, t.short()), (-10.0, Some((-12.0, -8.0)), "-10.0%".into()));
+        assert_eq!(
+            (t.pct, t.interval, t.short()),
+            (-10.0, Some((-12.0, -8.0)), "-10.0%".into())
+        );
     }
 
     #[test]
     fn a_count_value_reads_as_instructions_a_transaction() {
         let kept = transactions_per_billion(45_000.0);
-        assert_eq!(value_text("p/c1/instructions", kept), "45000 instructions a transaction");
+        assert_eq!(
+            value_text("p/c1/instructions", kept),
+            "45000 instructions a transaction"
+        );
         assert_eq!(value_text("p/c1", 1234.56), "1234.6 tps");
-        assert_eq!(measure_words("p/c1/instructions"), "instructions a transaction");
+        assert_eq!(
+            measure_words("p/c1/instructions"),
+            "instructions a transaction"
+        );
         assert_eq!(measure_words("p/c1"), "tps");
     }
 }

@@ -12,11 +12,11 @@
 //! Every text is escaped as XML; characters XML 1.0 does not allow (a
 //! commit subject's terminal escapes) are written out.
 
-use crate::report::watch::measured;
 use super::links::{FEED, change_page};
 use super::{SiteInput, date};
 use crate::model::short_sha;
 use crate::report::chart::escape;
+use crate::report::watch::measured;
 use crate::store::{ChangeRow, ChangeStatus, Mark, Night};
 use std::fmt::Write;
 

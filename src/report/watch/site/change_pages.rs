@@ -13,8 +13,8 @@ use super::html::{
 use super::links::change_page as change_page_path;
 use super::{Page, SeriesName, SiteInput, date, hunt_report, links};
 use crate::model::short_sha;
-use crate::report::watch::measured;
 use crate::report::chart::escape;
+use crate::report::watch::measured;
 use crate::store::{ChangeRow, ChangeStatus};
 use std::fmt::Write;
 

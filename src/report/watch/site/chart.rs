@@ -10,10 +10,10 @@ use super::layout::{place_labels, y_span};
 use super::{Slot, Spread, commit_href, date};
 use crate::core::counts::Measure;
 use crate::model::short_sha;
-use crate::report::watch::measured;
 use crate::report::chart::{
     Axis, BOTTOM, COLORS, HEIGHT, LEFT, RIGHT, TOP, WIDTH, escape, frame, svg_start, x_tick,
 };
+use crate::report::watch::measured;
 use crate::store::points::Point;
 use crate::store::{ChangeRow, ChangeStatus, Night, series_measure};
 use std::fmt::Write;

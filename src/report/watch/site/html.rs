@@ -125,8 +125,10 @@ pub(super) fn series_page(
     let what = match counted {
         false => "median throughput",
         // Lower is better: a step up is a slowdown.
-        true => "median instructions a transaction (counted by cachegrind; lower is better, \
-                 a step up is a slowdown)",
+        true => {
+            "median instructions a transaction (counted by cachegrind; lower is better, \
+                 a step up is a slowdown)"
+        }
     };
     let _ = writeln!(
         out,
