@@ -95,12 +95,13 @@ fn marked(done: &Marked) -> String {
     out
 }
 
-/// `select-only/c64 -12.3% between 0d1e2f3a..4b5c6d7e`.
+/// `select-only/c64 -12.3% between 0d1e2f3a..4b5c6d7e`, or
+/// `select-only/c1/instructions +1.2% instructions a transaction between ..`.
 fn describe(c: &ChangeRow) -> String {
     format!(
-        "{} {:+.1}% between {}..{}",
+        "{} {} between {}..{}",
         c.series,
-        c.pct,
+        crate::report::watch::measured::size(c).short(),
         short_sha(&c.before),
         short_sha(&c.after)
     )

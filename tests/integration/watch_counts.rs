@@ -58,7 +58,15 @@ fn nights_with_a_count_step(work: &Path, step: usize) {
         ..WatchConfig::new("master")
     };
     for day in 14..=35 {
-        watch_night(&mut store, &mut labs, &line, (day + 1) * DAY - 1, &cfg, &mut |_| {}).unwrap();
+        watch_night(
+            &mut store,
+            &mut labs,
+            &line,
+            (day + 1) * DAY - 1,
+            &cfg,
+            &mut |_| {},
+        )
+        .unwrap();
     }
     let changes = store.changes("master").unwrap();
     let confirmed: Vec<_> = changes
@@ -109,7 +117,8 @@ fn a_count_step_is_confirmed_and_shown_as_more_instructions_a_transaction() {
         .find(|t| t.starts_with("sim/c1/instructions"))
         .unwrap_or_else(|| panic!("no entry of the count series: {feed}"));
     assert!(
-        title.starts_with("sim/c1/instructions +1.") && title.contains("instructions a transaction"),
+        title.starts_with("sim/c1/instructions +1.")
+            && title.contains("instructions a transaction"),
         "{title}"
     );
     let page = std::fs::read_dir(&site)
@@ -118,7 +127,10 @@ fn a_count_step_is_confirmed_and_shown_as_more_instructions_a_transaction() {
         .map(|e| read(&e.path()))
         .find(|t| t.contains("<table id=\"change\">"))
         .expect("a change page");
-    assert!(page.contains("<th>measure</th><td>instructions a transaction</td>"), "{page}");
+    assert!(
+        page.contains("<th>measure</th><td>instructions a transaction</td>"),
+        "{page}"
+    );
     assert!(page.contains("<th>change</th><td>+1."), "{page}");
     // The tps series beside it is the tps series it always was.
     let tps = read(&site.join("series-sim-c1.html"));

@@ -273,7 +273,7 @@ fn confirm(
             break;
         };
         let merged = merge(row.take(), more, &decision);
-        let runs = merged.a_tps.len().min(merged.b_tps.len());
+        let runs = runs_a_side(&merged);
         let unclear = merged
             .comparison
             .is_some_and(|c| decided(&c, &decision, gain).is_none());
@@ -333,12 +333,23 @@ fn merge(so_far: Option<Row>, more: Row, decision: &DecisionConfig) -> Row {
     };
     row.a_tps.extend(more.a_tps);
     row.b_tps.extend(more.b_tps);
+    row.a_instructions.extend(more.a_instructions);
+    row.b_instructions.extend(more.b_instructions);
+    row.a_functions.extend(more.a_functions);
+    row.b_functions.extend(more.b_functions);
     row.a_hosts.extend(more.a_hosts);
     row.b_hosts.extend(more.b_hosts);
     row.a_failed += more.a_failed;
     row.b_failed += more.b_failed;
     row.analyse(decision);
     row
+}
+
+/// The runs of the side with fewer, timed or counted.
+fn runs_a_side(row: &Row) -> usize {
+    let a = row.a_tps.len().max(row.a_instructions.len());
+    let b = row.b_tps.len().max(row.b_instructions.len());
+    a.min(b)
 }
 
 /// What a run of the lab has cost so far, on average (0 before any).
@@ -381,5 +392,31 @@ mod window_tests {
         short.window = 1;
         assert_eq!(ids(Window::of(&moved, &[], &short)), [4]);
         assert!(ids(Window::of(&[], &[], &cfg)).is_empty());
+    }
+}
+
+#[cfg(test)]
+mod merge_tests {
+    use super::*;
+
+    #[test]
+    fn more_counted_runs_are_kept_and_counted_as_runs() {
+        let cfg = WatchConfig::new("master");
+        let counted = |n: usize, per: f64| Row {
+            a_instructions: vec![44_000.0; n],
+            b_instructions: vec![per; n],
+            ..Row::new(1)
+        };
+        let decision = cfg.decision_on(crate::core::counts::Measure::Instructions);
+        let merged = merge(Some(counted(3, 44_440.0)), counted(3, 44_450.0), &decision);
+        assert_eq!(runs_a_side(&merged), 6);
+        assert!(merged.comparison.is_some());
+        // Timed runs count alike.
+        let timed = Row {
+            a_tps: vec![1.0; 4],
+            b_tps: vec![1.0; 5],
+            ..Row::new(1)
+        };
+        assert_eq!(runs_a_side(&timed), 4);
     }
 }

@@ -47,7 +47,10 @@ pub fn not_huntable(change: &ChangeRow) -> Option<&'static str> {
             "it is a drift, a loss spread over many commits, none of which need be over the \
              hunt's threshold",
         ),
-        _ if change.pct >= 0.0 => Some("it is a rise, and a hunt looks for a drop"),
+        _ if change.pct >= 0.0 => Some(
+            "it is a gain (a rise of tps, or fewer instructions a transaction), and a hunt \
+             looks for a slowdown",
+        ),
         _ => None,
     }
 }
