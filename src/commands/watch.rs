@@ -38,10 +38,10 @@ pub struct WatchArgs {
     /// pgbench client counts, a series each (default: the profile's, else 1).
     #[arg(long, value_name = "N,N,...", value_delimiter = ',', value_parser = values::count)]
     pub clients: Vec<u32>,
-    /// What each series measures: tps, instructions (a transaction's,
-    /// counted by cachegrind: a count series, profile/cN/instructions)
-    /// or both (default: the profile's measure, auto being both; else tps).
-    #[arg(long, value_name = "tps|instructions|both", value_parser = WatchMeasures::parse)]
+    /// tps, instructions (a transaction's, counted by cachegrind: a count
+    /// series, profile/cN/instructions) or both (default: the profile's
+    /// measure, auto being both; else tps).
+    #[arg(long, value_name = "WHAT", value_parser = WatchMeasures::parse)]
     pub measure: Option<WatchMeasures>,
     /// Most commits measured a night, the tip among them.
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = values::count_usize)]
