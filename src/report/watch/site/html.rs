@@ -90,7 +90,7 @@ pub(super) fn index(input: &SiteInput, series: &[(&SeriesName, Vec<Slot>)]) -> S
             escape(&s.key),
             escape(&s.profile),
             s.clients,
-            escape(&measured::measure_words(&s.key)),
+            escape(measured::measure_words(&s.key)),
             sparkline(&s.key, slots)
         );
     }
