@@ -10,7 +10,7 @@
 //! `--backfill` days (a commit a day), then `--nights` nights are
 //! watched, each measuring `--per-night` commits beside the reference
 //! (`--rounds` pairs of runs each, 3 as `pgbisect watch` makes them). The
-//! store is SQLite in memory.
+//! store is SQLite, a file of its own each trial.
 //!
 //! A noise model (`--models`, comma-separated) is the hunt's: a
 //! `pgbisect simulate --noise` text (`gaussian:2`, `outliers:2:5:60:80`,
@@ -244,7 +244,10 @@ fn trial(cli: &Cli, model: &Model, kind: Kind, seed: u64) -> anyhow::Result<Tria
         placements: vec![],
         measures: vec![cli.measure],
     }];
-    let mut store = SqliteStore::open(Path::new(":memory:"))?;
+    // A file of its own each trial: the store opens files only, and a
+    // `:memory:` path would be one file every trial shared.
+    let dir = tempfile::tempdir()?;
+    let mut store = SqliteStore::open(&dir.path().join("watch.sqlite"))?;
     let cfg = WatchConfig {
         backfill: cli.backfill,
         per_night: cli.per_night,
