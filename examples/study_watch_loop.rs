@@ -10,7 +10,7 @@
 //! `--backfill` days (a commit a day), then `--nights` nights are
 //! watched, each measuring `--per-night` commits beside the reference
 //! (`--rounds` pairs of runs each, 3 as `pgbisect watch` makes them). The
-//! store is SQLite in memory.
+//! store is SQLite, a file of its own each trial.
 //!
 //! A noise model (`--models`, comma-separated) is the hunt's: a
 //! `pgbisect simulate --noise` text (`gaussian:2`, `outliers:2:5:60:80`,
@@ -28,10 +28,18 @@
 //!
 //!     cargo run --release --example study_watch_loop -- --trials 50
 //!
+//! With `--measure instructions` the series is a count series
+//! (`pgbisect watch --measure instructions`): the noise model is that of
+//! counted runs (`gaussian:0.2`: they repeat to 0.2%), a step of the
+//! level is a step of what instructions buy (`-1`: 1% fewer, about 1%
+//! more instructions a transaction), and candidates are decided as
+//! counts (their noise floor, fewer runs, a 0.5% threshold).
+//!
 //! With `STUDY_SHOW_MISSED` set, the changes of each step or drift trial
 //! that was not confirmed are printed.
 
 use clap::Parser;
+use pgbisect::core::counts::Measure;
 use pgbisect::engine::simulate::journal_noise::JournalNoise;
 use pgbisect::engine::simulate::options::parse_noise;
 use pgbisect::engine::watch::{ProfileLab, WatchConfig, watch_night};
@@ -85,6 +93,9 @@ struct Cli {
     jobs: usize,
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// What the series measures: tps, or instructions (counted runs).
+    #[arg(long, default_value = "tps", value_parser = Measure::parse)]
+    measure: Measure,
 }
 
 /// A noise model: the hunt's run-to-run noise, and the machine's spells.
@@ -217,7 +228,11 @@ fn trial(cli: &Cli, model: &Model, kind: Kind, seed: u64) -> anyhow::Result<Tria
         })
         .collect();
     let position = |id: &str| line.iter().position(|l| l.commit.id == id);
-    let sim: Box<dyn Lab> = Box::new(SimLab::new(history, model.noise.clone(), rng.random()));
+    let sim = SimLab::new(history, model.noise.clone(), rng.random());
+    let sim: Box<dyn Lab> = match cli.measure {
+        Measure::Tps => Box::new(sim),
+        Measure::Instructions => Box::new(sim.counting(model.noise.clone())),
+    };
     let lab: Box<dyn Lab> = match model.spells {
         Some(s) => Box::new(SpellLab::new(sim, s, rng.random())),
         None => sim,
@@ -227,8 +242,12 @@ fn trial(cli: &Cli, model: &Model, kind: Kind, seed: u64) -> anyhow::Result<Tria
         clients: vec![8],
         lab,
         placements: vec![],
+        measures: vec![cli.measure],
     }];
-    let mut store = SqliteStore::open(Path::new(":memory:"))?;
+    // A file of its own each trial: the store opens files only, and a
+    // `:memory:` path would be one file every trial shared.
+    let dir = tempfile::tempdir()?;
+    let mut store = SqliteStore::open(&dir.path().join("watch.sqlite"))?;
     let cfg = WatchConfig {
         backfill: cli.backfill,
         per_night: cli.per_night,
@@ -350,7 +369,9 @@ fn main() -> anyhow::Result<()> {
         .flat_map(|m| cli.series.iter().map(move |s| (m, s)))
         .collect();
     println!(
-        "per night {}, {} to {} pairs of runs a commit, {} nights watched, {} trials a row, seed {}",
+        "{}: per night {}, {} to {} pairs of runs a commit, {} nights watched, {} trials a row, \
+         seed {}",
+        cli.measure,
         cli.per_night,
         cli.rounds,
         cli.max_rounds.unwrap_or(cli.rounds),

@@ -13,7 +13,7 @@ use crate::engine::session::resolved::TimeLimit;
 use crate::engine::session::watch::{self as session, WatchAsk};
 use crate::engine::session::watch_site::{self, SiteLinks};
 use crate::engine::watch::owed::Owed;
-use crate::engine::watch::{WatchConfig, Watched, pick};
+use crate::engine::watch::{WatchConfig, WatchMeasures, Watched, pick};
 use crate::error::{
     EXIT_CULPRIT_FOUND, EXIT_INCONCLUSIVE, EXIT_NO_REGRESSION, EXIT_RUNTIME_ERROR, UsageError,
 };
@@ -38,6 +38,11 @@ pub struct WatchArgs {
     /// pgbench client counts, a series each (default: the profile's, else 1).
     #[arg(long, value_name = "N,N,...", value_delimiter = ',', value_parser = values::count)]
     pub clients: Vec<u32>,
+    /// tps, instructions (a transaction's, counted by cachegrind: a count
+    /// series, profile/cN/instructions) or both (default: the profile's
+    /// measure, auto being both; else tps).
+    #[arg(long, value_name = "WHAT", value_parser = WatchMeasures::parse)]
+    pub measure: Option<WatchMeasures>,
     /// Most commits measured a night, the tip among them.
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = values::count_usize)]
     pub per_night: usize,
@@ -300,7 +305,7 @@ fn ask(args: &WatchArgs) -> anyhow::Result<WatchAsk> {
         work: lab.work_dir()?,
         store: store_at(&args.place)?,
         branch: args.place.branch.clone(),
-        profiles: profiles(&args.profile, &args.clients, &lab)?,
+        profiles: profiles(&args.profile, (&args.clients, args.measure), &lab)?,
         choices: LabChoices {
             percentiles: args.percentiles,
             ..choices(&lab)

@@ -8,6 +8,7 @@ use super::output::check_writable_file;
 use super::plan::load_profile_with_text;
 use super::values;
 use crate::engine::session::watch::WatchedProfile;
+use crate::engine::watch::WatchMeasures;
 use crate::error::UsageError;
 use crate::store::place::StoreAt;
 use clap::Args;
@@ -70,10 +71,12 @@ pub(super) fn lab_args(place: &Place) -> LabArgs {
 }
 
 /// Each `--profile` (or the default one), loaded, named and with its
-/// client counts.
+/// client counts and measures: `--measure` when given, else the
+/// profile's `measure` (`auto` is both; [`WatchMeasures::of_profile`]),
+/// else tps.
 pub(super) fn profiles(
     given: &[String],
-    clients: &[u32],
+    (clients, measures): (&[u32], Option<WatchMeasures>),
     lab: &LabArgs,
 ) -> anyhow::Result<Vec<WatchedProfile>> {
     let names: Vec<Option<String>> = match given {
@@ -88,12 +91,19 @@ pub(super) fn profiles(
                 ..lab.clone()
             })?;
             let clients = super::resolve::client_counts(clients, &profile, &[1])?;
+            let measures = measures
+                .or(profile.hunt.measure.map(WatchMeasures::of_profile))
+                .unwrap_or_default();
+            if measures.counts() && profile.is_custom() {
+                return Err(crate::lab::cannot_count());
+            }
             Ok(WatchedProfile {
                 name: series_name(name.as_deref()),
                 given: name,
                 profile,
                 toml,
                 clients,
+                measures,
             })
         })
         .collect()

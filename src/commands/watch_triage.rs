@@ -9,6 +9,7 @@ use crate::engine::session::resolved::TimeLimit;
 use crate::engine::session::watch::WatchAsk;
 use crate::engine::session::watch_triage::{self as session, Marked};
 use crate::engine::watch::WatchConfig;
+use crate::engine::watch::WatchMeasures;
 use crate::engine::watch::rehunt::Rehunted;
 use crate::error::{EXIT_CULPRIT_FOUND, EXIT_INCONCLUSIVE, EXIT_NO_REGRESSION, UsageError};
 use crate::model::short_sha;
@@ -94,12 +95,13 @@ fn marked(done: &Marked) -> String {
     out
 }
 
-/// `select-only/c64 -12.3% between 0d1e2f3a..4b5c6d7e`.
+/// `select-only/c64 -12.3% between 0d1e2f3a..4b5c6d7e`, or
+/// `select-only/c1/instructions +1.2% instructions a transaction between ..`.
 fn describe(c: &ChangeRow) -> String {
     format!(
-        "{} {:+.1}% between {}..{}",
+        "{} {} between {}..{}",
         c.series,
-        c.pct,
+        crate::report::watch::measured::size(c).short(),
         short_sha(&c.before),
         short_sha(&c.after)
     )
@@ -119,7 +121,8 @@ pub(super) fn hunt(args: &HuntArgs) -> anyhow::Result<ExitCode> {
         work: lab.work_dir()?,
         store: store_at(&args.place)?,
         branch: args.place.branch.clone(),
-        profiles: profiles(&args.profile, &[], &lab)?,
+        // The change's own series says what it is hunted on.
+        profiles: profiles(&args.profile, (&[], Some(WatchMeasures::Tps)), &lab)?,
         choices: super::plan::choices(&lab),
         config,
         replay: None,

@@ -24,6 +24,7 @@ mod sqlite_digests;
 mod sqlite_file;
 mod tls;
 
+use crate::core::counts::Measure;
 use serde::{Deserialize, Serialize};
 
 pub use marks::{ChangeMark, Mark};
@@ -230,9 +231,41 @@ pub struct RunRow {
     pub machine: Option<String>,
 }
 
-/// The name of a series: one profile at one client count.
+/// The name of a tps series: one profile at one client count.
 pub fn series_key(profile: &str, clients: u32) -> String {
     format!("{profile}/c{clients}")
+}
+
+/// What a count series' name ends with, after its tps series' name.
+const COUNTS_SUFFIX: &str = "/instructions";
+
+/// The name of the series of `profile` at `clients` on `measure`: the
+/// tps series keeps the name it always had ([`series_key`]), so a store
+/// kept before counts reads unchanged; the count series beside it is
+/// `profile/c<clients>/instructions`. A count series' runs keep, where a
+/// tps series' keep tps, the transactions a billion instructions buy
+/// ([`crate::core::counts::transactions_per_billion`]): higher is better
+/// on both, and a point, a change's size and its test read alike.
+pub fn measured_series_key(profile: &str, clients: u32, measure: Measure) -> String {
+    match measure {
+        Measure::Tps => series_key(profile, clients),
+        Measure::Instructions => format!("{}{COUNTS_SUFFIX}", series_key(profile, clients)),
+    }
+}
+
+/// The measure a series' name says: instructions for a name ending in
+/// `/c<clients>/instructions`, tps for every other (every name a store
+/// kept before counts).
+pub fn series_measure(series: &str) -> Measure {
+    let counted = series
+        .strip_suffix(COUNTS_SUFFIX)
+        .and_then(|tps| tps.rsplit_once("/c"))
+        .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    if counted {
+        Measure::Instructions
+    } else {
+        Measure::Tps
+    }
 }
 
 /// Where a change stands.
@@ -430,4 +463,31 @@ pub trait Store {
     /// Keeps a change's mark (its change must be stored), replacing the
     /// one it had.
     fn save_mark(&mut self, mark: &ChangeMark) -> Result<(), StoreError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_count_series_is_named_beside_its_tps_series_and_read_back() {
+        assert_eq!(
+            measured_series_key("select-only", 8, Measure::Tps),
+            "select-only/c8"
+        );
+        let counted = measured_series_key("select-only", 8, Measure::Instructions);
+        assert_eq!(counted, "select-only/c8/instructions");
+        assert_eq!(series_measure(&counted), Measure::Instructions);
+        // Every name a store kept before counts is a tps series, a
+        // profile named like a measure among them.
+        for tps in [
+            "select-only/c8",
+            "instructions/c1",
+            "a/b/c64",
+            "x/instructions",
+        ] {
+            assert_eq!(series_measure(tps), Measure::Tps, "{tps}");
+        }
+        assert_eq!(series_measure("p/c/instructions"), Measure::Tps);
+    }
 }

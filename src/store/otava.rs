@@ -13,13 +13,18 @@
 //! ```
 //!
 //! Each series gives three metrics: `<series>.ratio` (over the reference,
-//! what the watcher reads), `<series>.tps` and `<series>.reference_tps`.
+//! what the watcher reads), `<series>.tps` and `<series>.reference_tps`;
+//! a count series (`<profile>/c<N>/instructions`) gives `<series>.ratio`,
+//! `<series>.instructions` and `<series>.reference_instructions`, in
+//! instructions a transaction, its ratio theirs (up is a slowdown).
 //! The last column, `reference`, is the commit the row's ratios are over:
 //! its night's reference, which `pgbisect watch --reference` moves, so
 //! that ratios over different references are not read as one level.
 
 use super::Night;
 use super::points::Point;
+use super::series_measure;
+use crate::core::counts::{Measure, transactions_per_billion};
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
@@ -39,7 +44,11 @@ pub fn csv(points: &[Point], nights: &[Night], branch: &str) -> String {
         let _ = write!(out, ",{a}");
     }
     for s in &series {
-        for metric in ["ratio", "tps", "reference_tps"] {
+        let metrics = match series_measure(s) {
+            Measure::Tps => ["ratio", "tps", "reference_tps"],
+            Measure::Instructions => ["ratio", "instructions", "reference_instructions"],
+        };
+        for metric in metrics {
             let _ = write!(out, ",{}", quoted(&format!("{s}.{metric}")));
         }
     }
@@ -69,6 +78,11 @@ pub fn csv(points: &[Point], nights: &[Night], branch: &str) -> String {
                 .iter()
                 .find(|p| p.night == night && p.commit == commit && p.series == *s)
             {
+                Some(p) if series_measure(s) == Measure::Instructions => {
+                    let per = transactions_per_billion;
+                    let (ratio, own, reference) = (1.0 / p.ratio, per(p.tps), per(p.reference_tps));
+                    let _ = write!(out, ",{ratio:.6},{own:.3},{reference:.3}");
+                }
                 Some(p) => {
                     let _ = write!(out, ",{:.6},{:.3},{:.3}", p.ratio, p.tps, p.reference_tps);
                 }
@@ -155,6 +169,29 @@ mod tests {
         );
         assert_eq!(lines.len(), 4);
         assert_eq!(quoted("a,b"), "\"a,b\"");
+    }
+
+    #[test]
+    fn a_count_series_is_written_in_instructions_a_transaction() {
+        // 50,000 instructions a transaction against the reference's 40,000.
+        let bought = |n: f64| 1e9 / n;
+        let p = Point {
+            tps: bought(50_000.0),
+            reference_tps: bought(40_000.0),
+            ratio: bought(50_000.0) / bought(40_000.0),
+            ..point(1, "aaa", "p/c1/instructions", 1.0)
+        };
+        let text = csv(&[p], &[night(1, "r1")], "master");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "time,commit,branch,night,p/c1/instructions.ratio,p/c1/instructions.instructions,\
+             p/c1/instructions.reference_instructions,reference"
+        );
+        assert!(
+            lines[1].ends_with(",1.250000,50000.000,40000.000,r1"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -29,6 +29,7 @@ mod stop_cli;
 mod store_postgres;
 mod store_tls;
 mod watch_cli;
+mod watch_counts;
 mod watch_hunt_report;
 mod watch_links;
 mod watch_mail;

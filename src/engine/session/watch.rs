@@ -4,9 +4,10 @@
 //! `watch-hunts/` and its finding told ([`super::watch_hunts`]).
 
 use super::watch_hunts::{Aftercare, Hunter, ProfileSetup};
+use crate::core::counts::Measure;
 use crate::engine::watch::digest::Tell;
 use crate::engine::watch::hunt::Hunting;
-use crate::engine::watch::{self, ProfileLab, WatchConfig, Watched, owed};
+use crate::engine::watch::{self, ProfileLab, WatchConfig, WatchMeasures, Watched, owed};
 use crate::error::UsageError;
 use crate::lab::open::{LabChoices, LabSpec};
 use crate::machine::steady::Watch;
@@ -33,6 +34,8 @@ pub struct WatchedProfile {
     /// The TOML it was read from, for the hunts' reports.
     pub toml: String,
     pub clients: Vec<u32>,
+    /// What its series measure.
+    pub measures: WatchMeasures,
 }
 
 /// What the watcher is asked.
@@ -172,7 +175,7 @@ pub(super) fn hunter_and_labs(
     line: &[Landed],
     reference: Option<String>,
 ) -> anyhow::Result<(Hunter, Vec<ProfileLab>)> {
-    let profiles = profile_setups(ask, line, reference);
+    let profiles = profile_setups(ask, line, reference)?;
     let labs = open_labs(ask, &profiles)?;
     crate::proc::install_signal_handlers().context("cannot install the signal handlers")?;
     let hunter = Hunter {
@@ -321,12 +324,30 @@ pub(super) fn branch(repo: &Repo, given: Option<&str>) -> anyhow::Result<String>
 }
 
 /// Each profile as its lab opens and its hunts are set up: the builds
-/// share the work dir's cache (the hunts' too).
-fn profile_setups(ask: &WatchAsk, line: &[Landed], reference: Option<String>) -> Vec<ProfileSetup> {
+/// share the work dir's cache (the hunts' too); a profile whose series
+/// count has its lab count, by the counter found here.
+fn profile_setups(
+    ask: &WatchAsk,
+    line: &[Landed],
+    reference: Option<String>,
+) -> anyhow::Result<Vec<ProfileSetup>> {
     let tip = line.last().map(|l| l.commit.id.clone()).unwrap_or_default();
-    ask.profiles
+    let counter = match ask.profiles.iter().any(|p| p.measures.counts()) {
+        true => Some(counter_here()?),
+        false => None,
+    };
+    let setups = ask
+        .profiles
         .iter()
         .map(|p| {
+            let choices = match p.measures.counts() {
+                true => LabChoices {
+                    measure: Measure::Instructions,
+                    counter: counter.clone(),
+                    ..ask.choices.clone()
+                },
+                false => ask.choices.clone(),
+            };
             let spec = LabSpec {
                 profile: p.profile.clone(),
                 clients: p.clients[0],
@@ -336,7 +357,7 @@ fn profile_setups(ask: &WatchAsk, line: &[Landed], reference: Option<String>) ->
                 private_objects: ask.work.private_objects(),
                 good: reference.clone().unwrap_or_else(|| tip.clone()),
                 bad: tip.clone(),
-                choices: ask.choices.clone(),
+                choices,
                 // A hunt's why-runs sweep other client counts too.
                 setups: super::decide_setups(&p.profile, &watched_clients(p)),
             };
@@ -347,7 +368,16 @@ fn profile_setups(ask: &WatchAsk, line: &[Landed], reference: Option<String>) ->
                 spec,
             }
         })
-        .collect()
+        .collect();
+    Ok(setups)
+}
+
+/// The instruction counter of this machine, as it names itself; none is
+/// a usage error saying what to install.
+fn counter_here() -> anyhow::Result<String> {
+    let found =
+        crate::counts::cachegrind::Cachegrind::find().map_err(|e| UsageError(e.to_string()))?;
+    Ok(crate::counts::Counter::name(&found).to_string())
 }
 
 /// The client counts a profile's runs are made at: its series', and the
@@ -374,12 +404,18 @@ fn open_labs(ask: &WatchAsk, setups: &[ProfileSetup]) -> anyhow::Result<Vec<Prof
         .zip(setups)
         .map(|(p, setup)| {
             let spec = &setup.spec;
-            let lab = crate::lab::open::open(spec, &checker, &runs_dir, None)?;
+            // A lab that counts times its runs too: a night asks it for
+            // either, series by series.
+            let lab = match p.measures.counts() {
+                true => crate::lab::open::open_timed_and_counted(spec, &checker, &runs_dir)?,
+                false => crate::lab::open::open(spec, &checker, &runs_dir, None)?,
+            };
             Ok(ProfileLab {
                 name: p.name.clone(),
                 clients: p.clients.clone(),
                 lab,
                 placements: placements(&p.profile, &spec.setups),
+                measures: p.measures.measures(),
             })
         })
         .collect()
@@ -437,6 +473,7 @@ mod tests {
             profile: Profile::default(),
             toml: String::new(),
             clients: vec![2],
+            measures: WatchMeasures::Tps,
         };
         let all = watched_clients(&p);
         assert!(all.contains(&1) && all.contains(&2), "{all:?}");

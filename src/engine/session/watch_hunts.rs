@@ -98,9 +98,10 @@ impl Hunter {
             work: self.work.clone(),
             choices: spec.choices.clone(),
             setups: spec.setups.clone(),
-            // The watcher measures tps.
+            // The change's series chose the measure.
             auto_counter: None,
-        };
+        }
+        .deciding_on(asked.config.measure, spec.choices.counter.as_deref());
         let (flags, shaping) = flags_for(&spec.profile, &asked.config);
         Ok(HuntPlan {
             layout: LAYOUT,

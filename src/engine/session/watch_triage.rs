@@ -7,13 +7,15 @@ use super::watch::{
     HUNTS, LINE_LIMIT, WatchAsk, branch, hunter_and_labs, machine_name, now, store_at, stored,
 };
 use super::watch_hunts::Aftercare;
+use crate::core::counts::Measure;
 use crate::engine::watch;
+use crate::engine::watch::WatchMeasures;
 use crate::engine::watch::hunt::Hunting;
 use crate::engine::watch::rehunt::{self, Rehunted};
 use crate::error::UsageError;
 use crate::repo::Repo;
 use crate::store::place::StoreAt;
-use crate::store::{ChangeMark, ChangeRow, Mark, Store, series_key};
+use crate::store::{ChangeMark, ChangeRow, Mark, Store, measured_series_key, series_measure};
 use crate::workspace::WorkDir;
 
 /// What marking a change did.
@@ -138,15 +140,17 @@ pub fn hunt_again(
 }
 
 /// Keeps of `ask`'s profiles the one that measures `change`'s series,
-/// at the series' client count alone; none that does is a usage error
-/// saying which `--profile` to give.
+/// at the series' client count and on its measure alone; none that does
+/// is a usage error saying which `--profile` to give.
 fn keep_its_profile(ask: &mut WatchAsk, change: &ChangeRow) -> anyhow::Result<()> {
+    let measure = series_measure(&change.series);
     let measures = |name: &str| {
         let count = change.series.strip_prefix(name)?.strip_prefix("/c")?;
+        let count = count.split('/').next()?;
         count
             .parse::<u32>()
             .ok()
-            .filter(|&c| series_key(name, c) == change.series)
+            .filter(|&c| measured_series_key(name, c, measure) == change.series)
     };
     let found = ask
         .profiles
@@ -165,6 +169,13 @@ fn keep_its_profile(ask: &mut WatchAsk, change: &ChangeRow) -> anyhow::Result<()
     };
     let mut profile = ask.profiles.swap_remove(k);
     profile.clients = measures(&profile.name).into_iter().collect();
+    if measure == Measure::Instructions && profile.profile.is_custom() {
+        return Err(crate::lab::cannot_count());
+    }
+    profile.measures = match measure {
+        Measure::Tps => WatchMeasures::Tps,
+        Measure::Instructions => WatchMeasures::Instructions,
+    };
     ask.profiles = vec![profile];
     Ok(())
 }

@@ -13,14 +13,14 @@
 //! commits (a split read from too few points after a step can land a
 //! point early, and the step itself must still be raised later).
 
-use super::config::{ProfileLab, WatchConfig};
+use super::config::{ProfileLab, Series, WatchConfig};
 use crate::core::change_points::{ChangeOptions, change_points_by_group};
-use crate::core::counts::Measure;
-use crate::core::decide::{Comparison, Verdict};
+use crate::core::decide::{Comparison, DecisionConfig, Verdict};
 use crate::engine::compare::{self, Row};
 use crate::model::{Commit, short_sha};
+use crate::report::watch::measured;
 use crate::store::points::{Point, points};
-use crate::store::{ChangeKind, ChangeRow, ChangeStatus, Night, RunRow, Store, series_key};
+use crate::store::{ChangeKind, ChangeRow, ChangeStatus, Night, RunRow, Store};
 
 /// What the tests of a night read: the nights of the window (the last
 /// `cfg.window`) and every run. The side-by-side runs are not stored, so
@@ -77,30 +77,29 @@ pub fn changes_in(
     let known = store.changes(&cfg.branch)?;
     let mut found = Vec::new();
     for (profile, lab) in labs.iter().enumerate() {
-        for &clients in &lab.clients {
-            let series = series_key(&lab.name, clients);
-            let pts = points(recent, runs, Some(&series));
-            for mut change in candidates(&pts, &series, &known, &cfg.detect) {
+        for series in lab.series() {
+            let pts = points(recent, runs, Some(&series.key));
+            for mut change in candidates(&pts, &series.key, &known, &cfg.detect) {
                 change.id = store.add_change(&change)?;
                 let next = neighbours(&pts, &change);
-                found.push((profile, clients, change, next));
+                found.push((profile, series.clone(), change, next));
             }
         }
     }
     // Candidates an earlier night could not settle are measured too.
     for change in store.changes(&cfg.branch)? {
         let open = change.status == ChangeStatus::Candidate;
-        if let Some((profile, clients)) = lab_of(labs, &change.series)
+        if let Some((profile, series)) = lab_of(labs, &change.series)
             && open
             && !found.iter().any(|f| f.2.id == change.id)
         {
-            found.push((profile, clients, change, vec![]));
+            found.push((profile, series, change, vec![]));
         }
     }
     let mut out = Vec::new();
-    for (profile, clients, change, next) in found {
+    for (profile, series, change, next) in found {
         let lab = &mut labs[profile];
-        let settled = settle(store, (lab, clients), change, runs, cfg, note)?;
+        let settled = settle(store, (lab, &series), change, runs, cfg, note)?;
         let dismissed = settled.status == ChangeStatus::Dismissed;
         out.push(settled);
         if !dismissed {
@@ -115,7 +114,7 @@ pub fn changes_in(
                 continue;
             }
             other.id = store.add_change(&other)?;
-            let settled = settle(store, (lab, clients), other, runs, cfg, note)?;
+            let settled = settle(store, (lab, &series), other, runs, cfg, note)?;
             let confirmed = settled.status == ChangeStatus::Confirmed;
             out.push(settled);
             if confirmed {
@@ -148,16 +147,16 @@ fn neighbours(pts: &[Point], change: &ChangeRow) -> Vec<ChangeRow> {
 /// deadline, and stores what it came to.
 pub(super) fn settle(
     store: &mut dyn Store,
-    (lab, clients): (&mut ProfileLab, u32),
+    (lab, series): (&mut ProfileLab, &Series),
     mut change: ChangeRow,
     runs: &[RunRow],
     cfg: &WatchConfig,
     note: &mut dyn FnMut(&str),
 ) -> anyhow::Result<ChangeRow> {
     note(&format!(
-        "{}: a change of {:+.1}% between {} and {} (p = {:.3}); measuring both again side by side",
+        "{}: a change of {} between {} and {} (p = {:.3}); measuring both again side by side",
         change.series,
-        change.pct,
+        measured::size(&change).short(),
         short_sha(&change.before),
         short_sha(&change.after),
         change.p_value
@@ -167,7 +166,7 @@ pub(super) fn settle(
     match super::measure::short_of_time(cfg, needed, "measuring it again") {
         Some(reason) => note(&format!("  left a candidate: {reason}")),
         None => {
-            confirm(lab, clients, &mut change, cfg, note)?;
+            confirm(lab, series, &mut change, cfg, note)?;
             store.update_change(&change)?;
         }
     }
@@ -231,13 +230,14 @@ pub fn candidates(
         .collect()
 }
 
-/// The lab and client count of a series, when still measured.
-pub(super) fn lab_of(labs: &[ProfileLab], series: &str) -> Option<(usize, u32)> {
+/// The lab of a series, and the series as it measures it, when still
+/// measured.
+pub(super) fn lab_of(labs: &[ProfileLab], series: &str) -> Option<(usize, Series)> {
     labs.iter().enumerate().find_map(|(k, lab)| {
-        lab.clients
-            .iter()
-            .find(|&&c| series_key(&lab.name, c) == series)
-            .map(|&c| (k, c))
+        lab.series()
+            .into_iter()
+            .find(|s| s.key == series)
+            .map(|s| (k, s))
     })
 }
 
@@ -250,7 +250,7 @@ pub(super) fn lab_of(labs: &[ProfileLab], series: &str) -> Option<(usize, u32)> 
 /// side gave no result, or when more runs no longer fit the deadline.
 fn confirm(
     lab: &mut ProfileLab,
-    clients: u32,
+    series: &Series,
     change: &mut ChangeRow,
     cfg: &WatchConfig,
     note: &mut dyn FnMut(&str),
@@ -258,25 +258,27 @@ fn confirm(
     let (before, after) = (Commit::bare(&change.before), Commit::bare(&change.after));
     // While a candidate, its size is the series' levels.
     let gain = change.pct > 0.0;
+    // Counts are decided as counts: their own noise floor, fewer runs.
+    let decision = cfg.decision_on(series.measure);
     let mut row: Option<Row> = None;
     loop {
         let rows = compare::measure(
             lab.lab.as_mut(),
             [(&before, "before"), (&after, "after")],
-            (&[clients], cfg.confirm_runs, Measure::Tps),
-            &cfg.decision,
+            (&[series.clients], cfg.confirm_runs, series.measure),
+            &decision,
             &mut |line| note(&format!("  {line}")),
         )?;
         let Some(more) = rows.into_iter().next() else {
             break;
         };
-        let merged = merge(row.take(), more, cfg);
-        let runs = merged.a_tps.len().min(merged.b_tps.len());
+        let merged = merge(row.take(), more, &decision);
+        let runs = runs_a_side(&merged);
         let unclear = merged
             .comparison
-            .is_some_and(|c| decided(&c, cfg, gain).is_none());
+            .is_some_and(|c| decided(&c, &decision, gain).is_none());
         row = Some(merged);
-        if !unclear || runs >= cfg.decision.max_runs {
+        if !unclear || runs >= decision.max_runs {
             break;
         }
         let per_run = lab_seconds(lab);
@@ -293,14 +295,14 @@ fn confirm(
         note("  a side gave no result: the change stays a candidate");
         return Ok(());
     };
-    change.status = decided(&c, cfg, gain).unwrap_or(ChangeStatus::Dismissed);
+    change.status = decided(&c, &decision, gain).unwrap_or(ChangeStatus::Dismissed);
     change.pct = c.change.pct;
     change.low_pct = Some(c.change.low_pct);
     change.high_pct = Some(c.change.high_pct);
     note(&format!(
         "  {}: {} side by side",
         change.status.as_str(),
-        c.change
+        series.measure.change_text(&c.change)
     ));
     Ok(())
 }
@@ -311,8 +313,8 @@ fn confirm(
 /// is read the other way up: dismissed when its whole interval is below
 /// the threshold, unclear while the interval reaches past it (a drop
 /// ruled out is not yet a gain ruled out).
-fn decided(c: &Comparison, cfg: &WatchConfig, gain: bool) -> Option<ChangeStatus> {
-    let threshold = cfg.decision.threshold * 100.0;
+fn decided(c: &Comparison, decision: &DecisionConfig, gain: bool) -> Option<ChangeStatus> {
+    let threshold = decision.threshold * 100.0;
     let faster = c.change.low_pct > 0.0 && c.change.pct >= threshold;
     match c.verdict {
         _ if faster => Some(ChangeStatus::Confirmed),
@@ -325,18 +327,29 @@ fn decided(c: &Comparison, cfg: &WatchConfig, gain: bool) -> Option<ChangeStatus
 }
 
 /// `more` runs added to those of `so_far`, read again.
-fn merge(so_far: Option<Row>, more: Row, cfg: &WatchConfig) -> Row {
+fn merge(so_far: Option<Row>, more: Row, decision: &DecisionConfig) -> Row {
     let Some(mut row) = so_far else {
         return more;
     };
     row.a_tps.extend(more.a_tps);
     row.b_tps.extend(more.b_tps);
+    row.a_instructions.extend(more.a_instructions);
+    row.b_instructions.extend(more.b_instructions);
+    row.a_functions.extend(more.a_functions);
+    row.b_functions.extend(more.b_functions);
     row.a_hosts.extend(more.a_hosts);
     row.b_hosts.extend(more.b_hosts);
     row.a_failed += more.a_failed;
     row.b_failed += more.b_failed;
-    row.analyse(&cfg.decision);
+    row.analyse(decision);
     row
+}
+
+/// The runs of the side with fewer, timed or counted.
+fn runs_a_side(row: &Row) -> usize {
+    let a = row.a_tps.len().max(row.a_instructions.len());
+    let b = row.b_tps.len().max(row.b_instructions.len());
+    a.min(b)
 }
 
 /// What a run of the lab has cost so far, on average (0 before any).
@@ -379,5 +392,31 @@ mod window_tests {
         short.window = 1;
         assert_eq!(ids(Window::of(&moved, &[], &short)), [4]);
         assert!(ids(Window::of(&[], &[], &cfg)).is_empty());
+    }
+}
+
+#[cfg(test)]
+mod merge_tests {
+    use super::*;
+
+    #[test]
+    fn more_counted_runs_are_kept_and_counted_as_runs() {
+        let cfg = WatchConfig::new("master");
+        let counted = |n: usize, per: f64| Row {
+            a_instructions: vec![44_000.0; n],
+            b_instructions: vec![per; n],
+            ..Row::new(1)
+        };
+        let decision = cfg.decision_on(crate::core::counts::Measure::Instructions);
+        let merged = merge(Some(counted(3, 44_440.0)), counted(3, 44_450.0), &decision);
+        assert_eq!(runs_a_side(&merged), 6);
+        assert!(merged.comparison.is_some());
+        // Timed runs count alike.
+        let timed = Row {
+            a_tps: vec![1.0; 4],
+            b_tps: vec![1.0; 5],
+            ..Row::new(1)
+        };
+        assert_eq!(runs_a_side(&timed), 4);
     }
 }

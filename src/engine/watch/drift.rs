@@ -18,9 +18,10 @@
 
 use super::config::{ProfileLab, WatchConfig};
 use super::detect::{Window, settle};
+use crate::core::counts::Measure;
 use crate::core::stats::{Alternative, mann_whitney_u, median};
 use crate::store::points::{Point, points};
-use crate::store::{ChangeKind, ChangeRow, ChangeStatus, Store, series_key};
+use crate::store::{ChangeKind, ChangeRow, ChangeStatus, Store};
 
 /// How the drift test reads a series.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -37,14 +38,15 @@ pub struct DriftOptions {
 }
 
 impl DriftOptions {
-    /// The setting the watcher uses: groups of 5 nights (and at least 8
-    /// points), a difference of the side-by-side decision's threshold,
-    /// p <= 0.01; the side-by-side runs keep the false ones from anyone.
-    pub fn for_watch(cfg: &WatchConfig) -> DriftOptions {
+    /// The setting the watcher uses on `measure`: groups of 5 nights
+    /// (and at least 8 points), a difference of the side-by-side
+    /// decision's threshold on that measure, p <= 0.01; the side-by-side
+    /// runs keep the false ones from anyone.
+    pub fn for_watch(cfg: &WatchConfig, measure: Measure) -> DriftOptions {
         DriftOptions {
             nights: 5,
             min_points: 8,
-            min_change: cfg.decision.threshold,
+            min_change: cfg.decision_on(measure).threshold,
             significance: 0.01,
         }
     }
@@ -63,22 +65,22 @@ pub fn changes(
 ) -> anyhow::Result<Vec<ChangeRow>> {
     let Window { recent, runs } = window;
     let known = store.changes(&cfg.branch)?;
-    let options = DriftOptions::for_watch(cfg);
     let mut out = Vec::new();
     for lab in labs.iter_mut() {
-        for clients in lab.clients.clone() {
-            let series = series_key(&lab.name, clients);
-            let pts = points(recent, runs, Some(&series));
-            let Some(mut drift) = candidate(&pts, &series, &known, &options) else {
+        for series in lab.series() {
+            let options = DriftOptions::for_watch(cfg, series.measure);
+            let pts = points(recent, runs, Some(&series.key));
+            let Some(mut drift) = candidate(&pts, &series.key, &known, &options) else {
                 continue;
             };
             note(&format!(
-                "{series}: the level drifted {:+.1}% over {} nights",
-                drift.pct,
+                "{}: the level drifted {} over {} nights",
+                series.key,
+                crate::report::watch::measured::size(&drift).short(),
                 nights_between(&pts, &drift)
             ));
             drift.id = store.add_change(&drift)?;
-            out.push(settle(store, (lab, clients), drift, runs, cfg, note)?);
+            out.push(settle(store, (lab, &series), drift, runs, cfg, note)?);
         }
     }
     Ok(out)
@@ -335,6 +337,7 @@ mod tests {
             clients: vec![8],
             lab: Box::new(SimLab::new(history, noise, 5)),
             placements: vec![],
+            measures: vec![crate::core::counts::Measure::Tps],
         }];
         let dir = tempfile::tempdir().unwrap();
         let mut store = SqliteStore::open(&dir.path().join("w.sqlite")).unwrap();

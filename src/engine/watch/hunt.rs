@@ -29,11 +29,13 @@
 //! runs of the commits it compares made close together in time; what the
 //! hunt reuses is the builds (the lab's cache is the watcher's).
 
-use super::config::{ProfileLab, WatchConfig};
+use super::config::{ProfileLab, Series, WatchConfig};
+use crate::core::counts::Measure;
 use crate::engine::hunt::budget::Budget;
 use crate::engine::hunt::{HuntConfig, ran_out_of_time};
 use crate::files::write_file;
 use crate::lab::Lab;
+use crate::lab::counting::Counting;
 use crate::model::{Commit, short_sha};
 use crate::progress::{Progress, ProgressEvent};
 use crate::repo::Landed;
@@ -85,9 +87,14 @@ pub struct ChangeAsk<'a> {
 }
 
 impl ChangeAsk<'_> {
-    /// The name the hunt's journal carries.
+    /// The name the hunt's journal carries: a hunt on counts says so, so
+    /// that its journal is never taken up by a hunt on tps, nor the
+    /// other way round.
     pub fn journal_name(&self) -> String {
-        format!("watch-change-{}", self.change.id)
+        match self.config.measure {
+            Measure::Tps => format!("watch-change-{}", self.change.id),
+            Measure::Instructions => format!("watch-change-{}-instructions", self.change.id),
+        }
     }
 }
 
@@ -165,7 +172,7 @@ pub fn hunt_changes(
     let known = store.hunts(&cfg.branch)?;
     for change in store.changes(&cfg.branch)? {
         crate::proc::check_interrupt()?;
-        let Some((profile, clients)) = super::detect::lab_of(labs, &change.series) else {
+        let Some((profile, series)) = super::detect::lab_of(labs, &change.series) else {
             continue;
         };
         // A drift is told, not hunted: its loss is spread over many
@@ -187,7 +194,7 @@ pub fn hunt_changes(
         let before = hunt.clone();
         if hunt.outcome.is_none() {
             let lab = &mut labs[profile];
-            let asked = (lab, clients, &folder);
+            let asked = (lab, &series, &folder);
             match hunt_one(asked, &change, line, cfg, hunting.follow, note)? {
                 Ended::Stopped(reason) => {
                     out.hunted.push(Hunted {
@@ -249,11 +256,13 @@ impl Ended {
     }
 }
 
-/// Hunts `change` (or goes on with its hunt) in `lab` at `clients`, its
-/// journal, runs and reports in `folder`; the JSON report is also kept
-/// under the name the store's readers know ([`report_json`]).
+/// Hunts `change` (or goes on with its hunt) in `lab` at its series'
+/// client count and on its measure (counted runs, decided as counts, for
+/// a count series), its journal, runs and reports in `folder`; the JSON
+/// report is also kept under the name the store's readers know
+/// ([`report_json`]).
 pub(super) fn hunt_one(
-    (lab, clients, folder): (&mut ProfileLab, u32, &HuntDir),
+    (lab, series, folder): (&mut ProfileLab, &Series, &HuntDir),
     change: &ChangeRow,
     line: &[Landed],
     cfg: &WatchConfig,
@@ -269,26 +278,34 @@ pub(super) fn hunt_one(
     };
     folder.create()?;
     note(&format!(
-        "{}: hunting the {} commits after {} up to {} at {clients} clients",
+        "{}: hunting the {} commits after {} up to {} at {} clients on {}",
         change.series,
         commits.len() - 1,
         short_sha(&change.before),
         short_sha(&change.after),
+        series.clients,
+        series.measure
     ));
     let asked = ChangeAsk {
         change,
         profile: &lab.name,
         commits,
         config: HuntConfig {
-            clients,
-            decision: cfg.decision,
+            clients: series.clients,
+            decision: cfg.decision_on(series.measure),
+            measure: series.measure,
             ..HuntConfig::default()
         },
         folder,
         budget: cfg.budget,
     };
-    let mut since = super::since::Since::new(lab.lab.as_mut());
-    let report = follow.hunt(&asked, &mut since, &mut Noted(&mut *note))?;
+    let since = super::since::Since::new(lab.lab.as_mut());
+    let progress = &mut Noted(&mut *note);
+    // A hunt asks its lab for runs: on counts, each of them counted.
+    let report = match series.measure {
+        Measure::Tps => follow.hunt(&asked, &mut { since }, progress)?,
+        Measure::Instructions => follow.hunt(&asked, &mut Counting(since), progress)?,
+    };
     if ran_out_of_time(&report) {
         return Ok(Ended::Stopped(format!(
             "the hunt of {} stopped at the deadline; the next start goes on",

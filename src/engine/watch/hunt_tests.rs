@@ -16,7 +16,7 @@ use crate::profile::Profile;
 use crate::progress::Progress;
 use crate::report::findings::HuntReport;
 use crate::store::sqlite::SqliteStore;
-use crate::store::{ChangeHunt, ChangeStatus};
+use crate::store::{ChangeHunt, ChangeRow, ChangeStatus};
 use crate::workspace::HuntDir;
 use std::collections::HashSet;
 
@@ -48,6 +48,7 @@ fn labs(lab: Box<dyn Lab>) -> Vec<ProfileLab> {
         clients: vec![8],
         lab,
         placements: vec![],
+        measures: vec![crate::core::counts::Measure::Tps],
     }]
 }
 
@@ -389,4 +390,89 @@ fn a_hunt_folder_planted_in_the_store_is_not_where_the_hunt_writes() {
     );
     drop(night);
     assert_eq!(told.mails.len(), 1);
+}
+
+/// A 1% step: within the noise of tps (1%), well clear of counts' (0.2%).
+fn counting_labs(seed: u64) -> Vec<ProfileLab> {
+    let history = History {
+        len: 500,
+        steps: vec![(STEP, 0.99)],
+        unbuildable: Default::default(),
+        base_tps: 1000.0,
+    };
+    let lab = SimLab::new(history, NoiseModel::Gaussian { cv: 0.01 }, seed)
+        .counting(NoiseModel::Gaussian { cv: 0.002 });
+    vec![ProfileLab {
+        name: "sim".into(),
+        clients: vec![8],
+        lab: Box::new(lab),
+        placements: vec![],
+        measures: WatchMeasures::Instructions.measures(),
+    }]
+}
+
+#[test]
+fn a_one_percent_step_on_counts_is_confirmed_and_hunted_on_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = SqliteStore::open(&dir.path().join("w.sqlite")).unwrap();
+    let mut told = Told::new(dir.path());
+    let mut night = Nights::new(&mut store, dir.path(), &mut told);
+    let mut labs = counting_labs(7);
+    for day in 14..=30 {
+        night.run(&mut labs, day).unwrap();
+    }
+    let said = night.said.join("\n");
+    drop(night);
+    let changes = store.changes("master").unwrap();
+    let confirmed: Vec<&ChangeRow> = changes
+        .iter()
+        .filter(|c| c.status == ChangeStatus::Confirmed)
+        .collect();
+    // The count series saw it; tps, whose threshold is 3%, did not.
+    assert_eq!(confirmed.len(), 1, "{changes:?}\n{said}");
+    let c = confirmed[0];
+    assert_eq!(c.series, "sim/c8/instructions");
+    let size = crate::report::watch::measured::size(c);
+    assert!((0.7..1.4).contains(&size.pct), "{size:?}");
+    // Each night both series were measured, the counts by counted runs.
+    let runs = store.runs("master").unwrap();
+    assert!(runs.iter().all(|r| r.series != "sim/c8"));
+    let counted = runs
+        .iter()
+        .find(|r| r.series == "sim/c8/instructions")
+        .unwrap();
+    assert!(
+        (1e9 / counted.tps.unwrap() - 44_000.0).abs() < 1_000.0,
+        "{counted:?}"
+    );
+    // Hunted on counts, in a journal that says so, to the commit.
+    let hunts = store.hunts("master").unwrap();
+    assert_eq!(hunts.len(), 1, "{said}");
+    assert_eq!(
+        hunts[0].culprit.as_deref(),
+        Some(sim_id(STEP).as_str()),
+        "{said}"
+    );
+    let folder = dir
+        .path()
+        .join("watch-hunts")
+        .join(format!("change-{}", c.id));
+    let journal = std::fs::read_to_string(HuntDir::at(&folder).journal()).unwrap();
+    assert!(
+        journal.contains(&format!("\"watch-change-{}-instructions\"", c.id)),
+        "{journal}"
+    );
+    let json = std::fs::read_to_string(folder.join("report.json")).unwrap();
+    let report: HuntReport = serde_json::from_str(&json).unwrap();
+    assert_eq!(report.measure, crate::core::counts::Measure::Instructions);
+    let again = report.made.unwrap().command.join(" ");
+    assert!(again.contains("--measure instructions"), "{again}");
+    // Told as a rise of instructions a transaction: a slowdown.
+    let (subject, body, _) = &told.mails[0];
+    assert!(
+        subject.contains("sim/c8/instructions +1.")
+            && subject.contains("instructions a transaction"),
+        "{subject}"
+    );
+    assert!(body.contains("instructions a transaction"), "{body}");
 }

@@ -7,12 +7,13 @@
 //! commit, series, round, role); what is stored is not run again, so a
 //! night killed half way goes on where it stopped.
 
-use super::config::{ProfileLab, WatchConfig};
+use super::config::{ProfileLab, Series, WatchConfig};
 use super::rounds;
+use crate::core::counts::Measure;
 use crate::lab::RunSpec;
 use crate::model::{Commit, Prepared, RunOutcome, short_sha};
 use crate::report::watch::digest::error_line;
-use crate::store::{Night, NightStatus, Role, RunRow, Store, series_key};
+use crate::store::{Night, NightStatus, Role, RunRow, Store, measured_series_key};
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -29,8 +30,15 @@ struct Slot<'a> {
     commit: &'a str,
     profile: usize,
     clients: u32,
+    measure: Measure,
     round: u32,
     role: Role,
+}
+
+impl Slot<'_> {
+    fn series(&self, labs: &[ProfileLab]) -> String {
+        measured_series_key(&labs[self.profile].name, self.clients, self.measure)
+    }
 }
 
 /// Makes the runs of `night` not yet stored, and marks it done, or
@@ -63,7 +71,7 @@ pub fn night(
     for slot in slots(night, labs, &pairs) {
         let key = (
             slot.commit.to_string(),
-            series_key(&labs[slot.profile].name, slot.clients),
+            slot.series(labs),
             slot.round,
             slot.role,
         );
@@ -103,7 +111,10 @@ pub fn night(
         };
         // The run's own duration is stored; the budget counts the build too.
         let started = Instant::now();
-        let outcome = lab.run(&commit, spec)?;
+        let outcome = match slot.measure {
+            Measure::Tps => lab.run(&commit, spec)?,
+            Measure::Instructions => lab.counted_run(&commit, spec)?,
+        };
         crate::proc::check_interrupt()?;
         let seconds = started.elapsed().as_secs_f64();
         let row = run_row(night, &labs[slot.profile], &slot, outcome, seconds, cfg);
@@ -140,8 +151,7 @@ fn pairs_tonight(
     let spreads = rounds::spreads(runs, night);
     let mut out = BTreeMap::new();
     for lab in labs {
-        for &clients in &lab.clients {
-            let series = series_key(&lab.name, clients);
+        for Series { key: series, .. } in lab.series() {
             let spread = spreads.get(&series).copied();
             let pairs = rounds::pairs_for(spread, cfg.rounds, cfg.max_rounds);
             if let (Some(s), true) = (spread, pairs > cfg.rounds) {
@@ -168,11 +178,13 @@ fn slots<'a>(
 ) -> Vec<Slot<'a>> {
     let mut out = Vec::new();
     for (profile, lab) in labs.iter().enumerate() {
-        for &clients in &lab.clients {
-            let rounds = pairs
-                .get(&series_key(&lab.name, clients))
-                .copied()
-                .unwrap_or(1);
+        for Series {
+            clients,
+            measure,
+            key,
+        } in lab.series()
+        {
+            let rounds = pairs.get(&key).copied().unwrap_or(1);
             let mut round = 0;
             for commit in &night.commits {
                 for r in 0..rounds {
@@ -187,6 +199,7 @@ fn slots<'a>(
                             commit,
                             profile,
                             clients,
+                            measure,
                             round,
                             role,
                         });
@@ -200,12 +213,15 @@ fn slots<'a>(
 }
 
 /// A run number unique within the watcher's nights (labs name output
-/// files and seed fakes with it).
+/// files and seed fakes with it); a counted run's apart from the timed
+/// runs of its night, series and round.
 fn run_number(night: i64, slot: &Slot) -> u64 {
     let role = u64::from(slot.role == Role::Candidate);
+    let counted = u64::from(slot.measure == Measure::Instructions);
     (night.max(0) as u64) * 1_000_000
         + (slot.profile as u64) * 100_000
         + u64::from(slot.clients % 100) * 1_000
+        + counted * 500
         + u64::from(slot.round) * 2
         + role
 }
@@ -249,12 +265,20 @@ fn run_row(
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
         - seconds as i64;
-    let (tps, latency, percentiles, failed) = match outcome {
-        RunOutcome::Measured(m) if m.is_usable() => {
-            (Some(m.tps), m.latency_ms, m.percentiles, None)
+    // A count series keeps what instructions buy; a counted run's
+    // latencies are valgrind's, not the server's, and are left out.
+    let (tps, latency, percentiles, failed) = match (outcome, slot.measure) {
+        (RunOutcome::Measured(m), measure) if m.figure(measure).is_some() => match measure {
+            Measure::Tps => (Some(m.tps), m.latency_ms, m.percentiles, None),
+            Measure::Instructions => (m.figure(measure), None, None, None),
+        },
+        (RunOutcome::Measured(m), Measure::Tps) => {
+            (None, None, None, Some(format!("unusable tps {}", m.tps)))
         }
-        RunOutcome::Measured(m) => (None, None, None, Some(format!("unusable tps {}", m.tps))),
-        RunOutcome::Failed { reason } => (None, None, None, Some(reason)),
+        (RunOutcome::Measured(_), Measure::Instructions) => {
+            (None, None, None, Some("no instruction count".into()))
+        }
+        (RunOutcome::Failed { reason }, _) => (None, None, None, Some(reason)),
     };
     let placement = lab
         .placements
@@ -264,7 +288,7 @@ fn run_row(
     RunRow {
         night: night.id,
         commit: slot.commit.to_string(),
-        series: series_key(&lab.name, slot.clients),
+        series: measured_series_key(&lab.name, slot.clients, slot.measure),
         profile: lab.name.clone(),
         clients: slot.clients,
         host: None,
@@ -285,7 +309,7 @@ fn run_row(
 
 fn run_line(row: &RunRow) -> String {
     let what = match (row.tps, &row.failed) {
-        (Some(tps), _) => format!("{tps:.1} tps"),
+        (Some(value), _) => crate::report::watch::measured::value_text(&row.series, value),
         (None, Some(reason)) => format!("failed: {reason}"),
         (None, None) => "no result".into(),
     };

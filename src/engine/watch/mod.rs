@@ -38,7 +38,9 @@ use crate::store::points::Point;
 use crate::store::{ChangeRow, NewNight, Night, NightCommit, NightStatus, Store};
 use pick::DAY;
 
-pub use config::{ProfileLab, WatchConfig, looser_detector};
+pub use config::{
+    COUNTS_THRESHOLD, ProfileLab, Series, WatchConfig, WatchMeasures, looser_detector,
+};
 
 /// What one start of the watcher did.
 #[derive(Debug, Clone, Default)]

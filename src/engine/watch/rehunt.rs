@@ -47,7 +47,10 @@ pub fn not_huntable(change: &ChangeRow) -> Option<&'static str> {
             "it is a drift, a loss spread over many commits, none of which need be over the \
              hunt's threshold",
         ),
-        _ if change.pct >= 0.0 => Some("it is a rise, and a hunt looks for a drop"),
+        _ if change.pct >= 0.0 => Some(
+            "it is a gain (a rise of tps, or fewer instructions a transaction), and a hunt \
+             looks for a slowdown",
+        ),
         _ => None,
     }
 }
@@ -62,7 +65,7 @@ pub fn hunt_again(
     change: &ChangeRow,
     note: &mut dyn FnMut(&str),
 ) -> anyhow::Result<Rehunted> {
-    let (profile, clients) = super::detect::lab_of(labs, &change.series)
+    let (profile, series) = super::detect::lab_of(labs, &change.series)
         .with_context(|| format!("no watched profile measures {}", change.series))?;
     let known = store
         .hunts(&cfg.branch)?
@@ -82,7 +85,7 @@ pub fn hunt_again(
     store.save_hunt(&hunt)?;
     let folder = HuntDir::at(&path);
     let lab = &mut labs[profile];
-    let asked = (lab, clients, &folder);
+    let asked = (lab, &series, &folder);
     let ended = hunt_one(asked, change, line, cfg, hunting.follow, note)?;
     ended.record(&mut hunt);
     store.save_hunt(&hunt)?;

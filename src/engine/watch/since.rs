@@ -63,6 +63,10 @@ impl Lab for Since<'_> {
         self.inner.instrumented_run(commit, spec)
     }
 
+    fn counted_run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
+        self.inner.counted_run(commit, spec)
+    }
+
     fn totals(&self) -> LabTotals {
         less(self.inner.totals(), self.start)
     }

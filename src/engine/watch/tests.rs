@@ -38,6 +38,7 @@ fn labs(history: History, seed: u64) -> Vec<ProfileLab> {
             seed,
         )),
         placements: vec![(8, "server on CPUs 0-1".into())],
+        measures: vec![crate::core::counts::Measure::Tps],
     }]
 }
 
@@ -186,6 +187,7 @@ fn a_night_killed_half_way_goes_on_and_stores_no_run_twice() {
             left: 5,
         }),
         placements: vec![],
+        measures: vec![crate::core::counts::Measure::Tps],
     }];
     let err = night_of(&mut store, &mut killed, 20, &cfg);
     assert!(err.is_err());
@@ -200,6 +202,7 @@ fn a_night_killed_half_way_goes_on_and_stores_no_run_twice() {
         clients: vec![8, 16],
         lab: Box::new(SimLab::new(history(None), noise, 2)),
         placements: vec![],
+        measures: vec![crate::core::counts::Measure::Tps],
     }];
     let w = night_of(&mut store, &mut labs, 20, &cfg).unwrap();
     // One commit (the tip), two series, three rounds of two runs.
@@ -330,6 +333,7 @@ fn a_series_whose_pairs_scatter_gets_more_pairs_the_next_night_and_a_quiet_one_d
             clients: vec![8],
             lab: Box::new(SimLab::new(history(None), NoiseModel::Gaussian { cv }, 7)),
             placements: vec![],
+            measures: vec![crate::core::counts::Measure::Tps],
         }];
         // The first night backfills at 3 pairs a commit: the spread's
         // first reading.

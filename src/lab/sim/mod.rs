@@ -126,6 +126,8 @@ pub(crate) fn sim_pos(id: &str) -> Option<usize> {
 pub struct SimLab {
     history: History,
     noise: NoiseModel,
+    /// The noise of counted runs, when the lab counts ([`SimLab::counting`]).
+    counts: Option<NoiseModel>,
     rng: StdRng,
     positions: HashMap<String, usize>,
     drift: f64,
@@ -138,11 +140,21 @@ impl SimLab {
         SimLab {
             history,
             noise,
+            counts: None,
             rng: StdRng::seed_from_u64(seed),
             positions,
             drift: 0.0,
             totals: LabTotals::default(),
         }
+    }
+
+    /// This lab, counting too: a counted run of a commit costs
+    /// [`SIM_INSTRUCTIONS`] a transaction at the history's base level,
+    /// more as its level falls (a 1% lower level is 1/0.99 as many
+    /// instructions), with `noise` on what they buy.
+    pub fn counting(mut self, noise: NoiseModel) -> Self {
+        self.counts = Some(noise);
+        self
     }
 
     fn position(&self, commit: &Commit) -> anyhow::Result<usize> {
@@ -221,6 +233,38 @@ impl Lab for SimLab {
         Ok(RunOutcome::tps_only(tps))
     }
 
+    fn counted_run(&mut self, commit: &Commit, _spec: RunSpec) -> anyhow::Result<RunOutcome> {
+        let Some(noise) = self.counts.clone() else {
+            return Err(crate::lab::cannot_count());
+        };
+        let pos = self.position(commit)?;
+        let level = self.history.level(pos) / self.history.base_tps;
+        let timed = std::mem::replace(&mut self.noise, noise);
+        let bought = self.draw(level);
+        self.noise = timed;
+        self.totals.runs += 1;
+        let per_transaction = SIM_INSTRUCTIONS / bought;
+        let window = |transactions: u64| crate::core::counts::Window {
+            transactions,
+            instructions: (per_transaction * transactions as f64) as u64,
+            processes: 1,
+        };
+        Ok(RunOutcome::Measured(crate::model::Measurement {
+            instructions: Some(crate::core::counts::Counted {
+                per_transaction,
+                counter: "simulated counter".into(),
+                short: window(1_000),
+                long: window(6_000),
+                functions: vec![],
+            }),
+            tps: self.history.level(pos),
+            latency_ms: None,
+            failed_transactions: None,
+            percentiles: None,
+            output: None,
+        }))
+    }
+
     fn totals(&self) -> LabTotals {
         self.totals
     }
@@ -229,3 +273,8 @@ impl Lab for SimLab {
         format!("simulated history of {} commits", self.history.len)
     }
 }
+
+/// Instructions a transaction of a counting [`SimLab`] at its history's
+/// base level (a select-only transaction of PostgreSQL 15 costs about
+/// this many in its backend).
+pub const SIM_INSTRUCTIONS: f64 = 44_000.0;

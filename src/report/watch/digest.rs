@@ -9,6 +9,7 @@
 //! nights whose clock lies in its period.
 
 use crate::model::{NAMED_SHA, sha_prefix, short_sha};
+use crate::report::watch::measured;
 use crate::report::watch::site::links::{self, SiteUrl};
 use crate::store::NightStatus;
 use crate::store::{
@@ -247,15 +248,16 @@ fn nights_section(out: &mut String, (failed, broken, stopped): (&[&Night], &[&Ni
 /// A confirmed change: its number, series, size with interval, commits,
 /// and `said` of it (what its hunt came to, or its mark).
 fn change_line(c: &ChangeRow, said: &str) -> String {
-    let interval = match (c.low_pct, c.high_pct) {
-        (Some(lo), Some(hi)) => format!(" (interval {lo:+.1}% to {hi:+.1}%)"),
-        _ => String::new(),
+    let size = measured::size(c);
+    let interval = match size.interval {
+        Some((lo, hi)) => format!(" (interval {lo:+.1}% to {hi:+.1}%)"),
+        None => String::new(),
     };
     format!(
-        "#{} {} {:+.1}%{interval} between {}..{}: {said}",
+        "#{} {} {}{interval} between {}..{}: {said}",
         c.id,
         c.series,
-        c.pct,
+        size.short(),
         short_sha(&c.before),
         short_sha(&c.after),
     )
@@ -281,7 +283,7 @@ fn hunt_words(c: &ChangeRow, f: &Facts) -> String {
         return "not hunted (a drift is spread over many commits)".into();
     }
     if c.pct >= 0.0 {
-        return "not hunted (a rise)".into();
+        return format!("not hunted ({})", measured::gain_words(&c.series));
     }
     let Some(h) = f.hunts.iter().find(|h| h.change == c.id) else {
         return "not hunted yet".into();

@@ -2,10 +2,12 @@
 //! the commit that did it, the series around it as a plain-text chart, and
 //! the hunt's report with its why-section. Pure: the text from the facts.
 
+use crate::core::counts::{Measure, transactions_per_billion};
 use crate::model::short_sha;
 use crate::report::findings::{Culprit, HuntOutcome, HuntReport};
-use crate::store::ChangeRow;
+use crate::report::watch::measured;
 use crate::store::points::Point;
+use crate::store::{ChangeRow, series_measure};
 use std::fmt::Write;
 
 /// Points shown on either side of the change in the chart.
@@ -34,8 +36,9 @@ pub fn subject(change: &ChangeRow, report: &HuntReport) -> String {
         None => format!("no single commit named ({})", outcome_words(report.outcome)),
     };
     format!(
-        "pgbisect watch: {} {:+.1}%: {what}",
-        change.series, change.pct
+        "pgbisect watch: {} {}: {what}",
+        change.series,
+        measured::size(change).short()
     )
 }
 
@@ -52,15 +55,16 @@ pub fn body(
     reporter: &str,
 ) -> String {
     let mut out = String::new();
-    let interval = match (change.low_pct, change.high_pct) {
-        (Some(lo), Some(hi)) => format!(" (interval {lo:+.1}% to {hi:+.1}%)"),
-        _ => String::new(),
+    let size = measured::size(change);
+    let interval = match size.interval {
+        Some((lo, hi)) => format!(" (interval {lo:+.1}% to {hi:+.1}%)"),
+        None => String::new(),
     };
     let _ = writeln!(
         out,
-        "{}: {:+.1}%{interval} between {} and {}, nightly points measured again side by side.",
+        "{}: {}{interval} between {} and {}, nightly points measured again side by side.",
         change.series,
-        change.pct,
+        size.short(),
         short_sha(&change.before),
         short_sha(&change.after)
     );
@@ -78,10 +82,9 @@ pub fn body(
         let _ = writeln!(out, "Culprit: {} {}", c.commit, c.subject);
         let _ = writeln!(
             out,
-            "  {} -> {} tps, {} against its parent {}",
-            round(c.before_tps),
-            round(c.after_tps),
-            c.change,
+            "  {}, {} against its parent {}",
+            culprit_levels(report.measure, c),
+            report.measure.change_text(&c.change),
             short_sha(&c.parent)
         );
     }
@@ -98,7 +101,16 @@ pub fn body(
              message:\n\nReported-by: {reporter}"
         );
     }
-    out.push_str("\nThe series around the change (throughput over the reference's):\n\n");
+    let _ = writeln!(
+        out,
+        "\nThe series around the change ({} over the reference's):\n",
+        match series_measure(&change.series) {
+            Measure::Tps => "throughput",
+            Measure::Instructions =>
+                "what instructions buy, the inverse of instructions a \
+                                      transaction,",
+        }
+    );
     out.push_str(&chart(points, change, AROUND));
     let _ = write!(out, "\nThe hunt's report ({report_path}):\n\n{report_text}");
     out
@@ -138,8 +150,18 @@ fn outcome_words(outcome: HuntOutcome) -> &'static str {
     }
 }
 
-fn round(tps: f64) -> String {
-    format!("{tps:.0}")
+/// A culprit's level against its parent's: `1000 -> 900 tps`, or
+/// `45000 -> 45540 instructions a transaction`.
+fn culprit_levels(measure: Measure, c: &Culprit) -> String {
+    let level = |figure: f64| match measure {
+        Measure::Tps => format!("{figure:.0}"),
+        Measure::Instructions => format!("{:.0}", transactions_per_billion(figure)),
+    };
+    let unit = match measure {
+        Measure::Tps => "tps",
+        Measure::Instructions => "instructions a transaction",
+    };
+    format!("{} -> {} {unit}", level(c.before_tps), level(c.after_tps))
 }
 
 /// A line a point of `change`'s series, `around` either side of it: the

@@ -1,6 +1,7 @@
 //! Renderers of the watcher's output, beside the hunt's: what a night
 //! prints ([`night`]), the mail of a hunted change ([`finding`]), the
-//! weekly digest ([`digest`]) and the static site ([`site`]).
+//! weekly digest ([`digest`]) and the static site ([`site`]), each
+//! reading a series' values and changes by its measure ([`measured`]).
 //!
 //! The watch engine decides what changed, what to hunt and what is owed
 //! a reader, and hands the store's rows and its own results here as plain
@@ -11,5 +12,6 @@
 
 pub mod digest;
 pub mod finding;
+pub mod measured;
 pub mod night;
 pub mod site;

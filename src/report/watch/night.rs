@@ -3,6 +3,7 @@
 //! by its number `#N`, the one `pgbisect watch mark` and `watch hunt` take.
 
 use crate::model::short_sha;
+use crate::report::watch::measured;
 use crate::store::points::Point;
 use crate::store::{ChangeHunt, ChangeKind, ChangeRow, ChangeStatus, Night};
 use std::fmt::Write;
@@ -55,10 +56,10 @@ pub fn text(w: &Start) -> String {
         for p in w.measured {
             let _ = writeln!(
                 out,
-                "  {:<24} {} {:>11.1} tps  {:.4} of the reference  {}",
+                "  {:<24} {} {:>15}  {:.4} of the reference  {}",
                 p.series,
                 short_sha(&p.commit),
-                p.tps,
+                measured::value_text(&p.series, p.tps),
                 p.ratio,
                 p.subject
             );
@@ -94,10 +95,6 @@ fn changes(w: &Start) -> String {
     }
     out.push_str("\nchanges:\n");
     for c in w.changes {
-        let interval = match (c.low_pct, c.high_pct) {
-            (Some(l), Some(h)) => format!(" [{l:+.1}%, {h:+.1}%]"),
-            _ => String::new(),
-        };
         let word = match c.status {
             ChangeStatus::Confirmed if c.pct < 0.0 => "CONFIRMED SLOWER",
             ChangeStatus::Confirmed => "confirmed faster",
@@ -111,12 +108,12 @@ fn changes(w: &Start) -> String {
         };
         let _ = writeln!(
             out,
-            "  #{} {}: {what}{}..{} {:+.1}%{interval}: {word} ({test} p = {:.3})",
+            "  #{} {}: {what}{}..{} {}: {word} ({test} p = {:.3})",
             c.id,
             c.series,
             short_sha(&c.before),
             short_sha(&c.after),
-            c.pct,
+            measured::size(c).bracketed(),
             c.p_value
         );
     }

@@ -16,6 +16,7 @@ use super::links::{FEED, change_page};
 use super::{SiteInput, date};
 use crate::model::short_sha;
 use crate::report::chart::escape;
+use crate::report::watch::measured;
 use crate::store::{ChangeRow, ChangeStatus, Mark, Night};
 use std::fmt::Write;
 
@@ -68,22 +69,18 @@ pub(super) fn feed(input: &SiteInput) -> String {
 fn entry(input: &SiteInput, c: &ChangeRow, clock: i64) -> String {
     let culprit = match input.culprit_of(c) {
         Some(named) => named.words(),
-        None if c.pct >= 0.0 => "a rise, not hunted".into(),
+        None if c.pct >= 0.0 => format!("{}, not hunted", measured::gain_words(&c.series)),
         None => "culprit not named yet".into(),
     };
     let marked = input.mark_of(c).map_or_else(String::new, |m| {
         format!(" (marked {}: {})", m.mark.as_str(), m.why)
     });
-    let title = format!("{} {:+.1}%: {culprit}{marked}", c.series, c.pct);
-    let interval = match (c.low_pct, c.high_pct) {
-        (Some(l), Some(h)) => format!(" [{l:+.1}%, {h:+.1}%]"),
-        _ => String::new(),
-    };
+    let size = measured::size(c);
+    let title = format!("{} {}: {culprit}{marked}", c.series, size.short());
     let summary = format!(
-        "{} {:+.1}%{interval} between {} and {} ({}, night of {}), measured again side by \
-         side: {culprit}.",
+        "{} {} between {} and {} ({}, night of {}), measured again side by side: {culprit}.",
         c.series,
-        c.pct,
+        size.bracketed(),
         short_sha(&c.before),
         short_sha(&c.after),
         c.kind.as_str(),

@@ -14,6 +14,7 @@ use super::links::change_page as change_page_path;
 use super::{Page, SeriesName, SiteInput, date, hunt_report, links};
 use crate::model::short_sha;
 use crate::report::chart::escape;
+use crate::report::watch::measured;
 use crate::store::{ChangeRow, ChangeStatus};
 use std::fmt::Write;
 
@@ -23,10 +24,11 @@ pub(super) fn change_page(
     change: &ChangeRow,
     series: Option<&SeriesName>,
 ) -> String {
+    let size = measured::size(change);
     let title = format!(
-        "{} {:+.1}% between {} and {}",
+        "{} {} between {} and {}",
         change.series,
-        change.pct,
+        size.short(),
         short_sha(&change.before),
         short_sha(&change.after)
     );
@@ -40,9 +42,9 @@ pub(super) fn change_page(
         "<p><a href=\"index.html\">all series</a></p>\n<h1>{}</h1>\n<table id=\"change\">",
         escape(&title)
     );
-    let interval = match (change.low_pct, change.high_pct) {
-        (Some(l), Some(h)) => format!(" [{l:+.1}%, {h:+.1}%] measured again side by side"),
-        _ => String::new(),
+    let interval = match size.interval {
+        Some(_) => " measured again side by side",
+        None => "",
     };
     let night = change_night(input, change).map_or_else(String::new, |n| date(n.clock));
     let found = input
@@ -74,7 +76,8 @@ pub(super) fn change_page(
                 )
             ),
         ),
-        ("change", format!("{:+.1}%{interval}", change.pct)),
+        ("measure", escape(measured::measure_words(&change.series))),
+        ("change", escape(&format!("{}{interval}", size.bracketed()))),
         ("status", {
             let (attributes, text) = status_shown(input, change);
             format!("<span {attributes}>{text}</span>")
@@ -100,9 +103,9 @@ pub fn hunt_report_page(input: &SiteInput, id: i64, report: &str) -> Page {
     let change = input.changes.iter().find(|c| c.id == id);
     let title = match change {
         Some(c) => format!(
-            "The hunt of {} {:+.1}% between {} and {}",
+            "The hunt of {} {} between {} and {}",
             c.series,
-            c.pct,
+            measured::size(c).short(),
             short_sha(&c.before),
             short_sha(&c.after)
         ),

@@ -9,12 +9,14 @@
 
 use super::layout::{place_labels, y_span};
 use super::{Slot, Spread, commit_href, date};
+use crate::core::counts::Measure;
 use crate::model::short_sha;
 use crate::report::chart::{
     Axis, BOTTOM, COLORS, HEIGHT, LEFT, RIGHT, TOP, WIDTH, escape, frame, svg_start, x_tick,
 };
+use crate::report::watch::measured;
 use crate::store::points::Point;
-use crate::store::{ChangeMark, ChangeRow, ChangeStatus, Mark, Night};
+use crate::store::{ChangeMark, ChangeRow, ChangeStatus, Mark, Night, series_measure};
 use std::fmt::Write;
 
 /// The colour a change of `status` is drawn in, and its dash pattern.
@@ -64,14 +66,20 @@ fn drawn_as(
 }
 
 /// The chart of a series' `slots` with its `changes`, those among them a
-/// person marked (`marks`, `pgbisect watch mark`) drawn as marked.
+/// person marked (`marks`, `pgbisect watch mark`) drawn as marked; a
+/// count series' points are instructions a transaction over the
+/// reference's, up being a slowdown.
 pub(super) fn series_chart(
-    title: &str,
+    (title, series): (&str, &str),
     slots: &[Slot],
     changes: &[&ChangeRow],
     marks: &[ChangeMark],
     commit_url: Option<&str>,
 ) -> String {
+    let y_label = match series_measure(series) {
+        Measure::Tps => "ratio to the reference",
+        Measure::Instructions => "instructions a transaction over the reference's",
+    };
     let mut out = String::new();
     svg_start(&mut out, title);
     let x = Axis::over(
@@ -85,7 +93,7 @@ pub(super) fn series_chart(
         &mut out,
         &y,
         "night (its commits in the order they landed)",
-        "ratio to the reference",
+        y_label,
     );
     let every = slots.len().div_ceil(8).max(1);
     for (i, slot) in slots.iter().enumerate().step_by(every) {
@@ -100,7 +108,7 @@ pub(super) fn series_chart(
     for (i, slot) in slots.iter().enumerate() {
         let px = x.px(i as f64);
         match slot {
-            Slot::Point(p, spread) => point_mark(&mut out, p, *spread, px, &y, commit_url),
+            Slot::Point(p, spread) => point_mark(&mut out, p, *spread, (px, &y), commit_url),
             Slot::Failed(n) => failed_mark(&mut out, n, px),
         }
     }
@@ -132,8 +140,7 @@ fn point_mark(
     out: &mut String,
     p: &Point,
     spread: Option<Spread>,
-    px: f64,
-    y: &Axis,
+    (px, y): (f64, &Axis),
     commit_url: Option<&str>,
 ) {
     if let Some(s) = spread {
@@ -149,12 +156,15 @@ fn point_mark(
             off_axis_mark(out, p, end, which, px, y);
         }
     }
+    let value = match series_measure(&p.series) {
+        Measure::Tps => format!("{:.1} tps", p.tps),
+        Measure::Instructions => format!("{:.0} instructions a transaction", p.tps),
+    };
     let tip = format!(
-        "{} {}: {:.4} of the reference ({:.1} tps); night of {}",
+        "{} {}: {:.4} of the reference ({value}); night of {}",
         p.commit,
         p.subject,
         p.ratio,
-        p.tps,
         date(p.clock)
     );
     let dot = format!(
@@ -258,7 +268,7 @@ fn change_marks(
                 .position(|s| matches!(s, Slot::Point(p, _) if p.commit == change.after))?;
             let mark = marks.iter().find(|m| m.change == change.id);
             let said = mark.map_or(change.status.as_str(), |m| m.mark.as_str());
-            let label = format!("{:+.1}% {said}", change.pct);
+            let label = format!("{:+.1}% {said}", measured::size(change).pct);
             Some((x.px(at as f64 - 0.5), *change, mark, label))
         })
         .collect();
@@ -273,11 +283,11 @@ fn change_marks(
     for ((px, change, mark, label), at) in on_chart.iter().zip(&boxes) {
         let (color, dash, class, said) = drawn_as(change, *mark);
         let tip = format!(
-            "#{} {}..{} {:+.1}% ({said}), change-point p = {:.3}",
+            "#{} {}..{} {} ({said}), change-point p = {:.3}",
             change.id,
             short_sha(&change.before),
             short_sha(&change.after),
-            change.pct,
+            measured::size(change).short(),
             change.p_value
         );
         let _ = writeln!(

@@ -4,9 +4,11 @@
 use super::chart::{change_style, series_chart, sparkline};
 use super::links::{FEED, change_page, hunt_page};
 use super::{SeriesName, SiteInput, Slot, commit_href, date, hunt_report};
+use crate::core::counts::Measure;
 use crate::model::short_sha;
 use crate::report::chart::escape;
-use crate::store::{ChangeRow, ChangeStatus, Night, NightStatus};
+use crate::report::watch::measured;
+use crate::store::{ChangeRow, ChangeStatus, Night, NightStatus, series_measure};
 use std::cmp::Reverse;
 use std::fmt::Write;
 
@@ -55,7 +57,7 @@ pub(super) fn index(input: &SiteInput, series: &[(&SeriesName, Vec<Slot>)]) -> S
     );
     out.push_str(
         "<h2>Series</h2>\n<table id=\"series\">\n<tr><th>series</th><th>profile</th>\
-         <th>clients</th><th>points</th><th>recent points</th>\
+         <th>clients</th><th>measure</th><th>points</th><th>recent points</th>\
          <th>last point (ratio to the reference)</th><th>changes</th></tr>\n",
     );
     for (s, slots) in series {
@@ -82,11 +84,13 @@ pub(super) fn index(input: &SiteInput, series: &[(&SeriesName, Vec<Slot>)]) -> S
         let _ = writeln!(
             out,
             "<tr><td><a href=\"{}\">{}</a></td><td>{}</td><td class=\"n\">{}</td>\
-             <td class=\"n\">{count}</td><td>{}</td><td>{last}</td><td>{changes}</td></tr>",
+             <td class=\"measure\">{}</td><td class=\"n\">{count}</td><td>{}</td>\
+             <td>{last}</td><td>{changes}</td></tr>",
             escape(&s.page),
             escape(&s.key),
             escape(&s.profile),
             s.clients,
+            escape(measured::measure_words(&s.key)),
             sparkline(&s.key, slots)
         );
     }
@@ -105,15 +109,31 @@ pub(super) fn series_page(
     slots: &[Slot],
     changes: &[&ChangeRow],
 ) -> String {
+    let counted = series_measure(&series.key) == Measure::Instructions;
     let title = format!(
-        "{}: {} at {} clients",
-        input.branch, series.profile, series.clients
+        "{}: {} at {} clients{}",
+        input.branch,
+        series.profile,
+        series.clients,
+        if counted {
+            ", instructions a transaction"
+        } else {
+            ""
+        }
     );
     let mut out = open(&title);
+    let what = match counted {
+        false => "median throughput",
+        // Lower is better: a step up is a slowdown.
+        true => {
+            "median instructions a transaction (counted by cachegrind; lower is better, \
+                 a step up is a slowdown)"
+        }
+    };
     let _ = writeln!(
         out,
         "<p><a href=\"index.html\">all series</a></p>\n<h1>{}</h1>\n\
-         <p>Each point is a commit's median throughput over the median of the reference \
+         <p>Each point is a commit's {what} over the median of the reference \
          measured beside it that night; its vertical bar, the lowest to the highest ratio of \
          its pairs of runs. Hover a point for its commit.</p>",
         escape(&title)
@@ -121,7 +141,7 @@ pub(super) fn series_page(
     let chart_title = format!("{} ({})", series.key, input.branch);
     out.push_str("<figure id=\"chart\">\n");
     out.push_str(&series_chart(
-        &chart_title,
+        (&chart_title, &series.key),
         slots,
         changes,
         input.marks,
@@ -144,7 +164,7 @@ pub(super) fn series_page(
     }
     out.push_str("<span class=\"failed\">\u{d7} failed night</span></figcaption>\n</figure>\n");
     out.push_str(&changes_table(input, changes, false));
-    out.push_str(&points_table(input, slots));
+    out.push_str(&points_table(input, slots, &series.key));
     out.push_str(CLOSE);
     out
 }
@@ -229,10 +249,8 @@ pub(super) fn changes_table(
             let _ = write!(out, "<td>{}</td>", escape(&c.series));
         }
         let at = night.map_or_else(String::new, |n| date(n.clock));
-        let interval = match (c.low_pct, c.high_pct) {
-            (Some(l), Some(h)) => format!(" [{l:+.1}%, {h:+.1}%]"),
-            _ => String::new(),
-        };
+        let size = measured::size(c);
+        let interval = escape(&format!("{}{}", size.interval_text(), size.unit));
         let found = input
             .nights
             .iter()
@@ -245,7 +263,7 @@ pub(super) fn changes_table(
             commit_link(input.commit_url, &c.before, &subject_of(input, &c.before)),
             commit_link(input.commit_url, &c.after, &subject_of(input, &c.after)),
             escape(&change_page(c.id)),
-            c.pct,
+            size.pct,
             status_cell(input, c),
             culprit_cell(input, c),
             hunt_cell(input, c),
@@ -367,11 +385,12 @@ pub(super) fn commit_link(template: Option<&str>, sha: &str, subject: &str) -> S
     }
 }
 
-/// Every point of a series and every night that failed, newest first.
-fn points_table(input: &SiteInput, slots: &[Slot]) -> String {
-    let mut out = String::from(
+/// Every point of `series` and every night that failed, newest first.
+fn points_table(input: &SiteInput, slots: &[Slot], series: &str) -> String {
+    let unit = measured::measure_words(series);
+    let mut out = format!(
         "<h2>Points</h2>\n<p class=\"quiet\">Newest night first.</p>\n<table id=\"points\">\n<tr><th>night</th><th>commit</th>\
-         <th>subject</th><th>ratio</th><th>spread</th><th>tps</th><th>reference tps</th>\
+         <th>subject</th><th>ratio</th><th>spread</th><th>{unit}</th><th>reference {unit}</th>\
          <th>reference</th></tr>\n",
     );
     for slot in slots.iter().rev() {

@@ -20,8 +20,9 @@ pub mod links;
 pub use change_pages::hunt_report_page;
 use links::SiteUrl;
 
+use crate::core::counts::Measure;
 use crate::store::points::{Point, points};
-use crate::store::{ChangeMark, ChangeRow, Night, NightStatus, Role, RunRow};
+use crate::store::{ChangeMark, ChangeRow, Night, NightStatus, Role, RunRow, series_measure};
 use std::collections::BTreeSet;
 
 /// What the site is made of.
@@ -109,7 +110,8 @@ struct SeriesName {
     page: String,
 }
 
-/// A place on a series' x axis: a point, or a night that failed.
+/// A place on a series' x axis: a point, or a night that failed. A count
+/// series' points are in instructions a transaction ([`counted_slot`]).
 #[derive(Debug, Clone, PartialEq)]
 enum Slot {
     Point(Point, Option<Spread>),
@@ -219,10 +221,33 @@ fn slots(input: &SiteInput, series: &str) -> Vec<Slot> {
             continue;
         }
         for p in pts.iter().filter(|p| p.night == night.id) {
-            out.push(Slot::Point(p.clone(), spread(input.runs, p)));
+            let spread = spread(input.runs, p);
+            out.push(match series_measure(series) {
+                Measure::Tps => Slot::Point(p.clone(), spread),
+                Measure::Instructions => counted_slot(p, spread),
+            });
         }
     }
     out
+}
+
+/// A point of a count series as its page shows it: what instructions
+/// buy turned back into instructions a transaction, the commit's and the
+/// reference's, and the ratio and spread of those; up is then more
+/// instructions, a slowdown.
+fn counted_slot(p: &Point, spread: Option<Spread>) -> Slot {
+    let instructions = crate::core::counts::transactions_per_billion;
+    let point = Point {
+        tps: instructions(p.tps),
+        reference_tps: instructions(p.reference_tps),
+        ratio: 1.0 / p.ratio,
+        ..p.clone()
+    };
+    let spread = spread.map(|s| Spread {
+        low: 1.0 / s.high,
+        high: 1.0 / s.low,
+    });
+    Slot::Point(point, spread)
 }
 
 /// The spread of `point`'s pairs of runs; `None` without a usable pair.
