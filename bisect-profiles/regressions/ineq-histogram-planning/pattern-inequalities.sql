@@ -1,7 +1,7 @@
 -- The pattern operators (~>=~, ~<=~, ~>~, ~<~) compare text bytewise and
 -- belong to text_pattern_ops, not to the btree family of the histogram's
 -- "<": the compatibility check goes through every family of "<" and finds
--- none, looking up each one's index AM on the way.
+-- no ordering family holding both, looking up each one's index AM on the way.
 \set a random(0, 100)
 \set b random(110, 210)
 \set c random(0, 100)
