@@ -149,7 +149,7 @@ fn a_count_step_is_confirmed_and_shown_as_more_instructions_a_transaction() {
     assert!(
         header.ends_with(
             ",sim/c1.ratio,sim/c1.tps,sim/c1.reference_tps,sim/c1/instructions.ratio,\
-             sim/c1/instructions.instructions,sim/c1/instructions.reference_instructions"
+             sim/c1/instructions.instructions,sim/c1/instructions.reference_instructions,reference"
         ),
         "{header}"
     );
