@@ -7,7 +7,8 @@
 //! the spread from successive runs (as the hunt itself does, which keeps a
 //! slow drift out), says what shape the noise has (wild runs, heavy tails,
 //! a wandering machine), and keeps each run's deviation from its commit's
-//! mean, so the simulator can draw new runs of that same shape.
+//! mean, so the simulator can draw new runs of that same shape. A hunt on
+//! instruction counts gives the noise of its counts.
 
 use crate::core::stats::{robust_log_sigma, wanders};
 use crate::journal::{Event, Journal};
@@ -15,6 +16,15 @@ use crate::model::RunOutcome;
 use std::collections::BTreeMap;
 use std::path::Path;
 use thiserror::Error;
+
+/// What a run was decided on: the transactions a billion instructions
+/// buy for a counted run (the tps of a server slowed by the counter is
+/// not its noise), else its tps.
+fn decided_value(m: &crate::model::Measurement) -> f64 {
+    m.instructions.as_ref().map_or(m.tps, |c| {
+        crate::core::counts::transactions_per_billion(c.per_transaction)
+    })
+}
 
 /// What a journal says about the noise of its runs.
 #[derive(Debug, Clone, PartialEq)]
@@ -84,11 +94,12 @@ impl JournalNoise {
                 host,
                 ..
             } = event
-                && m.tps.is_finite()
-                && m.tps > 0.0
+                && let value = decided_value(m)
+                && value.is_finite()
+                && value > 0.0
             {
                 let key = (commit.as_str(), *clients, host.as_deref());
-                groups.entry(key).or_default().push(m.tps);
+                groups.entry(key).or_default().push(value);
                 runs += 1;
             }
         }
@@ -187,6 +198,47 @@ mod tests {
             events.push(run(i as u64 + 1, &format!("c{c}"), lab.draw(level)));
         }
         events
+    }
+
+    #[test]
+    fn a_journal_of_counted_runs_gives_the_noise_of_its_counts_not_of_its_tps() {
+        // The counted server's tps moves by a tenth; its counts by 0.2%.
+        let tps = journal(NoiseModel::Gaussian { cv: 0.1 }, 4, 50);
+        let counts = journal(NoiseModel::Gaussian { cv: 0.002 }, 4, 50);
+        let events: Vec<Event> = tps
+            .into_iter()
+            .zip(&counts)
+            .map(|(mut event, counted)| {
+                let (
+                    Event::Run {
+                        outcome: RunOutcome::Measured(m),
+                        ..
+                    },
+                    Event::Run {
+                        outcome: RunOutcome::Measured(c),
+                        ..
+                    },
+                ) = (&mut event, counted)
+                else {
+                    unreachable!("journal() makes measured runs")
+                };
+                let window = crate::core::counts::Window {
+                    transactions: 1000,
+                    instructions: 0,
+                    processes: 1,
+                };
+                m.instructions = Some(crate::core::counts::Counted {
+                    per_transaction: 1e9 / c.tps,
+                    counter: "cachegrind".into(),
+                    short: window,
+                    long: window,
+                    functions: vec![],
+                });
+                event
+            })
+            .collect();
+        let noise = JournalNoise::from_events(&events).unwrap();
+        assert!((noise.cv - 0.002).abs() < 0.0005, "{}", noise.cv);
     }
 
     #[test]
