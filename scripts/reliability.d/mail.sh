@@ -83,8 +83,8 @@ EOF
   "$bin" watch --repo "$mrepo" --work-dir "$w" --profile "$work/x,y \"q\".toml" --clients 8 \
     --replay 2024-01-01..2024-01-04 --per-night 1 --backfill 0 >/dev/null 2>&1
   "$bin" watch export --csv "$work/mail.csv" --work-dir "$w" >/dev/null 2>&1
-  probe mail "CSV of a series named 'x,y \"q\"' reads in Python's csv module as 7 columns a row" \
+  probe mail "CSV of a series named 'x,y \"q\"' reads in Python's csv module as 8 columns a row, the last the reference" \
     python3 -c 'import csv, sys
 rows = list(csv.reader(open(sys.argv[1], newline="")))
-sys.exit(0 if len(rows) == 5 and all(len(r) == 7 for r in rows) and rows[0][4] == "x,y \"q\"/c8.ratio" else 1)' "$work/mail.csv"
+sys.exit(0 if len(rows) == 5 and all(len(r) == 8 for r in rows) and rows[0][4] == "x,y \"q\"/c8.ratio" and rows[0][7] == "reference" else 1)' "$work/mail.csv"
 fi
