@@ -46,7 +46,6 @@ use pgbisect::engine::watch::{ProfileLab, WatchConfig, watch_night};
 use pgbisect::lab::Lab;
 use pgbisect::lab::sim::spells::{SlowSpells, SpellLab};
 use pgbisect::lab::sim::{History, NoiseModel, SimLab};
-use pgbisect::repo::Landed;
 use pgbisect::store::sqlite::SqliteStore;
 use pgbisect::store::{ChangeKind, ChangeStatus, Store};
 use rand::rngs::StdRng;
@@ -218,15 +217,7 @@ fn trial(cli: &Cli, model: &Model, kind: Kind, seed: u64) -> anyhow::Result<Tria
         unbuildable: Default::default(),
         base_tps: 1000.0,
     };
-    let line: Vec<Landed> = history
-        .commits()
-        .into_iter()
-        .enumerate()
-        .map(|(p, commit)| Landed {
-            commit,
-            committed: p as i64 * DAY / 3,
-        })
-        .collect();
+    let line = history.landing_every(DAY / 3);
     let position = |id: &str| line.iter().position(|l| l.commit.id == id);
     let sim = SimLab::new(history, model.noise.clone(), rng.random());
     let sim: Box<dyn Lab> = match cli.measure {

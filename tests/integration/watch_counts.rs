@@ -15,7 +15,6 @@ use common::watch::{dated_history, replay};
 use common::*;
 use pgbisect::engine::watch::{ProfileLab, WatchConfig, WatchMeasures, watch_night};
 use pgbisect::lab::sim::{History, NoiseModel, SimLab};
-use pgbisect::repo::Landed;
 use pgbisect::store::sqlite::SqliteStore;
 use pgbisect::store::{ChangeStatus, Store};
 use std::path::Path;
@@ -33,15 +32,7 @@ fn nights_with_a_count_step(work: &Path, step: usize) {
         unbuildable: Default::default(),
         base_tps: 1000.0,
     };
-    let line: Vec<Landed> = history
-        .commits()
-        .into_iter()
-        .enumerate()
-        .map(|(p, commit)| Landed {
-            commit,
-            committed: p as i64 * DAY / 3,
-        })
-        .collect();
+    let line = history.landing_every(DAY / 3);
     let lab = SimLab::new(history, NoiseModel::Gaussian { cv: 0.01 }, 5)
         .counting(NoiseModel::Gaussian { cv: 0.002 });
     let mut labs = vec![ProfileLab {

@@ -314,9 +314,7 @@ mod tests {
     #[test]
     fn a_drift_over_simulated_nights_is_confirmed_once_as_a_drift() {
         use crate::engine::watch::{WatchConfig, watch_night};
-        use crate::lab::sim::{History, NoiseModel, SimLab, sim_id};
-        use crate::model::Commit;
-        use crate::repo::Landed;
+        use crate::lab::sim::{History, NoiseModel, SimLab};
         use crate::store::sqlite::SqliteStore;
         const DAY: i64 = 86_400;
         let history = History {
@@ -325,12 +323,7 @@ mod tests {
             unbuildable: Default::default(),
             base_tps: 1000.0,
         };
-        let line: Vec<Landed> = (0..=history.len)
-            .map(|p| Landed {
-                commit: Commit::bare(sim_id(p)),
-                committed: p as i64 * DAY / 3,
-            })
-            .collect();
+        let line = history.landing_every(DAY / 3);
         let noise = NoiseModel::Gaussian { cv: 0.01 };
         let mut labs = vec![ProfileLab {
             name: "sim".into(),

@@ -110,6 +110,19 @@ impl History {
     pub fn commits(&self) -> Vec<Commit> {
         (0..=self.len).map(|p| Commit::bare(sim_id(p))).collect()
     }
+
+    /// The commits as a branch's line, one landing every `seconds` from
+    /// the epoch on: the nights a watcher over this history sees.
+    pub fn landing_every(&self, seconds: i64) -> Vec<crate::repo::Landed> {
+        self.commits()
+            .into_iter()
+            .enumerate()
+            .map(|(p, commit)| crate::repo::Landed {
+                commit,
+                committed: p as i64 * seconds,
+            })
+            .collect()
+    }
 }
 
 /// A fake SHA whose abbreviation shows the position.
