@@ -44,22 +44,22 @@ impl Fits {
 
     /// Keeps `fitted` as `key`'s lengths, written to the file at once.
     pub fn keep(&mut self, key: String, fitted: Lengths) -> anyhow::Result<()> {
-        self.known()?.insert(key, fitted);
-        let (Some(file), Some(known)) = (&self.file, &self.known) else {
-            return Ok(());
-        };
+        let known = self.known()?;
+        known.insert(key, fitted);
         let body = serde_json::to_string_pretty(known).context("cannot encode run lengths")?;
-        crate::files::write_file(file, &body)
+        match &self.file {
+            Some(file) => crate::files::write_file(file, &body),
+            None => Ok(()),
+        }
     }
 
     fn known(&mut self) -> anyhow::Result<&mut BTreeMap<String, Lengths>> {
-        if self.known.is_none() {
-            self.known = Some(match &self.file {
-                Some(file) => read(file)?,
-                None => BTreeMap::new(),
-            });
-        }
-        Ok(self.known.get_or_insert_with(BTreeMap::new))
+        let known = match (self.known.take(), &self.file) {
+            (Some(known), _) => known,
+            (None, Some(file)) => read(file)?,
+            (None, None) => BTreeMap::new(),
+        };
+        Ok(self.known.insert(known))
     }
 }
 
