@@ -19,6 +19,13 @@ pub enum Measure {
     Instructions,
 }
 
+/// How a bad value's message names `tps`, and what it is.
+pub const TPS_SAYS: &str = "`tps` (pgbench's transactions per second)";
+
+/// How a bad value's message names `instructions`, and what it is.
+pub const INSTRUCTIONS_SAYS: &str =
+    "`instructions` (instructions a transaction costs, counted by cachegrind)";
+
 impl Measure {
     /// Parses `tps` or `instructions`.
     pub fn parse(text: &str) -> Result<Measure, String> {
@@ -26,8 +33,7 @@ impl Measure {
             "tps" => Ok(Measure::Tps),
             "instructions" => Ok(Measure::Instructions),
             other => Err(format!(
-                "`{other}` is not a measure: give `tps` (pgbench's transactions per second) \
-                 or `instructions` (instructions a transaction costs, counted by cachegrind)"
+                "`{other}` is not a measure: give {TPS_SAYS} or {INSTRUCTIONS_SAYS}"
             )),
         }
     }
@@ -101,10 +107,9 @@ impl MeasureChoice {
             "auto" => Ok(MeasureChoice::Auto),
             other => Measure::parse(other).map(MeasureChoice::from).map_err(|_| {
                 format!(
-                    "`{other}` is not a measure: give `tps` (pgbench's transactions per \
-                     second), `instructions` (instructions a transaction costs, counted by \
-                     cachegrind) or `auto` (a hunt measures its endpoints both ways and \
-                     decides on the one that sees the slowdown)"
+                    "`{other}` is not a measure: give {TPS_SAYS}, {INSTRUCTIONS_SAYS} or \
+                     `auto` (a hunt measures its endpoints both ways and decides on the one \
+                     that sees the slowdown)"
                 )
             }),
         }

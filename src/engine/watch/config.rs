@@ -4,7 +4,7 @@
 //! these without reaching back up to the loop that calls it.
 
 use crate::core::change_points::ChangeOptions;
-use crate::core::counts::{Measure, MeasureChoice};
+use crate::core::counts::{INSTRUCTIONS_SAYS, Measure, MeasureChoice, TPS_SAYS};
 use crate::core::decide::DecisionConfig;
 use crate::engine::hunt::budget::Budget;
 use crate::lab::Lab;
@@ -74,9 +74,8 @@ impl WatchMeasures {
             "instructions" => Ok(WatchMeasures::Instructions),
             "both" => Ok(WatchMeasures::Both),
             other => Err(format!(
-                "`{other}` is not what the watcher measures: give `tps` (pgbench's \
-                 transactions per second), `instructions` (instructions a transaction costs, \
-                 counted by cachegrind) or `both` (a count series beside each tps series)"
+                "`{other}` is not what the watcher measures: give {TPS_SAYS}, \
+                 {INSTRUCTIONS_SAYS} or `both` (a count series beside each tps series)"
             )),
         }
     }
