@@ -28,6 +28,8 @@ use std::time::Duration;
 const COMMAND_LIMIT: Duration = Duration::from_secs(120);
 /// How long a job reading a node's facts may take, queueing included.
 const FACTS_LIMIT: Duration = Duration::from_secs(1800);
+/// How long a job that wrote its status may take to leave the queue.
+const EXIT_LIMIT: Duration = Duration::from_secs(60);
 
 /// Where and how jobs are submitted.
 #[derive(Debug, Clone, Default)]
@@ -133,6 +135,7 @@ impl Slurm {
                 return Err(proc::Interrupted.into());
             }
             if let Some(ended) = read_status(&status) {
+                self.wait_for_exit(id);
                 return ended_with_status(host, job, ended);
             }
             if asked.elapsed() < self.poll {
@@ -147,6 +150,21 @@ impl Slurm {
                     return ended_with_status(host, job, ended);
                 }
                 return Ok(JobEnd::Lost(ended_without_status(host, id, job)));
+            }
+        }
+    }
+
+    /// Waits, for at most [`EXIT_LIMIT`], for the job `id`, whose status
+    /// is written, to leave the queue: its script is past its last line,
+    /// and Slurm still has it running or completing for a moment. The
+    /// next run on the node waits for it anyway (`--exclusive`), and a
+    /// hunt that ends leaves no job of its own behind.
+    fn wait_for_exit(&self, id: &str) {
+        let start = std::time::Instant::now();
+        while start.elapsed() < EXIT_LIMIT && proc::check_interrupt().is_ok() {
+            match command_output(&["squeue", "-h", "-j", id, "-o", "%T"]) {
+                Ok(state) if !state.trim().is_empty() => std::thread::sleep(self.poll / 10),
+                _ => return,
             }
         }
     }

@@ -684,7 +684,8 @@ fn a_slurm_job_past_its_time_limit_is_a_failed_run_and_the_hunt_goes_on() {
     );
     let hunt = only_hunt_dir(&work);
     let name = hunt.file_name().unwrap().to_string_lossy();
-    assert!(queued(&format!("pgbisect-{name}-")).is_empty(), "jobs left");
+    let left = queued(&format!("pgbisect-{name}-"));
+    assert!(left.is_empty(), "jobs left: {left:?}");
 }
 
 /// A hunt of real PostgreSQL builds through Slurm: each run a job on the
