@@ -8,7 +8,7 @@ use super::output::{check_writable_file, check_writable_folder};
 use super::plan::choices;
 use super::run_args::NotifyArgs;
 use super::values;
-use super::watch_place::{Place, lab_args, profiles, store_at};
+use super::watch_place::{Place, Thresholds, lab_args, profiles, store_at};
 use crate::engine::session::resolved::TimeLimit;
 use crate::engine::session::watch::{self as session, WatchAsk};
 use crate::engine::session::watch_site::{self, SiteLinks};
@@ -43,6 +43,8 @@ pub struct WatchArgs {
     /// measure, auto being both; else tps).
     #[arg(long, value_name = "WHAT", value_parser = WatchMeasures::parse)]
     pub measure: Option<WatchMeasures>,
+    #[command(flatten)]
+    pub thresholds: Thresholds,
     /// Most commits measured a night, the tip among them.
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = values::count_usize)]
     pub per_night: usize,
@@ -286,6 +288,7 @@ fn ask(args: &WatchArgs) -> anyhow::Result<WatchAsk> {
     (config.per_night, config.backfill, config.rounds) =
         (args.per_night, args.backfill, args.rounds);
     config.max_rounds = args.max_rounds.max(args.rounds);
+    args.thresholds.apply(&mut config);
     config.digest_every = args.digest_every;
     config.reference = args.reference.clone();
     config.site_url = args.site_url.clone();

@@ -3,7 +3,7 @@
 //! named by its number as the site and the digest show it (`#N`). The
 //! work is the session's ([`crate::engine::session::watch_triage`]).
 
-use super::watch_place::{Place, lab_args, profiles, store_at};
+use super::watch_place::{Place, Thresholds, lab_args, profiles, store_at};
 use super::{run_args::NotifyArgs, values};
 use crate::engine::session::resolved::TimeLimit;
 use crate::engine::session::watch::WatchAsk;
@@ -44,6 +44,8 @@ pub struct HuntArgs {
     /// a bundled name or a .toml file; repeat as for the watch.
     #[arg(long, value_name = "NAME|FILE")]
     pub profile: Vec<String>,
+    #[command(flatten)]
+    pub thresholds: Thresholds,
     /// End within this much wall time (e.g. 2h); the watcher's next start
     /// goes on with the hunt.
     #[arg(long, value_name = "DURATION", conflicts_with = "deadline",
@@ -112,6 +114,7 @@ fn describe(c: &ChangeRow) -> String {
 pub(super) fn hunt(args: &HuntArgs) -> anyhow::Result<ExitCode> {
     let lab = lab_args(&args.place);
     let mut config = WatchConfig::new(args.place.branch.as_deref().unwrap_or("master"));
+    args.thresholds.apply(&mut config);
     config.budget = super::hunt::budget(&TimeLimit {
         budget: args.time_budget.clone(),
         deadline: args.deadline.clone(),

@@ -23,7 +23,7 @@ fn watch_flag_values_that_make_no_sense_are_refused_before_the_night() {
     let work = tmp.path().join("w");
     let site = tmp.path().join("site");
     let site = site.to_str().unwrap();
-    let cases: [(&[&str], &str); 11] = [
+    let cases: [(&[&str], &str); 13] = [
         (
             &["--html", site, "--commit-url", "javascript:alert(1)//{sha}"],
             "is not an http:// or https:// URL",
@@ -42,6 +42,8 @@ fn watch_flag_values_that_make_no_sense_are_refused_before_the_night() {
             "at least 1",
         ),
         (&["--max-rounds", "0"], "at least 1"),
+        (&["--threshold", "0"], "is not a percentage"),
+        (&["--count-threshold", "-1"], "a positive percentage"),
         (&["--rounds", "0"], "at least 1"),
         (&["--per-night", "0"], "at least 1"),
         (&["--clients", "1,0"], "at least 1"),

@@ -126,8 +126,11 @@ pub struct WatchConfig {
     /// Nights the change-point test reads, back from tonight.
     pub window: usize,
     pub detect: ChangeOptions,
-    /// The side-by-side decision (the one `compare` makes).
+    /// The side-by-side decision (the one `compare` makes), on tps.
     pub decision: DecisionConfig,
+    /// The least rise a count series confirms, as the fraction that what
+    /// instructions buy falls by ([`COUNTS_THRESHOLD`]).
+    pub counts_threshold: f64,
     /// When the night must end.
     pub budget: Option<Budget>,
     /// The machine's facts, as JSON, stored with every run.
@@ -172,13 +175,13 @@ pub fn looser_detector() -> ChangeOptions {
 impl WatchConfig {
     /// The side-by-side decision on `measure` (a hunt's on that measure
     /// too): counts with their own noise floor and fewer runs
-    /// ([`Measure::decision`]), and a threshold of at most
-    /// [`COUNTS_THRESHOLD`], as counts repeat to a fraction of a percent.
+    /// ([`Measure::decision`]), and their own threshold
+    /// (`counts_threshold`), as counts repeat to a fraction of a percent.
     pub fn decision_on(&self, measure: Measure) -> DecisionConfig {
         match measure {
             Measure::Tps => self.decision,
             Measure::Instructions => measure.decision(DecisionConfig {
-                threshold: self.decision.threshold.min(COUNTS_THRESHOLD),
+                threshold: self.counts_threshold,
                 ..self.decision
             }),
         }
@@ -202,6 +205,7 @@ impl WatchConfig {
                 threshold: 0.03,
                 ..DecisionConfig::default()
             },
+            counts_threshold: COUNTS_THRESHOLD,
             budget: None,
             machine: None,
             digest_every: 7,
@@ -238,5 +242,13 @@ mod tests {
         assert!(counts.exact && counts.min_runs <= cfg.decision.min_runs);
         assert_eq!(counts.threshold, COUNTS_THRESHOLD);
         assert_eq!(cfg.decision_on(Measure::Tps), cfg.decision);
+    }
+
+    #[test]
+    fn each_measure_confirms_at_its_own_threshold() {
+        let mut cfg = WatchConfig::new("master");
+        (cfg.decision.threshold, cfg.counts_threshold) = (0.08, 0.002);
+        assert_eq!(cfg.decision_on(Measure::Tps).threshold, 0.08);
+        assert_eq!(cfg.decision_on(Measure::Instructions).threshold, 0.002);
     }
 }
