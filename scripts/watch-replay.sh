@@ -27,6 +27,10 @@
 #   PGBISECT_REPLAY_CLIENTS the pgbench client counts (default 2)
 #   PGBISECT_REPLAY_PROFILE the profile (default smoke: select-only,
 #                          prepared, 5-second runs, scale 10)
+#   PGBISECT_REPLAY_MEASURE tps (default), instructions (a count series,
+#                          counted under cachegrind) or both; with
+#                          instructions, PGBISECT_SPIN=150 is a step of
+#                          about 2%
 #   PGBISECT_BIN           a pgbisect binary to use instead of building one
 #   VARIANTS               "slow control" (default), or either alone
 #
@@ -40,9 +44,11 @@ work=${1:-/var/tmp/pgbisect-watch-replay}
 nights=${2:-60}
 clients=${PGBISECT_REPLAY_CLIENTS:-2}
 profile=${PGBISECT_REPLAY_PROFILE:-smoke}
+measure=${PGBISECT_REPLAY_MEASURE:-tps}
 variants=${VARIANTS:-slow control}
 
 case $nights in ''|*[!0-9]*) echo "watch-replay: NIGHTS must be a number" >&2; exit 2 ;; esac
+case $measure in tps|instructions|both) ;; *) echo "watch-replay: PGBISECT_REPLAY_MEASURE must be tps, instructions or both" >&2; exit 2 ;; esac
 for variant in $variants; do
   case $variant in slow|control) ;; *) echo "watch-replay: unknown variant $variant" >&2; exit 2 ;; esac
 done
@@ -263,13 +269,13 @@ replay() { # VARIANT
   start_sink "$box"
   touch "$vw/started"
   echo "  $pgbisect watch --repo $repo --branch main --work-dir $wd --profile $profile" \
-    "--clients $clients --replay $first_day..$last_day --every 1 --backfill 0" \
+    "--clients $clients --measure $measure --replay $first_day..$last_day --every 1 --backfill 0" \
     "--mail-to perf@example.org --smtp 127.0.0.1:$port --html $site"
   local t0 t1
   t0=$(date +%s)
   set +e
   "$pgbisect" watch --repo "$repo" --branch main --work-dir "$wd" --profile "$profile" \
-    --clients "$clients" --replay "$first_day..$last_day" --every 1 --backfill 0 \
+    --clients "$clients" --measure "$measure" --replay "$first_day..$last_day" --every 1 --backfill 0 \
     --mail-to perf@example.org --smtp "127.0.0.1:$port" --html "$site" \
     > "$vw/watch.txt" 2> "$vw/watch.log"
   code=$?
