@@ -104,13 +104,19 @@ mod tests {
         row
     }
 
+    /// Five counts of one commit, and five tps runs of it.
+    const SAME: [f64; 5] = [40_000.0, 40_010.0, 39_995.0, 40_005.0, 40_002.0];
+    const SLOW: [f64; 5] = [1000.0, 1010.0, 995.0, 1005.0, 1002.0];
+
+    fn scaled(runs: &[f64], by: f64) -> Vec<f64> {
+        runs.iter().map(|v| v * by).collect()
+    }
+
     #[test]
     fn each_client_count_is_decided_by_the_hunts_rule() {
-        let same = [40_000.0, 40_010.0, 39_995.0, 40_005.0, 40_002.0];
-        let more: Vec<f64> = same.iter().map(|v| v * 1.06).collect();
-        let slow = [1000.0, 1010.0, 995.0, 1005.0, 1002.0];
-        let down6: Vec<f64> = slow.iter().map(|v| v * 0.94).collect();
-        let down20: Vec<f64> = slow.iter().map(|v| v * 0.8).collect();
+        let (same, slow) = (SAME, SLOW);
+        let more = scaled(&same, 1.06);
+        let (down6, down20) = (scaled(&slow, 0.94), scaled(&slow, 0.8));
         // At 1 client the instructions rose 6% and tps fell with them; at
         // 64, tps fell 20% on the same instructions (a lock wait).
         let timed = [row(1, &slow, &down6, false), row(64, &slow, &down20, false)];
@@ -142,12 +148,9 @@ mod tests {
 
     #[test]
     fn the_table_shows_both_measures_under_one_header_then_which_decides() {
-        let same = [40_000.0, 40_010.0, 39_995.0, 40_005.0, 40_002.0];
-        let more: Vec<f64> = same.iter().map(|v| v * 1.06).collect();
-        let slow = [1000.0, 1010.0, 995.0, 1005.0, 1002.0];
-        let down6: Vec<f64> = slow.iter().map(|v| v * 0.94).collect();
-        let timed = vec![row(1, &slow, &down6, false)];
-        let both = BothWays::of(&timed, vec![row(1, &same, &more, true)], 0.03);
+        let timed = vec![row(1, &SLOW, &scaled(&SLOW, 0.94), false)];
+        let counted = vec![row(1, &SAME, &scaled(&SAME, 1.06), true)];
+        let both = BothWays::of(&timed, counted, 0.03);
         let (a, b) = (
             crate::model::Commit::bare("a"),
             crate::model::Commit::bare("b"),
