@@ -34,9 +34,10 @@
 #   PGBISECT_BIN           a pgbisect binary to use instead of building one
 #   VARIANTS               "slow control" (default), or either alone
 #
-# Every replay starts afresh (its results database, mail, site and hunts
-# are removed first); the builds in its work dir are kept, so a second
-# run of the script builds nothing it built before.
+# Every replay starts afresh (its results database, mail, site, hunts and
+# counted runs' fitted lengths are removed first); the builds in its work
+# dir are kept, so a second run of the script builds nothing it built
+# before.
 set -euo pipefail
 export PGBISECT_SPIN=${PGBISECT_SPIN:-100000}
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -263,7 +264,7 @@ replay() { # VARIANT
     PGBISECT_HISTORY_STEP=86400 "$here/scripts/make-history.sh" "$repo" "$(( nights - 1 ))" 0 0 | tee "$vw/history.txt"
   fi
   # A fresh replay: the results, mail, site and hunts go; builds stay.
-  rm -rf "$wd/watch.sqlite" "$wd/watch.sqlite-wal" "$wd/watch.sqlite-shm" "$wd/watch-hunts" \
+  rm -rf "$wd/watch.sqlite" "$wd/watch.sqlite-wal" "$wd/watch.sqlite-shm" "$wd/watch-hunts" "$wd/counted-lengths.json" \
     "$wd/digests" "$site" "$box" "$box.log"
   mkdir -p "$wd"
   start_sink "$box"

@@ -366,14 +366,13 @@ const SHORT_SECONDS: f64 = 1.0;
 const MIN_SHORT: u64 = 10;
 
 impl Lengths {
-    /// These lengths fitted to a server that ran the warm-up (`warmup`
-    /// transactions a client) in `seconds`: a workload whose transaction
-    /// takes a second under the counter gets short and long runs of
+    /// These lengths fitted to a transaction (a client's) that takes
+    /// `each` seconds under the counter ([`seconds_each`]): a workload
+    /// whose transaction takes a second gets short and long runs of
     /// [`MIN_SHORT`] and six times that, not the hours the default
-    /// lengths would take; a fast one keeps them. The long run stays as
-    /// many times the short one as before.
-    pub fn fitted(self, seconds: f64) -> Lengths {
-        let each = seconds / self.warmup.max(1) as f64;
+    /// lengths would take; a fast one (or `each` not above 0) keeps them.
+    /// The long run stays as many times the short one as before.
+    pub fn fitted(self, each: f64) -> Lengths {
         let fits = if each > 0.0 && each.is_finite() {
             (SHORT_SECONDS / each) as u64
         } else {
@@ -387,6 +386,44 @@ impl Lengths {
         }
     }
 }
+
+/// The seconds a transaction (a client's) takes under the counter, from
+/// two timed pgbench runs, each `(transactions a client, seconds)`, the
+/// second the longer: their difference, as counts take it, so what every
+/// run pays once cancels out. That is most of a short run: pgbench's
+/// start and vacuum, and a new backend's first pass through the code
+/// under the counter, which took 200 ms where ten select-only
+/// transactions took 7. 0 when the longer run was not slower: the
+/// transactions are too cheap for the clock to tell.
+pub fn seconds_each(short: (u64, f64), long: (u64, f64)) -> f64 {
+    let (more, longer) = (long.0.saturating_sub(short.0), long.1 - short.1);
+    if more == 0 || longer <= 0.0 {
+        return 0.0;
+    }
+    longer / more as f64
+}
+
+/// The transactions a client of the second timed warm-up run: enough
+/// that, at the rate the first (`first`, `(transactions, seconds)`) ran
+/// with its fixed costs in it, it takes [`SECOND_PROBE_SECONDS`] more;
+/// at least twice the first's.
+pub fn second_probe(first: (u64, f64)) -> u64 {
+    let crude = first.1 / first.0.max(1) as f64;
+    let more = if crude > 0.0 && crude.is_finite() {
+        (SECOND_PROBE_SECONDS / crude) as u64
+    } else {
+        first.0
+    };
+    first.0 + more.clamp(first.0.max(1), MAX_SECOND_PROBE)
+}
+
+/// How much longer the second timed warm-up run is made to take than the
+/// first, at the first's rate: the clock's noise on a busy machine is
+/// tenths of a second.
+const SECOND_PROBE_SECONDS: f64 = 3.0;
+
+/// The second timed warm-up run's most transactions a client.
+const MAX_SECOND_PROBE: u64 = 1000;
 
 impl Default for Lengths {
     /// 200 and 1,200 transactions per client: the lengths whose
@@ -480,15 +517,42 @@ mod tests {
     #[test]
     fn slow_transactions_get_short_runs_and_fast_ones_keep_theirs() {
         let default = Lengths::default();
-        // 200 select-only transactions in 0.15 s under cachegrind.
-        assert_eq!(default.fitted(0.15), default);
-        // 200 transactions of 20,000 float rows in 100 s: 0.5 s each.
-        let slow = default.fitted(100.0);
+        // Select-only under cachegrind: 0.75 ms a transaction.
+        assert_eq!(default.fitted(0.00075), default);
+        // 20,000 float rows a transaction: 0.5 s each.
+        let slow = default.fitted(0.5);
         assert_eq!((slow.short, slow.long), (10, 60));
-        // 200 in 4 s: 20 ms each, 50 in a second.
-        let mid = default.fitted(4.0);
+        // 20 ms each, 50 in a second.
+        let mid = default.fitted(0.02);
         assert_eq!((mid.short, mid.long), (50, 300));
         assert_eq!(default.fitted(0.0), default);
+        assert_eq!(default.fitted(f64::NAN), default);
+    }
+
+    #[test]
+    fn a_transaction_is_timed_by_the_difference_of_two_runs() {
+        // PostgreSQL 15, select-only under cachegrind (a watched night):
+        // 10 transactions in 0.37 s, of which 0.36 s was pgbench's start,
+        // its vacuum and the new backend's first pass through the code.
+        let first = (10, 0.37);
+        let second = second_probe(first);
+        assert_eq!(second, 10 + 81);
+        let each = seconds_each(first, (second, 0.37 + 81.0 * 0.00075));
+        assert!((each - 0.00075).abs() < 1e-9, "{each}");
+        assert_eq!(Lengths::default().fitted(each), Lengths::default());
+        // Timing the first run alone would have cut them to 27 and 162.
+        let crude = Lengths::default().fitted(0.37 / 10.0);
+        assert_eq!((crude.short, crude.long), (27, 162));
+        // A float workload: 0.5 s a transaction, 0.4 s once.
+        let first = (10, 5.4);
+        let second = second_probe(first);
+        assert_eq!(second, 20);
+        assert!((seconds_each(first, (second, 10.4)) - 0.5).abs() < 1e-9);
+        // A clock that saw nothing: the lengths are kept.
+        assert_eq!(seconds_each((10, 0.4), (91, 0.39)), 0.0);
+        assert_eq!(seconds_each((10, 0.4), (10, 0.5)), 0.0);
+        assert_eq!(second_probe((10, 0.0)), 20);
+        assert_eq!(second_probe((10, 1e-9)), 10 + 1000);
     }
 
     #[test]

@@ -4,7 +4,10 @@
 
 use super::{RunJob, Runs, Session, failed, fits};
 use crate::bench;
-use crate::core::counts::{Counted, Lengths, Window, functions_per_transaction, per_transaction};
+use crate::core::counts::{
+    Counted, Lengths, Window, functions_per_transaction, per_transaction, second_probe,
+    seconds_each,
+};
 use crate::counts::{Counter, Launcher};
 use crate::model::{Measurement, RunOutcome};
 use std::collections::{BTreeMap, BTreeSet};
@@ -98,13 +101,16 @@ impl Runs {
 
     /// Warms the server up and fits `lengths` to how long a transaction
     /// takes under the counter ([`Lengths::fitted`]): a first pgbench run
-    /// of [`PROBE`] transactions a client times them, and a workload fast
-    /// enough to keep its lengths gets the rest of its warm-up after it.
-    /// A transaction that takes a second under the counter is then warmed
-    /// up in seconds, not in the minutes the whole warm-up would take.
-    /// The first fit of a workload is kept for every later run, in this
-    /// lab and in the work dir's later ones ([`fits`]). A pgbench that refuses `--random-seed` is remembered,
-    /// and its runs go unseeded.
+    /// of [`PROBE`] transactions a client and a longer second one are
+    /// timed, and their difference gives a transaction's time
+    /// ([`seconds_each`]). A workload fast enough to keep its lengths
+    /// gets the rest of its warm-up after them. A transaction that takes
+    /// a second under the counter is then warmed up in seconds, not in
+    /// the minutes the whole warm-up would take. The first fit of a
+    /// workload is kept for every later run, in this lab and in the work
+    /// dir's later ones ([`fits`]), and the second timed run is made only
+    /// for it. A pgbench that refuses `--random-seed` is remembered, and
+    /// its runs go unseeded.
     fn warm_up(
         &mut self,
         running: &dyn Session,
@@ -112,36 +118,39 @@ impl Runs {
         counting: (&dyn Counter, &Launcher),
         lengths: Lengths,
     ) -> anyhow::Result<Lengths> {
-        let probe = Lengths {
-            warmup: lengths.warmup.min(PROBE),
-            ..lengths
-        };
+        let first = lengths.warmup.min(PROBE);
         let warming = Instant::now();
-        let first = self.window(running, job, counting, ("warmup1", probe.warmup));
-        match first {
+        match self.window(running, job, counting, ("warmup1", first)) {
             Err(e) if bench::refused_random_seed(&format!("{e:#}")) => {
                 self.without_random_seed.insert(job.pgbench.clone());
                 return self.warm_up(running, job, counting, lengths);
             }
             other => other?,
         };
+        let first = (first, warming.elapsed().as_secs_f64());
         let key = fits::key(&self.options, job.spec.clients, lengths);
-        let fitted = match self.fits.get(&key)? {
-            Some(fitted) => fitted,
+        let (fitted, warmed) = match self.fits.get(&key)? {
+            Some(fitted) => (fitted, first.0),
             None => {
+                let second = second_probe(first);
+                self.totals.runs += 1;
+                self.totals.warmup_runs += 1;
+                let timing = Instant::now();
+                self.window(running, job, counting, ("warmup2", second))?;
+                let second = (second, timing.elapsed().as_secs_f64());
                 let fitted = Lengths {
                     warmup: lengths.warmup,
-                    ..probe.fitted(warming.elapsed().as_secs_f64())
+                    ..lengths.fitted(seconds_each(first, second))
                 };
                 self.fits.keep(key, fitted)?;
-                fitted
+                (fitted, first.0 + second.0)
             }
         };
-        if fitted == lengths && lengths.warmup > probe.warmup {
+        if fitted == lengths && lengths.warmup > warmed {
             self.totals.runs += 1;
             self.totals.warmup_runs += 1;
-            let rest = lengths.warmup - probe.warmup;
-            self.window(running, job, counting, ("warmup2", rest))?;
+            let rest = lengths.warmup - warmed;
+            self.window(running, job, counting, ("warmup3", rest))?;
         }
         Ok(fitted)
     }
