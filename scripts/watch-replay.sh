@@ -174,6 +174,17 @@ for f in findings:
 PY
 }
 
+# Whether the mail FILE's subject, unfolded (a long one is folded onto
+# more lines), is a finding's naming SHORT.
+subject_names() { # FILE SHORT
+  python3 - "$1" "$2" <<'PY'
+import email, sys
+with open(sys.argv[1], "rb") as f:
+    subject = " ".join(str(email.message_from_binary_file(f)["Subject"] or "").split())
+sys.exit(0 if subject.startswith("pgbisect watch: ") and sys.argv[2] in subject else 1)
+PY
+}
+
 # Whether the site's table of changes has a row for the change whose later
 # commit is SHORT, confirmed (or reported, once mailed).
 site_row() { # INDEX SHORT
@@ -313,8 +324,7 @@ replay() { # VARIANT
       local finding
       finding=$(mails "$box" | sed -n '3p')
       check "the finding names the culprit" grep -q "Culprit: $culprit" "${finding:-/dev/null}"
-      check "the finding's subject names $short" \
-        grep -q "^Subject: pgbisect watch: .*${culprit:0:8}" "${finding:-/dev/null}"
+      check "the finding's subject names $short" subject_names "${finding:-/dev/null}" "$short"
       check "the site's index shows the change ..$short confirmed" site_row "$site/index.html" "$short"
       check "the site's index links the hunt's report" grep -q "hunts/change-${change:-0}" "$site/index.html"
       check "the hunt's report in the site names $short" grep -q "$short" "$site/hunts/change-${change:-0}.txt"
