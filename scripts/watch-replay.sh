@@ -35,9 +35,9 @@
 #   VARIANTS               "slow control" (default), or either alone
 #
 # Every replay starts afresh (its results database, mail, site, hunts and
-# counted runs' fitted lengths are removed first); the builds in its work
-# dir are kept, so a second run of the script builds nothing it built
-# before.
+# counted runs' fitted lengths are removed first, and the checkout, which
+# another NIGHTS made of another history); the installs in its work dir
+# are kept, so a second run of the script builds nothing it built before.
 set -euo pipefail
 export PGBISECT_SPIN=${PGBISECT_SPIN:-100000}
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -276,6 +276,7 @@ replay() { # VARIANT
   fi
   # A fresh replay: the results, mail, site and hunts go; builds stay.
   rm -rf "$wd/watch.sqlite" "$wd/watch.sqlite-wal" "$wd/watch.sqlite-shm" "$wd/watch-hunts" "$wd/counted-lengths.json" \
+    "$wd/checkout" \
     "$wd/digests" "$site" "$box" "$box.log"
   mkdir -p "$wd"
   start_sink "$box"
