@@ -418,9 +418,11 @@ pub fn second_probe(first: (u64, f64)) -> u64 {
 }
 
 /// How much longer the second timed warm-up run is made to take than the
-/// first, at the first's rate: the clock's noise on a busy machine is
-/// tenths of a second.
-const SECOND_PROBE_SECONDS: f64 = 3.0;
+/// first, at the first's rate (which its fixed costs slow, so a cheap
+/// transaction's second run takes much less): the clock's noise on a busy
+/// machine is tenths of a second, and a select-only transaction must not
+/// read as the 5 ms that would cut its runs short.
+const SECOND_PROBE_SECONDS: f64 = 10.0;
 
 /// The second timed warm-up run's most transactions a client.
 const MAX_SECOND_PROBE: u64 = 1000;
@@ -536,8 +538,8 @@ mod tests {
         // its vacuum and the new backend's first pass through the code.
         let first = (10, 0.37);
         let second = second_probe(first);
-        assert_eq!(second, 10 + 81);
-        let each = seconds_each(first, (second, 0.37 + 81.0 * 0.00075));
+        assert_eq!(second, 10 + 270);
+        let each = seconds_each(first, (second, 0.37 + 270.0 * 0.00075));
         assert!((each - 0.00075).abs() < 1e-9, "{each}");
         assert_eq!(Lengths::default().fitted(each), Lengths::default());
         // Timing the first run alone would have cut them to 27 and 162.
@@ -546,10 +548,10 @@ mod tests {
         // A float workload: 0.5 s a transaction, 0.4 s once.
         let first = (10, 5.4);
         let second = second_probe(first);
-        assert_eq!(second, 20);
-        assert!((seconds_each(first, (second, 10.4)) - 0.5).abs() < 1e-9);
+        assert_eq!(second, 28);
+        assert!((seconds_each(first, (second, 14.4)) - 0.5).abs() < 1e-9);
         // A clock that saw nothing: the lengths are kept.
-        assert_eq!(seconds_each((10, 0.4), (91, 0.39)), 0.0);
+        assert_eq!(seconds_each((10, 0.4), (280, 0.39)), 0.0);
         assert_eq!(seconds_each((10, 0.4), (10, 0.5)), 0.0);
         assert_eq!(second_probe((10, 0.0)), 20);
         assert_eq!(second_probe((10, 1e-9)), 10 + 1000);
