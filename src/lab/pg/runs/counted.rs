@@ -25,6 +25,11 @@ const KEPT_FUNCTIONS: usize = 60;
 /// The transactions a client of the first warm-up run, which times them.
 const PROBE: u64 = 10;
 
+/// How long the server's processes must stay the same before a counted
+/// run's first pgbench run ([`settle`]), and the most it waits for that.
+const SETTLED: Duration = Duration::from_secs(2);
+const SETTLE_LIMIT: Duration = Duration::from_secs(60);
+
 /// The seed of every counted pgbench run's random draws (`--random-seed`).
 const COUNTED_SEED: u64 = 1;
 
@@ -71,6 +76,7 @@ impl Runs {
     ) -> anyhow::Result<RunOutcome> {
         self.totals.runs += 3;
         self.totals.warmup_runs += 1;
+        settle(|| running.server_processes(), SETTLED, SETTLE_LIMIT)?;
         let lengths = self.warm_up(running, job, counting, lengths)?;
         let (short, _, short_fns) =
             self.window(running, job, counting, ("count-short", lengths.short))?;
@@ -175,14 +181,17 @@ impl Runs {
         // The run's backends end after pgbench has gone; each writes its
         // counts as it ends.
         let deadline = Instant::now() + ENDING;
-        while running
-            .server_processes()
-            .iter()
-            .any(|pid| !before.contains(pid))
-        {
+        loop {
+            let left: Vec<u32> = (running.server_processes().into_iter())
+                .filter(|pid| !before.contains(pid))
+                .collect();
+            if left.is_empty() {
+                break;
+            }
             anyhow::ensure!(
                 Instant::now() < deadline,
-                "the server's processes of a counted pgbench run had not ended {}s after it",
+                "the server's processes of a counted pgbench run had not ended {}s after it \
+                 (process ids {left:?}, started while it ran)",
                 ENDING.as_secs()
             );
             crate::proc::check_interrupt()?;
@@ -205,5 +214,78 @@ impl Runs {
         }
         let functions = counter.functions(launcher, &pids)?;
         Ok((window, report, functions))
+    }
+}
+
+/// Waits until the server's processes (`processes`) have stayed the same
+/// for `settled`, for at most `limit`. The postmaster starts some of its
+/// own processes (the logical replication launcher) after it says it is
+/// ready, and under the counter on a busy machine that took seconds: one
+/// that started after a pgbench run began would be taken for one of the
+/// run's backends and waited for until the run failed, as it never ends.
+/// A server whose processes cannot be listed is not waited for.
+fn settle(
+    processes: impl Fn() -> Vec<u32>,
+    settled: Duration,
+    limit: Duration,
+) -> anyhow::Result<()> {
+    let list = || processes().into_iter().collect::<BTreeSet<u32>>();
+    let mut seen = list();
+    if seen.is_empty() {
+        return Ok(());
+    }
+    let (start, mut since) = (Instant::now(), Instant::now());
+    while since.elapsed() < settled && start.elapsed() < limit {
+        crate::proc::check_interrupt()?;
+        std::thread::sleep(settled / 20);
+        let now = list();
+        if now != seen {
+            (seen, since) = (now, Instant::now());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    #[test]
+    fn a_process_the_server_starts_late_is_waited_for_before_the_first_run() {
+        // The launcher comes up 5 polls after the server said it was ready.
+        let (polls, appeared) = (Cell::new(0), Cell::new(None));
+        let processes = || {
+            polls.set(polls.get() + 1);
+            if polls.get() <= 5 {
+                return vec![1, 2];
+            }
+            appeared.set(appeared.get().or(Some(Instant::now())));
+            vec![3, 1, 2]
+        };
+        let settled = Duration::from_millis(100);
+        settle(processes, settled, Duration::from_secs(10)).unwrap();
+        let waited = appeared.get().expect("the late process was seen").elapsed();
+        assert!(
+            waited >= settled,
+            "settled {waited:?} after the late process"
+        );
+        // Never settling ends at the limit; nothing to list ends at once.
+        let changing = Cell::new(0u32);
+        let limit = Duration::from_millis(300);
+        let start = Instant::now();
+        settle(
+            || {
+                changing.set(changing.get() + 1);
+                vec![changing.get()]
+            },
+            Duration::from_secs(10),
+            limit,
+        )
+        .unwrap();
+        assert!(start.elapsed() < Duration::from_secs(5));
+        let start = Instant::now();
+        settle(Vec::new, Duration::from_secs(10), Duration::from_secs(10)).unwrap();
+        assert!(start.elapsed() < Duration::from_secs(1));
     }
 }
