@@ -133,6 +133,8 @@ fi
 # user with links to a root file planted where its outputs go: refused at
 # once, the file untouched.
 if [ "$(id -u)" = 0 ]; then
+  planted() { [ "$rc" = 2 ] && has "$out" "belongs to another user" && [ "$(cat "$p5/root-file")" = precious ]; }
+  echo precious > "$p5/root-file"; chmod 644 "$p5/root-file"
   other=pgbprobe
   id "$other" >/dev/null 2>&1 || useradd -M -r -s /usr/sbin/nologin "$other"
   old=/var/tmp/pgbisect-regressions
@@ -140,13 +142,11 @@ if [ "$(id -u)" = 0 ]; then
     echo "  skipped: $old exists (a real one of this machine's regressions runs)"
   else
     rm -rf "$old"
-    echo precious > "$p5/root-file"; chmod 644 "$p5/root-file"
     runuser -u "$other" -- mkdir -m 777 "$old"
     for f in x-case-seed1.txt x-case-seed1.log x-case-seed1.json; do
       runuser -u "$other" -- ln -s "$p5/root-file" "$old/$f"
     done
     out=$(PGBISECT=/bin/true "$here/scripts/regressions.sh" 2>&1); rc=$?
-    planted() { [ "$rc" = 2 ] && has "$out" "belongs to another user" && [ "$(cat "$p5/root-file")" = precious ]; }
     probe scriptdir "regressions.sh: its default folder made by another user is refused, the root file untouched" planted
     out=$(PGBISECT=/bin/true "$here/scripts/regressions.sh" --work "$old/" x 2>&1); rc=$?
     probe scriptdir "regressions.sh --work THAT-FOLDER: refused too" planted
