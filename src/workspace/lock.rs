@@ -260,16 +260,22 @@ mod tests {
         else {
             return; // no flock(1) here
         };
+        // Wait for flock(1) to hold the file, trying it without taking it
+        // away: a `Lock` would remove the file when dropped, and flock(1),
+        // started late on a busy machine, would then hold a removed file.
+        let file = std::fs::File::open(&path).unwrap();
         let waited = std::time::Instant::now();
-        let err = loop {
-            match Lock::acquire(dir.path()) {
-                Ok(lock) => drop(lock),
-                Err(e) => break e,
+        // SAFETY: flock only acts on the descriptor, which `file` owns.
+        while unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            // SAFETY: as above.
+            unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_UN) };
+            if waited.elapsed().as_secs() >= 60 {
+                child.kill().ok();
+                panic!("flock(1) took no lock in 60 s");
             }
-            assert!(waited.elapsed().as_secs() < 10, "flock(1) took no lock");
-            std::fs::write(&path, "1 1").unwrap();
             std::thread::sleep(std::time::Duration::from_millis(50));
-        };
+        }
+        let err = Lock::acquire(dir.path()).expect_err("the lock flock(1) holds");
         child.kill().ok();
         child.wait().ok();
         let said = err.to_string();
