@@ -10,20 +10,24 @@
 //! mean, so the simulator can draw new runs of that same shape. A hunt on
 //! instruction counts gives the noise of its counts.
 
+use crate::core::counts::Measure;
 use crate::core::stats::{robust_log_sigma, wanders};
 use crate::journal::{Event, Journal};
-use crate::model::RunOutcome;
+use crate::model::{Measurement, RunOutcome};
 use std::collections::BTreeMap;
 use std::path::Path;
 use thiserror::Error;
 
-/// What a run was decided on: the transactions a billion instructions
-/// buy for a counted run (the tps of a server slowed by the counter is
-/// not its noise), else its tps.
-fn decided_value(m: &crate::model::Measurement) -> f64 {
-    m.instructions.as_ref().map_or(m.tps, |c| {
-        crate::core::counts::transactions_per_billion(c.per_transaction)
-    })
+/// What a run was decided on ([`Measurement::figure`]): the transactions
+/// a billion instructions buy for a counted run (the tps of a server
+/// slowed by the counter is not its noise), else its tps; `None` when it
+/// gave no usable one.
+fn decided_value(m: &Measurement) -> Option<f64> {
+    let measure = match m.instructions {
+        Some(_) => Measure::Instructions,
+        None => Measure::Tps,
+    };
+    m.figure(measure)
 }
 
 /// What a journal says about the noise of its runs.
@@ -94,9 +98,7 @@ impl JournalNoise {
                 host,
                 ..
             } = event
-                && let value = decided_value(m)
-                && value.is_finite()
-                && value > 0.0
+                && let Some(value) = decided_value(m)
             {
                 let key = (commit.as_str(), *clients, host.as_deref());
                 groups.entry(key).or_default().push(value);
