@@ -143,8 +143,7 @@ impl Slurm {
                 continue;
             }
             asked = std::time::Instant::now();
-            let state = command_output(&["squeue", "-h", "-j", id, "-o", "%T"]);
-            if matches!(&state, Ok(s) if s.trim().is_empty()) || state.is_err() {
+            if !in_queue(id) {
                 // Gone from the queue: its status file, else Slurm's word.
                 if let Some(ended) = read_status(&status) {
                     return ended_with_status(host, job, ended);
@@ -161,13 +160,16 @@ impl Slurm {
     /// hunt that ends leaves no job of its own behind.
     fn wait_for_exit(&self, id: &str) {
         let start = std::time::Instant::now();
-        while start.elapsed() < EXIT_LIMIT && proc::check_interrupt().is_ok() {
-            match command_output(&["squeue", "-h", "-j", id, "-o", "%T"]) {
-                Ok(state) if !state.trim().is_empty() => std::thread::sleep(self.poll / 10),
-                _ => return,
-            }
+        while start.elapsed() < EXIT_LIMIT && proc::check_interrupt().is_ok() && in_queue(id) {
+            std::thread::sleep(self.poll / 10);
         }
     }
+}
+
+/// Whether `squeue` lists the job `id` (a queue that cannot be read lists
+/// nothing).
+fn in_queue(id: &str) -> bool {
+    matches!(command_output(&["squeue", "-h", "-j", id, "-o", "%T"]), Ok(s) if !s.trim().is_empty())
 }
 
 /// The batch script of `job`: runs its script in its dir with its
