@@ -139,10 +139,8 @@ impl Runs {
             Some(fitted) => (fitted, first.0),
             None => {
                 let second = second_probe(first);
-                self.totals.runs += 1;
-                self.totals.warmup_runs += 1;
                 let timing = Instant::now();
-                self.window(running, job, counting, ("warmup2", second))?;
+                self.more_warm_up(running, job, counting, ("warmup2", second))?;
                 let second = (second, timing.elapsed().as_secs_f64());
                 let fitted = Lengths {
                     warmup: lengths.warmup,
@@ -153,12 +151,25 @@ impl Runs {
             }
         };
         if fitted == lengths && lengths.warmup > warmed {
-            self.totals.runs += 1;
-            self.totals.warmup_runs += 1;
             let rest = lengths.warmup - warmed;
-            self.window(running, job, counting, ("warmup3", rest))?;
+            self.more_warm_up(running, job, counting, ("warmup3", rest))?;
         }
         Ok(fitted)
+    }
+
+    /// A warm-up run past the first (which [`Runs::count_windows`]
+    /// counts), counted in the totals as one.
+    fn more_warm_up(
+        &mut self,
+        running: &dyn Session,
+        job: &RunJob,
+        counting: (&dyn Counter, &Launcher),
+        (name, per_client): (&str, u64),
+    ) -> anyhow::Result<()> {
+        self.totals.runs += 1;
+        self.totals.warmup_runs += 1;
+        self.window(running, job, counting, (name, per_client))?;
+        Ok(())
     }
 
     /// One pgbench run of `per_client` transactions a client, and what
