@@ -358,30 +358,49 @@ pub struct Lengths {
     pub long: u64,
 }
 
-/// The short run of a fitted counted run lasts about this long: its
-/// count is many times the fixed cost of a connection.
-const SHORT_SECONDS: f64 = 1.0;
+/// The short run of a fitted counted run lasts about this long, so that
+/// both runs reach what a backend does once its first second is over. A
+/// new backend flushes its statistics at most once a second
+/// (`PGSTAT_MIN_INTERVAL`), so its first second keeps what its first
+/// queries looked up pending, and a later one has none: a transaction
+/// costs otherwise in each. fc415edf's loop over every stats kind, run
+/// only when nothing is pending, cost 20.5K instructions a transaction
+/// in runs of 200 and 1,200 (under a second each) against 20.5K before
+/// it, and 22.9K against 20.4K in runs of 10,000 and 30,000. Twice the
+/// second, since a fit kept from a busy night times a quiet one's runs.
+const SHORT_SECONDS: f64 = 2.0;
+
+/// The long run of a fitted counted run lasts about this much longer
+/// than the short one: the transactions between them are what is
+/// counted, and how many of a run's fall in the backend's first second
+/// moves with the machine's speed, which a few seconds of them dilute.
+const MORE_SECONDS: f64 = 3.0;
 
 /// No run shorter than this many transactions a client.
 const MIN_SHORT: u64 = 10;
 
+/// The long run has at least this many transactions a client more than
+/// the short one.
+const MIN_MORE: u64 = 50;
+
 impl Lengths {
     /// These lengths fitted to a transaction (a client's) that takes
-    /// `each` seconds under the counter ([`seconds_each`]): a workload
-    /// whose transaction takes a second gets short and long runs of
-    /// [`MIN_SHORT`] and six times that, not the hours the default
-    /// lengths would take; a fast one (or `each` not above 0) keeps them.
-    /// The long run stays as many times the short one as before.
+    /// `each` seconds under the counter ([`seconds_each`]): the short run
+    /// lasts [`SHORT_SECONDS`] and the long one [`MORE_SECONDS`] more, in
+    /// transactions, never fewer than [`MIN_SHORT`] and [`MIN_MORE`] more.
+    /// A workload whose transaction takes a second gets runs of 10 and 60
+    /// transactions, not the hours the default lengths would take; a
+    /// select-only one runs thousands, past its backend's first second.
+    /// `each` not above 0 (the clock could not tell) keeps them.
     pub fn fitted(self, each: f64) -> Lengths {
-        let fits = if each > 0.0 && each.is_finite() {
-            (SHORT_SECONDS / each) as u64
-        } else {
-            self.short
-        };
-        let short = fits.clamp(MIN_SHORT.min(self.short), self.short);
+        if !(each > 0.0 && each.is_finite()) {
+            return self;
+        }
+        let lasting = |seconds: f64| (seconds / each).ceil() as u64;
+        let short = lasting(SHORT_SECONDS).max(MIN_SHORT);
         Lengths {
             short,
-            long: short * (self.long / self.short.max(1)).max(2),
+            long: short + lasting(MORE_SECONDS).max(MIN_MORE),
             ..self
         }
     }
@@ -403,29 +422,47 @@ pub fn seconds_each(short: (u64, f64), long: (u64, f64)) -> f64 {
     longer / more as f64
 }
 
-/// The transactions a client of the second timed warm-up run: enough
-/// that, at the rate the first (`first`, `(transactions, seconds)`) ran
-/// with its fixed costs in it, it takes [`SECOND_PROBE_SECONDS`] more;
-/// at least twice the first's.
-pub fn second_probe(first: (u64, f64)) -> u64 {
-    let crude = first.1 / first.0.max(1) as f64;
+/// The transactions a client of the next timed warm-up run: enough that,
+/// at the rate the latest (`latest`, `(transactions, seconds)`) ran with
+/// its fixed costs in it, it takes [`PROBE_STEP_SECONDS`] more. Those
+/// costs slow that rate, so a cheap transaction's next run takes less,
+/// never more; and each run is the nearer the transaction's own rate.
+/// At least twice the latest's, at most [`MAX_PROBE_GROWTH`] times.
+pub fn next_probe(latest: (u64, f64)) -> u64 {
+    let n = latest.0.max(1);
+    let crude = latest.1 / n as f64;
     let more = if crude > 0.0 && crude.is_finite() {
-        (SECOND_PROBE_SECONDS / crude) as u64
+        (PROBE_STEP_SECONDS / crude).ceil() as u64
     } else {
-        first.0
+        n
     };
-    first.0 + more.clamp(first.0.max(1), MAX_SECOND_PROBE)
+    n + more.clamp(n, MAX_PROBE_GROWTH * n)
 }
 
-/// How much longer the second timed warm-up run is made to take than the
-/// first, at the first's rate (which its fixed costs slow, so a cheap
-/// transaction's second run takes much less): the clock's noise on a busy
-/// machine is tenths of a second, and a select-only transaction must not
-/// read as the 5 ms that would cut its runs short.
-const SECOND_PROBE_SECONDS: f64 = 10.0;
+/// A transaction's seconds from two timed warm-up runs ([`seconds_each`]),
+/// once the later one took [`PROBE_TELLS_SECONDS`] more than the other:
+/// less is within what a busy machine's clock moves and what a run's
+/// first pass through the code costs more or less.
+pub fn probe_told(earlier: (u64, f64), later: (u64, f64)) -> Option<f64> {
+    (later.0 > earlier.0 && later.1 - earlier.1 >= PROBE_TELLS_SECONDS)
+        .then(|| seconds_each(earlier, later))
+}
 
-/// The second timed warm-up run's most transactions a client.
-const MAX_SECOND_PROBE: u64 = 1000;
+/// How much longer each timed warm-up run is made to take than the one
+/// before, at that one's rate.
+const PROBE_STEP_SECONDS: f64 = 3.0;
+
+/// How much longer a timed warm-up run must take than the one before for
+/// their difference to time a transaction.
+const PROBE_TELLS_SECONDS: f64 = 1.5;
+
+/// A timed warm-up run has at most this many times the transactions of
+/// the one before: a clock that read nothing does not start hours.
+const MAX_PROBE_GROWTH: u64 = 100;
+
+/// Timed warm-up runs made at most to time a transaction; past them the
+/// last one's own rate, fixed costs and all, times it.
+pub const MAX_PROBES: usize = 7;
 
 impl Default for Lengths {
     /// 200 and 1,200 transactions per client: the lengths whose
@@ -517,44 +554,59 @@ mod tests {
     }
 
     #[test]
-    fn slow_transactions_get_short_runs_and_fast_ones_keep_theirs() {
+    fn runs_are_fitted_to_last_past_a_backends_first_second() {
         let default = Lengths::default();
-        // Select-only under cachegrind: 0.75 ms a transaction.
-        assert_eq!(default.fitted(0.00075), default);
+        // Select-only under cachegrind: 0.75 ms a transaction, so 2 s and
+        // 3 s more.
+        let fast = default.fitted(0.00075);
+        assert_eq!((fast.short, fast.long), (2667, 2667 + 4000));
+        assert_eq!(fast.warmup, default.warmup);
         // 20,000 float rows a transaction: 0.5 s each.
         let slow = default.fitted(0.5);
         assert_eq!((slow.short, slow.long), (10, 60));
         // 20 ms each, 50 in a second.
         let mid = default.fitted(0.02);
-        assert_eq!((mid.short, mid.long), (50, 300));
+        assert_eq!((mid.short, mid.long), (100, 250));
         assert_eq!(default.fitted(0.0), default);
         assert_eq!(default.fitted(f64::NAN), default);
     }
 
     #[test]
-    fn a_transaction_is_timed_by_the_difference_of_two_runs() {
+    fn a_transaction_is_timed_by_runs_that_grow_until_the_clock_tells() {
         // PostgreSQL 15, select-only under cachegrind (a watched night):
         // 10 transactions in 0.37 s, of which 0.36 s was pgbench's start,
-        // its vacuum and the new backend's first pass through the code.
-        let first = (10, 0.37);
-        let second = second_probe(first);
-        assert_eq!(second, 10 + 270);
-        let each = seconds_each(first, (second, 0.37 + 270.0 * 0.00075));
+        // its vacuum and the new backend's first pass through the code;
+        // 0.75 ms a transaction after that.
+        let took = |n: u64| (n, 0.36 + n as f64 * 0.00075);
+        let mut latest = (10, 0.37);
+        let mut runs = vec![latest.0];
+        let each = loop {
+            let next = took(next_probe(latest));
+            runs.push(next.0);
+            if let Some(each) = probe_told(latest, next) {
+                break each;
+            }
+            latest = next;
+        };
+        assert_eq!(runs, [10, 92, 736, 3158]);
         assert!((each - 0.00075).abs() < 1e-9, "{each}");
-        assert_eq!(Lengths::default().fitted(each), Lengths::default());
-        // Timing the first run alone would have cut them to 27 and 162.
+        assert_eq!(Lengths::default().fitted(each).short, 2667);
+        // Timing the first run alone would have cut them to 55 and 137,
+        // all in the backend's first second.
         let crude = Lengths::default().fitted(0.37 / 10.0);
-        assert_eq!((crude.short, crude.long), (27, 162));
-        // A float workload: 0.5 s a transaction, 0.4 s once.
+        assert_eq!((crude.short, crude.long), (55, 137));
+        // A float workload: 0.5 s a transaction, 0.4 s once: the second
+        // run tells.
         let first = (10, 5.4);
-        let second = second_probe(first);
-        assert_eq!(second, 28);
-        assert!((seconds_each(first, (second, 14.4)) - 0.5).abs() < 1e-9);
-        // A clock that saw nothing: the lengths are kept.
+        let second = next_probe(first);
+        assert_eq!(second, 20);
+        assert_eq!(probe_told(first, (second, 10.4)), Some(0.5));
+        // A first run slower than the next (a cold start) tells nothing.
+        assert_eq!(probe_told((10, 0.4), (92, 0.39)), None);
+        assert_eq!(probe_told((10, 0.4), (10, 2.5)), None);
         assert_eq!(seconds_each((10, 0.4), (280, 0.39)), 0.0);
-        assert_eq!(seconds_each((10, 0.4), (10, 0.5)), 0.0);
-        assert_eq!(second_probe((10, 0.0)), 20);
-        assert_eq!(second_probe((10, 1e-9)), 10 + 1000);
+        assert_eq!(next_probe((10, 0.0)), 20);
+        assert_eq!(next_probe((10, 1e-9)), 10 + 1000);
     }
 
     #[test]

@@ -25,9 +25,12 @@ fn counted_runs_of_one_server_agree_to_a_fraction_of_a_percent() {
         return;
     };
     eprintln!("instructions a transaction, three counted runs: {counts:?}");
-    // A transaction under a millisecond keeps the lengths given: its
-    // short run is not cut for the first run's start-up costs.
-    assert_eq!(short, 100, "select-only fitted to shorter runs");
+    // A transaction under a millisecond (a few on a busy machine) gets
+    // runs of hundreds to thousands, about 2 s, so that its backend's
+    // first second (statistics flushed at most once a second) is not all
+    // that is counted; it is not cut short for the first warm-up run's
+    // start-up costs either.
+    assert!(short >= 200, "select-only fitted to short runs of {short}");
     // A select-only transaction of PostgreSQL 15 costs about 44K
     // instructions in its backend (DESIGN).
     for n in &counts {

@@ -5,8 +5,8 @@
 use super::{RunJob, Runs, Session, failed, fits};
 use crate::bench;
 use crate::core::counts::{
-    Counted, Lengths, Window, functions_per_transaction, per_transaction, second_probe,
-    seconds_each,
+    Counted, Lengths, MAX_PROBES, Window, functions_per_transaction, next_probe, per_transaction,
+    probe_told,
 };
 use crate::counts::{Counter, Launcher};
 use crate::model::{Measurement, RunOutcome};
@@ -107,16 +107,17 @@ impl Runs {
 
     /// Warms the server up and fits `lengths` to how long a transaction
     /// takes under the counter ([`Lengths::fitted`]): a first pgbench run
-    /// of [`PROBE`] transactions a client and a longer second one are
-    /// timed, and their difference gives a transaction's time
-    /// ([`seconds_each`]). A workload fast enough to keep its lengths
-    /// gets the rest of its warm-up after them. A transaction that takes
-    /// a second under the counter is then warmed up in seconds, not in
-    /// the minutes the whole warm-up would take. The first fit of a
-    /// workload is kept for every later run, in this lab and in the work
-    /// dir's later ones ([`fits`]), and the second timed run is made only
-    /// for it. A pgbench that refuses `--random-seed` is remembered, and
-    /// its runs go unseeded.
+    /// of [`PROBE`] transactions a client, then timed runs, each about 3 s
+    /// longer than the one before at that one's rate, until one takes
+    /// 1.5 s more; their difference times a transaction ([`probe_told`]),
+    /// with what every run pays once taken out. A workload fast enough to
+    /// keep its lengths gets the rest of its warm-up after them. A
+    /// transaction that takes a second under the counter is then warmed
+    /// up in seconds, not in the minutes the whole warm-up would take. The
+    /// first fit of a workload is kept for every later run, in this lab
+    /// and in the work dir's later ones ([`fits`]), and the timed runs
+    /// past the first are made only for it. A pgbench that refuses
+    /// `--random-seed` is remembered, and its runs go unseeded.
     fn warm_up(
         &mut self,
         running: &dyn Session,
@@ -138,23 +139,47 @@ impl Runs {
         let (fitted, warmed) = match self.fits.get(&key)? {
             Some(fitted) => (fitted, first.0),
             None => {
-                let second = second_probe(first);
-                let timing = Instant::now();
-                self.more_warm_up(running, job, counting, ("warmup2", second))?;
-                let second = (second, timing.elapsed().as_secs_f64());
+                let (each, warmed) = self.time_a_transaction(running, job, counting, first)?;
                 let fitted = Lengths {
                     warmup: lengths.warmup,
-                    ..lengths.fitted(seconds_each(first, second))
+                    ..lengths.fitted(each)
                 };
                 self.fits.keep(key, fitted)?;
-                (fitted, first.0 + second.0)
+                (fitted, warmed)
             }
         };
         if fitted == lengths && lengths.warmup > warmed {
             let rest = lengths.warmup - warmed;
-            self.more_warm_up(running, job, counting, ("warmup3", rest))?;
+            self.more_warm_up(running, job, counting, ("warmup-rest", rest))?;
         }
         Ok(fitted)
+    }
+
+    /// The seconds a transaction takes under the counter, from timed
+    /// warm-up runs after `first` ([`next_probe`]), and the transactions
+    /// a client they and `first` made. Past [`MAX_PROBES`] runs the last
+    /// one's own rate, its fixed costs in it, is taken: a dearer
+    /// transaction and shorter runs than it should be, never longer ones.
+    fn time_a_transaction(
+        &mut self,
+        running: &dyn Session,
+        job: &RunJob,
+        counting: (&dyn Counter, &Launcher),
+        first: (u64, f64),
+    ) -> anyhow::Result<(f64, u64)> {
+        let (mut latest, mut warmed) = (first, first.0);
+        for probe in 2..=MAX_PROBES {
+            let more = next_probe(latest);
+            let timing = Instant::now();
+            self.more_warm_up(running, job, counting, (&format!("warmup{probe}"), more))?;
+            let timed = (more, timing.elapsed().as_secs_f64());
+            warmed += more;
+            if let Some(each) = probe_told(latest, timed) {
+                return Ok((each, warmed));
+            }
+            latest = timed;
+        }
+        Ok((latest.1 / latest.0.max(1) as f64, warmed))
     }
 
     /// A warm-up run past the first (which [`Runs::count_windows`]
