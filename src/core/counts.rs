@@ -465,10 +465,11 @@ const MAX_PROBE_GROWTH: u64 = 100;
 pub const MAX_PROBES: usize = 7;
 
 impl Default for Lengths {
-    /// 200 and 1,200 transactions per client: the lengths whose
-    /// difference repeated to 0.2% on PostgreSQL 15's select-only
-    /// workload (BENCHMARKS), about a second each under cachegrind at
-    /// one client.
+    /// A warm-up of 200 transactions per client, and short and long runs
+    /// of 200 and 1,200: about a second together for select-only under
+    /// cachegrind at one client. Every workload's runs are fitted
+    /// ([`Lengths::fitted`]); these are kept only where the clock could
+    /// not time a transaction.
     fn default() -> Self {
         Lengths {
             warmup: 200,
