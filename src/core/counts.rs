@@ -383,6 +383,10 @@ const MIN_SHORT: u64 = 10;
 /// the short one.
 const MIN_MORE: u64 = 50;
 
+/// No run of more than this many transactions a client: a clock that
+/// read next to nothing does not start days of runs.
+const MOST: u64 = 1_000_000;
+
 impl Lengths {
     /// These lengths fitted to a transaction (a client's) that takes
     /// `each` seconds under the counter ([`seconds_each`]): the short run
@@ -396,7 +400,7 @@ impl Lengths {
         if !(each > 0.0 && each.is_finite()) {
             return self;
         }
-        let lasting = |seconds: f64| (seconds / each).ceil() as u64;
+        let lasting = |seconds: f64| ((seconds / each).ceil() as u64).min(MOST);
         let short = lasting(SHORT_SECONDS).max(MIN_SHORT);
         Lengths {
             short,
@@ -570,6 +574,8 @@ mod tests {
         assert_eq!((mid.short, mid.long), (100, 250));
         assert_eq!(default.fitted(0.0), default);
         assert_eq!(default.fitted(f64::NAN), default);
+        let instant = default.fitted(1e-18);
+        assert_eq!((instant.short, instant.long), (MOST, 2 * MOST));
     }
 
     #[test]

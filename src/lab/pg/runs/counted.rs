@@ -40,9 +40,9 @@ const COUNTED_LIMIT: Duration = Duration::from_secs(1800);
 impl Runs {
     /// One server start under `counter` (its launcher in the job's
     /// server), a warm-up, a short and a long run of `lengths`
-    /// transactions per client (fitted to how long the warm-up took,
-    /// [`Lengths::fitted`]): the instructions a transaction cost, or why
-    /// the run gave none.
+    /// transactions per client (fitted to how long a transaction takes
+    /// under the counter, [`Runs::fit`]): the instructions a transaction
+    /// cost, or why the run gave none.
     pub fn count(
         &mut self,
         job: RunJob,
@@ -50,21 +50,36 @@ impl Runs {
         launcher: &Launcher,
         lengths: Lengths,
     ) -> anyhow::Result<RunOutcome> {
-        let running = match self.start_on_copy(&job)? {
-            Ok(r) => r,
+        let fitted = match self.fit(&job, (counter, launcher), lengths)? {
+            Ok(fitted) => fitted,
             Err(failed) => return Ok(failed),
         };
+        let counted = self.in_session(&job, |runs, running| {
+            runs.count_windows(running, &job, (counter, launcher), (lengths, fitted))
+        })?;
+        Ok(counted.unwrap_or_else(|failed| failed))
+    }
+
+    /// `work` on a server started for `job` (on a fresh copy of its data
+    /// where the last run wrote to it), stopped after it: what `work`
+    /// gave, or why the server did not start or `work` failed.
+    fn in_session<T>(
+        &mut self,
+        job: &RunJob,
+        work: impl FnOnce(&mut Runs, &dyn Session) -> anyhow::Result<T>,
+    ) -> anyhow::Result<Result<T, RunOutcome>> {
+        let running = match self.start_on_copy(job)? {
+            Ok(r) => r,
+            Err(failed) => return Ok(Err(failed)),
+        };
         let started = Instant::now();
-        let outcome = self.count_windows(running.as_ref(), &job, (counter, launcher), lengths);
+        let outcome = work(self, running.as_ref());
         self.totals.bench_seconds += started.elapsed().as_secs_f64();
         running.stop()?;
-        Ok(match outcome {
-            Ok(outcome) => outcome,
-            Err(e) => {
-                self.fresh_copy_of = None;
-                failed(&e)
-            }
-        })
+        Ok(outcome.map_err(|e| {
+            self.fresh_copy_of = None;
+            failed(&e)
+        }))
     }
 
     fn count_windows(
@@ -72,12 +87,16 @@ impl Runs {
         running: &dyn Session,
         job: &RunJob,
         counting: (&dyn Counter, &Launcher),
-        lengths: Lengths,
+        (given, lengths): (Lengths, Lengths),
     ) -> anyhow::Result<RunOutcome> {
         self.totals.runs += 3;
         self.totals.warmup_runs += 1;
         settle(|| running.server_processes(), SETTLED, SETTLE_LIMIT)?;
-        let lengths = self.warm_up(running, job, counting, lengths)?;
+        self.first_window(running, job, counting, given, "warmup1")?;
+        if lengths == given && given.warmup > PROBE {
+            let rest = given.warmup - PROBE;
+            self.more_warm_up(running, job, counting, ("warmup-rest", rest))?;
+        }
         let (short, _, short_fns) =
             self.window(running, job, counting, ("count-short", lengths.short))?;
         let (long, report, long_fns) =
@@ -105,60 +124,76 @@ impl Runs {
         }))
     }
 
-    /// Warms the server up and fits `lengths` to how long a transaction
-    /// takes under the counter ([`Lengths::fitted`]): a first pgbench run
-    /// of [`PROBE`] transactions a client, then timed runs, each about 3 s
-    /// longer than the one before at that one's rate, until one takes
-    /// 1.5 s more; their difference times a transaction ([`probe_told`]),
-    /// with what every run pays once taken out. A workload fast enough to
-    /// keep its lengths gets the rest of its warm-up after them. A
-    /// transaction that takes a second under the counter is then warmed
-    /// up in seconds, not in the minutes the whole warm-up would take. The
-    /// first fit of a workload is kept for every later run, in this lab
-    /// and in the work dir's later ones ([`fits`]), and the timed runs
-    /// past the first are made only for it. A pgbench that refuses
+    /// `lengths` fitted to how long a transaction of `job`'s workload
+    /// takes under the counter ([`Lengths::fitted`]), timed on a server
+    /// started for that alone: a first pgbench run of [`PROBE`]
+    /// transactions a client, then timed runs, each about 3 s longer than
+    /// the one before at that one's rate, until one takes 1.5 s more;
+    /// their difference times a transaction ([`probe_told`]), with what
+    /// every run pays once taken out. A transaction that takes a second
+    /// under the counter is then timed in seconds, not in the minutes the
+    /// given lengths would take. The timed runs fill the server's buffers
+    /// with the pages of their transactions, so they are not the warm-up
+    /// of a counted run: every counted run starts its server afresh and
+    /// makes the same runs, and its short and long run find the same
+    /// buffers. The first fit of a workload is kept for every later run,
+    /// in this lab and in the work dir's later ones ([`fits`]).
+    fn fit(
+        &mut self,
+        job: &RunJob,
+        counting: (&dyn Counter, &Launcher),
+        lengths: Lengths,
+    ) -> anyhow::Result<Result<Lengths, RunOutcome>> {
+        let key = fits::key(&self.options, job.spec.clients, lengths);
+        if let Some(kept) = self.fits.get(&key)? {
+            return Ok(Ok(kept));
+        }
+        let timed = self.in_session(job, |runs, running| {
+            settle(|| running.server_processes(), SETTLED, SETTLE_LIMIT)?;
+            runs.totals.runs += 1;
+            runs.totals.warmup_runs += 1;
+            let first = runs.first_window(running, job, counting, lengths, "fit1")?;
+            runs.time_a_transaction(running, job, counting, first)
+        })?;
+        let each = match timed {
+            Ok(each) => each,
+            Err(failed) => return Ok(Err(failed)),
+        };
+        let fitted = Lengths {
+            warmup: lengths.warmup,
+            ..lengths.fitted(each)
+        };
+        self.fits.keep(key, fitted)?;
+        Ok(Ok(fitted))
+    }
+
+    /// The first pgbench run on a counted server, of [`PROBE`]
+    /// transactions a client (fewer where `lengths` warm up with fewer):
+    /// its transactions and the seconds it took. A pgbench that refuses
     /// `--random-seed` is remembered, and its runs go unseeded.
-    fn warm_up(
+    fn first_window(
         &mut self,
         running: &dyn Session,
         job: &RunJob,
         counting: (&dyn Counter, &Launcher),
         lengths: Lengths,
-    ) -> anyhow::Result<Lengths> {
+        name: &str,
+    ) -> anyhow::Result<(u64, f64)> {
         let first = lengths.warmup.min(PROBE);
-        let warming = Instant::now();
-        match self.window(running, job, counting, ("warmup1", first)) {
+        let timing = Instant::now();
+        match self.window(running, job, counting, (name, first)) {
             Err(e) if bench::refused_random_seed(&format!("{e:#}")) => {
                 self.without_random_seed.insert(job.pgbench.clone());
-                return self.warm_up(running, job, counting, lengths);
+                self.first_window(running, job, counting, lengths, name)
             }
-            other => other?,
-        };
-        let first = (first, warming.elapsed().as_secs_f64());
-        let key = fits::key(&self.options, job.spec.clients, lengths);
-        let (fitted, warmed) = match self.fits.get(&key)? {
-            Some(fitted) => (fitted, first.0),
-            None => {
-                let (each, warmed) = self.time_a_transaction(running, job, counting, first)?;
-                let fitted = Lengths {
-                    warmup: lengths.warmup,
-                    ..lengths.fitted(each)
-                };
-                self.fits.keep(key, fitted)?;
-                (fitted, warmed)
-            }
-        };
-        if fitted == lengths && lengths.warmup > warmed {
-            let rest = lengths.warmup - warmed;
-            self.more_warm_up(running, job, counting, ("warmup-rest", rest))?;
+            Err(e) => Err(e),
+            Ok(_) => Ok((first, timing.elapsed().as_secs_f64())),
         }
-        Ok(fitted)
     }
 
     /// The seconds a transaction takes under the counter, from timed
-    /// warm-up runs after `first` ([`next_probe`]), and the transactions
-    /// a client they and `first` made. Past [`MAX_PROBES`] runs the last
-    /// one's own rate, its fixed costs in it, is taken: a dearer
+    /// runs after `first` ([`next_probe`]). Past [`MAX_PROBES`] runs the
+    /// last one's own rate, its fixed costs in it, is taken: a dearer
     /// transaction and shorter runs than it should be, never longer ones.
     fn time_a_transaction(
         &mut self,
@@ -166,24 +201,23 @@ impl Runs {
         job: &RunJob,
         counting: (&dyn Counter, &Launcher),
         first: (u64, f64),
-    ) -> anyhow::Result<(f64, u64)> {
-        let (mut latest, mut warmed) = (first, first.0);
+    ) -> anyhow::Result<f64> {
+        let mut latest = first;
         for probe in 2..=MAX_PROBES {
             let more = next_probe(latest);
             let timing = Instant::now();
-            self.more_warm_up(running, job, counting, (&format!("warmup{probe}"), more))?;
+            self.more_warm_up(running, job, counting, (&format!("fit{probe}"), more))?;
             let timed = (more, timing.elapsed().as_secs_f64());
-            warmed += more;
             if let Some(each) = probe_told(latest, timed) {
-                return Ok((each, warmed));
+                return Ok(each);
             }
             latest = timed;
         }
-        Ok((latest.1 / latest.0.max(1) as f64, warmed))
+        Ok(latest.1 / latest.0.max(1) as f64)
     }
 
-    /// A warm-up run past the first (which [`Runs::count_windows`]
-    /// counts), counted in the totals as one.
+    /// A warm-up run past a server's first (which [`Runs::count_windows`]
+    /// and [`Runs::fit`] count), counted in the totals as one.
     fn more_warm_up(
         &mut self,
         running: &dyn Session,

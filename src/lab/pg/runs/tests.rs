@@ -3,6 +3,8 @@
 
 use super::*;
 use crate::bench::{Builtin, PgbenchOptions};
+use crate::core::counts::{Lengths, MAX_PROBES};
+use crate::counts::{Counter, Launcher};
 use crate::server::RunAs;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -627,4 +629,91 @@ fn a_template_another_commit_made_here_is_made_again_for_one_whose_server_refuse
     let outcome = run(&mut runs, "/t/a", 1).unwrap();
     assert!(matches!(outcome, RunOutcome::Failed { .. }), "{outcome:?}");
     assert_eq!(calls.borrow().templates_made, 1, "it made that one itself");
+}
+
+/// Counts what each pgbench run asked for (`-t`, a client's): a backend
+/// of its own of 1,000 instructions, and 50 a transaction of each of the
+/// job's 4 clients.
+struct FakeCounter {
+    calls: Rc<RefCell<Calls>>,
+}
+
+impl Counter for FakeCounter {
+    fn name(&self) -> &str {
+        "fake counter"
+    }
+
+    fn launcher(&self, _: &Path, dir: &Path, _: Option<u32>) -> std::io::Result<Launcher> {
+        Ok(Launcher {
+            program: dir.join("postgres-counted"),
+            counts: dir.join("counts"),
+        })
+    }
+
+    fn ended(&self, _: &Launcher) -> std::io::Result<BTreeMap<u32, u64>> {
+        let calls = self.calls.borrow();
+        Ok((calls.args.iter().enumerate())
+            .map(|(i, args)| (i as u32 + 1, 1000 + 4 * 50 * transactions(args)))
+            .collect())
+    }
+}
+
+/// The transactions a client (`-t`) of a pgbench run's arguments.
+fn transactions(args: &[String]) -> u64 {
+    let at = args.iter().position(|a| a == "-t").expect("-t");
+    args[at + 1].parse().unwrap()
+}
+
+#[test]
+fn a_workloads_first_counted_run_is_fitted_on_a_server_of_its_own_and_every_run_runs_alike() {
+    let (fake, calls) = fake();
+    let counter = FakeCounter {
+        calls: calls.clone(),
+    };
+    let work = tempfile::tempdir().unwrap();
+    let fits = work.path().join(fits::FILE);
+    let mut runs = Runs::new(Box::new(fake), options(Builtin::SelectOnly, 0)).keeping_fits(fits);
+    let launcher = counter
+        .launcher(Path::new("/p"), work.path(), None)
+        .unwrap();
+    let spec = template_spec("/t/a");
+    for run in 1..=2 {
+        let job = job(&spec, run, (Pin::none(), Pin::none()));
+        let outcome = runs.count(job, &counter, &launcher, Lengths::default());
+        let Ok(RunOutcome::Measured(m)) = outcome else {
+            panic!("run {run}: {outcome:?}");
+        };
+        assert_eq!(m.instructions.unwrap().per_transaction, 50.0);
+    }
+    let calls = calls.borrow();
+    // The fit's server, then one a counted run.
+    assert_eq!((calls.starts, calls.stops), (3, 3));
+    let names: Vec<String> = (calls.pgbench.iter())
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    let fitting = names.iter().take_while(|n| n.starts_with("1-fit")).count();
+    assert!((2..=MAX_PROBES).contains(&fitting), "{names:?}");
+    let counted = &calls.args[fitting..];
+    assert_eq!(
+        names[fitting..],
+        [
+            "1-warmup1",
+            "1-count-short",
+            "1-count-long",
+            "2-warmup1",
+            "2-count-short",
+            "2-count-long"
+        ]
+        .map(|n| format!("{n}.txt"))
+    );
+    // Every counted run makes the same runs, so its short and long run
+    // find the server's buffers as every other's did.
+    let lengths: Vec<u64> = counted.iter().map(|a| transactions(a)).collect();
+    assert_eq!(lengths[..3], lengths[3..], "{lengths:?}");
+    assert!(lengths[1] < lengths[2], "{lengths:?}");
+    let t = runs.totals();
+    assert_eq!(
+        (t.runs, t.warmup_runs),
+        (6 + fitting as u64, 2 + fitting as u64)
+    );
 }
