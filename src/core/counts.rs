@@ -358,6 +358,13 @@ pub struct Lengths {
     pub long: u64,
 }
 
+/// How counted runs are fitted to a workload ([`Lengths::fitted`]): 2
+/// since they last past a backend's first second and are timed on a
+/// server of their own. A fit kept by another rule is made again, and a
+/// hunt on counts made by another is not taken up (its counts would not
+/// compare with the new ones).
+pub const FIT_RULE: u32 = 2;
+
 /// The short run of a fitted counted run lasts about this long, so that
 /// both runs reach what a backend does once its first second is over. A
 /// new backend flushes its statistics at most once a second

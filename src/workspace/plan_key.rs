@@ -13,6 +13,7 @@
 //! profile and hunt flags in `profile.json` and `command.json`.
 
 use super::HuntDir;
+use crate::core::counts::FIT_RULE;
 use crate::core::fingerprint::fingerprint;
 use crate::core::hunt_config::HuntConfig;
 use crate::core::posterior::Search;
@@ -46,7 +47,8 @@ impl PlanKey {
     /// `flags`, counted by `counter` when it counts instructions: a hunt
     /// on counts is one of its own, and so is one whose counter is
     /// another release of valgrind (their counts differ by more than the
-    /// noise a hunt on counts decides within).
+    /// noise a hunt on counts decides within), or whose runs were fitted
+    /// by another rule ([`FIT_RULE`]).
     pub fn new(
         (good, bad): (&Commit, &Commit),
         (config, counter): (&HuntConfig, Option<&str>),
@@ -63,7 +65,9 @@ impl PlanKey {
         };
         let settings = canonical(serde_json::to_value(asked).context("cannot encode the plan")?);
         let mut parts = vec![settings, profile.clone()];
-        parts.extend(counter.map(|c| Value::String(c.to_string())));
+        if let Some(counter) = counter {
+            parts.extend([Value::String(counter.to_string()), Value::from(FIT_RULE)]);
+        }
         let text = serde_json::to_string(&Value::Array(parts)).context("cannot encode the plan")?;
         let flags = canonical(serde_json::json!({
             "threshold": flags.threshold,

@@ -11,7 +11,7 @@
 //! auto`'s choice, a hunt resumed after Ctrl-C, the watcher's next night.
 
 use crate::bench::PgbenchOptions;
-use crate::core::counts::Lengths;
+use crate::core::counts::{FIT_RULE, Lengths};
 use crate::core::fingerprint::{digest, fingerprint};
 use anyhow::Context;
 use std::collections::BTreeMap;
@@ -78,13 +78,9 @@ fn read(file: &std::path::Path) -> anyhow::Result<BTreeMap<String, Lengths>> {
     })
 }
 
-/// How runs are fitted ([`Lengths::fitted`]): 2 since they last past a
-/// backend's first second. A fit made by another rule is made again.
-const RULE: u32 = 2;
-
 /// What names a workload's fit: its pgbench options (scripts, weights,
 /// mode, the set-up SQL's text), the client count, the lengths given and
-/// the rule that fits them ([`RULE`]).
+/// the rule that fits them ([`FIT_RULE`]).
 pub fn key(options: &PgbenchOptions, clients: u32, given: Lengths) -> String {
     let setup = options.setup_sql.as_deref().map(digest).unwrap_or_default();
     let text = serde_json::json!({
@@ -92,7 +88,7 @@ pub fn key(options: &PgbenchOptions, clients: u32, given: Lengths) -> String {
         "setup": setup,
         "clients": clients,
         "given": given,
-        "rule": RULE,
+        "rule": FIT_RULE,
     });
     format!("c{clients}-{}", fingerprint(&text.to_string()))
 }
