@@ -441,13 +441,19 @@ pub fn seconds_each(short: (u64, f64), long: (u64, f64)) -> f64 {
 /// At least twice the latest's, at most [`MAX_PROBE_GROWTH`] times.
 pub fn next_probe(latest: (u64, f64)) -> u64 {
     let n = latest.0.max(1);
-    let crude = latest.1 / n as f64;
+    let crude = pace(latest);
     let more = if crude > 0.0 && crude.is_finite() {
         (PROBE_STEP_SECONDS / crude).ceil() as u64
     } else {
         n
     };
     n + more.clamp(n, MAX_PROBE_GROWTH * n)
+}
+
+/// The seconds a transaction of a timed run (`(transactions, seconds)`)
+/// took, what the run paid once in them: more than a transaction's own.
+pub fn pace(run: (u64, f64)) -> f64 {
+    run.1 / run.0.max(1) as f64
 }
 
 /// A transaction's seconds from two timed warm-up runs ([`seconds_each`]),

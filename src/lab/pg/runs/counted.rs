@@ -5,8 +5,8 @@
 use super::{RunJob, Runs, Session, failed, fits};
 use crate::bench;
 use crate::core::counts::{
-    Counted, Lengths, MAX_PROBES, Window, functions_per_transaction, next_probe, per_transaction,
-    probe_told,
+    Counted, Lengths, MAX_PROBES, Window, functions_per_transaction, next_probe, pace,
+    per_transaction, probe_told,
 };
 use crate::counts::{Counter, Launcher};
 use crate::model::{Measurement, RunOutcome};
@@ -61,8 +61,9 @@ impl Runs {
     }
 
     /// `work` on a server started for `job` (on a fresh copy of its data
-    /// where the last run wrote to it), stopped after it: what `work`
-    /// gave, or why the server did not start or `work` failed.
+    /// where the last run wrote to it) once its processes have settled
+    /// ([`settle`]), stopped after it: what `work` gave, or why the server
+    /// did not start or `work` failed.
     fn in_session<T>(
         &mut self,
         job: &RunJob,
@@ -73,7 +74,8 @@ impl Runs {
             Err(failed) => return Ok(Err(failed)),
         };
         let started = Instant::now();
-        let outcome = work(self, running.as_ref());
+        let outcome = settle(|| running.server_processes(), SETTLED, SETTLE_LIMIT)
+            .and_then(|()| work(self, running.as_ref()));
         self.totals.bench_seconds += started.elapsed().as_secs_f64();
         running.stop()?;
         Ok(outcome.map_err(|e| {
@@ -91,7 +93,6 @@ impl Runs {
     ) -> anyhow::Result<RunOutcome> {
         self.totals.runs += 3;
         self.totals.warmup_runs += 1;
-        settle(|| running.server_processes(), SETTLED, SETTLE_LIMIT)?;
         self.first_window(running, job, counting, given, "warmup1")?;
         if lengths == given && given.warmup > PROBE {
             let rest = given.warmup - PROBE;
@@ -149,7 +150,6 @@ impl Runs {
             return Ok(Ok(kept));
         }
         let timed = self.in_session(job, |runs, running| {
-            settle(|| running.server_processes(), SETTLED, SETTLE_LIMIT)?;
             runs.totals.runs += 1;
             runs.totals.warmup_runs += 1;
             let first = runs.first_window(running, job, counting, lengths, "fit1")?;
@@ -213,7 +213,7 @@ impl Runs {
             }
             latest = timed;
         }
-        Ok(latest.1 / latest.0.max(1) as f64)
+        Ok(pace(latest))
     }
 
     /// A warm-up run past a server's first (which [`Runs::count_windows`]
