@@ -256,6 +256,20 @@ fn parent_of(stat: &str) -> Option<u32> {
     rest.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// Whether process `pid` sleeps, waiting for something to happen (state
+/// `S` in `/proc/PID/stat`): `None` where it cannot be read (no such
+/// process, no `/proc`).
+pub fn asleep(pid: u32) -> Option<bool> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    state_of(&stat).map(|state| state == 'S')
+}
+
+/// The state letter in a `/proc/PID/stat` line, after the name.
+fn state_of(stat: &str) -> Option<char> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().next()?.chars().next()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -342,5 +356,8 @@ mod tests {
         assert_eq!(tree[0], std::process::id());
         assert!(tree.contains(&child.id()), "{tree:?}");
         assert_eq!(parent_of("12 (a (b) c) S 7 12 12"), Some(7));
+        assert_eq!(state_of("12 (a (b) c) S 7 12 12"), Some('S'));
+        assert_eq!(state_of("12 (a) R 7 12 12"), Some('R'));
+        assert_eq!(state_of("12 (a"), None);
     }
 }

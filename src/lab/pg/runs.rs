@@ -61,6 +61,11 @@ pub trait Session {
             })
             .unwrap_or_default()
     }
+    /// Whether the postmaster sleeps, waiting for connections or its
+    /// children: `None` where that cannot be told.
+    fn server_asleep(&self) -> Option<bool> {
+        self.server_pid().and_then(crate::perf::record::asleep)
+    }
     /// Starts sampling the client backends' wait events into `out`;
     /// `Err` inside says why this server has none (before 9.6).
     fn sample_wait_events(

@@ -30,6 +30,11 @@ const PROBE: u64 = 10;
 const SETTLED: Duration = Duration::from_secs(2);
 const SETTLE_LIMIT: Duration = Duration::from_secs(60);
 
+/// How often [`settle`] looks, and how many looks in a row must find the
+/// postmaster asleep and its processes the same for it to stop early.
+const SETTLE_POLL: Duration = Duration::from_millis(50);
+const ASLEEP_LOOKS: u32 = 4;
+
 /// The seed of every counted pgbench run's random draws (`--random-seed`).
 const COUNTED_SEED: u64 = 1;
 
@@ -74,8 +79,9 @@ impl Runs {
             Err(failed) => return Ok(Err(failed)),
         };
         let started = Instant::now();
-        let outcome = settle(|| running.server_processes(), SETTLED, SETTLE_LIMIT)
-            .and_then(|()| work(self, running.as_ref()));
+        let server = (|| running.server_processes(), || running.server_asleep());
+        let outcome =
+            settle(server, SETTLED, SETTLE_LIMIT).and_then(|()| work(self, running.as_ref()));
         self.totals.bench_seconds += started.elapsed().as_secs_f64();
         running.stop()?;
         Ok(outcome.map_err(|e| {
@@ -288,14 +294,21 @@ impl Runs {
 }
 
 /// Waits until the server's processes (`processes`) have stayed the same
-/// for `settled`, for at most `limit`. The postmaster starts some of its
-/// own processes (the logical replication launcher) after it says it is
-/// ready, and under the counter on a busy machine that took seconds: one
-/// that started after a pgbench run began would be taken for one of the
-/// run's backends and waited for until the run failed, as it never ends.
-/// A server whose processes cannot be listed is not waited for.
+/// for `settled`, for at most `limit`, or, sooner, until [`ASLEEP_LOOKS`]
+/// looks in a row find them the same with the postmaster asleep
+/// (`asleep`). The postmaster starts some of its own processes (the
+/// logical replication launcher; on newer servers the WAL writer too)
+/// after it says it is ready, and under the counter on a busy machine
+/// that took seconds: one that started after a pgbench run began would be
+/// taken for one of the run's backends and waited for until the run
+/// failed, as it never ends. The postmaster starts them before it next
+/// waits for connections, and while one is still to start it does not
+/// sleep, so once it sleeps with the same processes look after look,
+/// they are all there. Where its state cannot be read, the processes must
+/// stay the same for `settled`. A server whose processes cannot be listed
+/// is not waited for.
 fn settle(
-    processes: impl Fn() -> Vec<u32>,
+    (processes, asleep): (impl Fn() -> Vec<u32>, impl Fn() -> Option<bool>),
     settled: Duration,
     limit: Duration,
 ) -> anyhow::Result<()> {
@@ -305,12 +318,20 @@ fn settle(
         return Ok(());
     }
     let (start, mut since) = (Instant::now(), Instant::now());
+    let mut asleep_looks = 0;
     while since.elapsed() < settled && start.elapsed() < limit {
         crate::proc::check_interrupt()?;
-        std::thread::sleep(settled / 20);
+        std::thread::sleep(SETTLE_POLL.min(settled / 20));
         let now = list();
         if now != seen {
-            (seen, since) = (now, Instant::now());
+            (seen, since, asleep_looks) = (now, Instant::now(), 0);
+        } else if asleep() == Some(true) {
+            asleep_looks += 1;
+            if asleep_looks >= ASLEEP_LOOKS {
+                return Ok(());
+            }
+        } else {
+            asleep_looks = 0;
         }
     }
     Ok(())
@@ -334,7 +355,7 @@ mod tests {
             vec![3, 1, 2]
         };
         let settled = Duration::from_millis(100);
-        settle(processes, settled, Duration::from_secs(10)).unwrap();
+        settle((processes, || None), settled, Duration::from_secs(10)).unwrap();
         let waited = appeared.get().expect("the late process was seen").elapsed();
         assert!(
             waited >= settled,
@@ -344,18 +365,57 @@ mod tests {
         let changing = Cell::new(0u32);
         let limit = Duration::from_millis(300);
         let start = Instant::now();
+        let changing_processes = || {
+            changing.set(changing.get() + 1);
+            vec![changing.get()]
+        };
         settle(
-            || {
-                changing.set(changing.get() + 1);
-                vec![changing.get()]
-            },
+            (changing_processes, || Some(true)),
             Duration::from_secs(10),
             limit,
         )
         .unwrap();
         assert!(start.elapsed() < Duration::from_secs(5));
         let start = Instant::now();
-        settle(Vec::new, Duration::from_secs(10), Duration::from_secs(10)).unwrap();
+        let nothing = (Vec::new, || None);
+        settle(nothing, Duration::from_secs(10), Duration::from_secs(10)).unwrap();
         assert!(start.elapsed() < Duration::from_secs(1));
+    }
+
+    #[test]
+    fn a_postmaster_asleep_with_the_same_processes_ends_the_wait_early() {
+        let settled = Duration::from_secs(10);
+        let start = Instant::now();
+        settle((|| vec![1, 2], || Some(true)), settled, settled * 2).unwrap();
+        let waited = start.elapsed();
+        assert!(
+            waited >= SETTLE_POLL * ASLEEP_LOOKS && waited < Duration::from_secs(2),
+            "waited {waited:?}"
+        );
+
+        // The postmaster sleeps once before it starts its launcher, 3
+        // looks in; the wait goes on past the launcher by as many looks.
+        let looks = Cell::new(0);
+        let appeared = Cell::new(None);
+        let processes = || {
+            looks.set(looks.get() + 1);
+            if looks.get() <= 3 {
+                return vec![1, 2];
+            }
+            appeared.set(appeared.get().or(Some(Instant::now())));
+            vec![1, 2, 3]
+        };
+        settle((processes, || Some(true)), settled, settled * 2).unwrap();
+        let after = appeared.get().expect("the launcher was seen").elapsed();
+        assert!(after >= SETTLE_POLL * (ASLEEP_LOOKS - 1), "{after:?}");
+
+        // A postmaster that is busy (or whose state cannot be read) is
+        // waited for until its processes stay the same for `settled`.
+        let settled = Duration::from_millis(400);
+        for state in [Some(false), None] {
+            let start = Instant::now();
+            settle((|| vec![1, 2], || state), settled, settled * 10).unwrap();
+            assert!(start.elapsed() >= settled, "{state:?}");
+        }
     }
 }
