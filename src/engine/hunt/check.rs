@@ -520,7 +520,16 @@ impl Hunt<'_> {
         ));
         let since = self.seq + 1;
         let earlier = self.checked.get(&(good, bad)).cloned().unwrap_or_default();
-        let check = self.measure_pair(good, bad, range, Spans::after(earlier, since));
+        // Counts do not move with the clock (`exact`): the pair's runs
+        // from the search are as good as the check's, whose runs then only
+        // add to them. A run of tps is set only against runs made beside
+        // it, and one that put a commit in the check was picked for it.
+        let spans = if self.cfg.decision.exact {
+            Spans::since(0)
+        } else {
+            Spans::after(earlier, since)
+        };
+        let check = self.measure_pair(good, bad, range, spans);
         if self.seq >= since {
             self.checked
                 .entry((good, bad))

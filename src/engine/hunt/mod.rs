@@ -36,6 +36,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 pub mod budget;
 mod check;
+#[cfg(test)]
+mod counts_tests;
 mod evidence;
 #[cfg(test)]
 mod hosts_tests;
