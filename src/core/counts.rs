@@ -383,6 +383,18 @@ const SHORT_SECONDS: f64 = 2.0;
 /// moves with the machine's speed, which a few seconds of them dilute.
 const MORE_SECONDS: f64 = 3.0;
 
+/// What a counted run of fitted lengths takes besides its short and long
+/// runs, on an idle machine: starting the server under the counter, the
+/// warm-up, each pgbench run's connection and vacuum, stopping it (about
+/// 10 s in all for select-only at 1 client, BENCHMARKS).
+const RUN_OVERHEAD_SECONDS: f64 = 5.0;
+
+/// About how long a counted run of fitted lengths takes, on an idle
+/// machine, for a hunt's plan.
+pub fn run_seconds() -> f64 {
+    SHORT_SECONDS + MORE_SECONDS + RUN_OVERHEAD_SECONDS
+}
+
 /// No run shorter than this many transactions a client.
 const MIN_SHORT: u64 = 10;
 

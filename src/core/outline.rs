@@ -63,13 +63,17 @@ impl Outline {
         least += 2 * self.min_runs;
         most += 2 * self.max_runs;
         let search_runs = (f64::from(self.steps) * self.runs_per_step).ceil() as usize;
+        let each = if self.runs_per_step == 1.0 {
+            "a run".to_string()
+        } else {
+            format!("{} runs", self.runs_per_step)
+        };
         lines.push(format!(
             "plan: {}. if the bad end is slower, the search over {} commits: about {} steps of \
-             a build and {} runs each, then each culprit checked against its parent",
+             a build and {each} each, then each culprit checked against its parent",
             phase + 1,
             self.candidates,
             self.steps,
-            self.runs_per_step
         ));
         builds += self.steps as usize;
         most += search_runs;
@@ -195,6 +199,36 @@ mod tests {
         assert!(lines[0].starts_with("plan: 1. the endpoints 8a6b5c4 and master: 2 builds"));
         assert!(
             lines[2].ends_with("a run's length is known after the first"),
+            "{}",
+            lines[2]
+        );
+    }
+
+    #[test]
+    fn a_hunt_on_counts_says_a_run_a_step() {
+        let counted = Outline {
+            release: None,
+            candidates: 30,
+            steps: 5,
+            runs_per_step: 1.0,
+            min_runs: 3,
+            run_seconds: Some(10.0),
+            budget: None,
+            ..headline()
+        };
+        let lines = counted.lines(secs);
+        assert!(
+            lines[0].ends_with("2 builds, 2 x 3 to 2 x 20 runs"),
+            "{}",
+            lines[0]
+        );
+        assert!(
+            lines[1].contains("about 5 steps of a build and a run each"),
+            "{}",
+            lines[1]
+        );
+        assert!(
+            lines[2].starts_with("plan: about 7 builds and 6 to 45 runs; a run takes about 10s"),
             "{}",
             lines[2]
         );

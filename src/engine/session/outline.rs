@@ -2,6 +2,7 @@
 //! [`crate::core::outline`]), from its resolved plan and budget.
 
 use super::Plan;
+use crate::core::counts::{self, Measure};
 use crate::core::outline::Outline;
 use crate::engine::hunt::budget::{self, Budget};
 use crate::engine::release_check;
@@ -24,7 +25,8 @@ pub(super) fn say(
 }
 
 fn outline(plan: &Plan, candidates: usize, budget: Option<Budget>) -> Outline {
-    let decision = &plan.config.decision;
+    let measure = plan.config.measure;
+    let decision = measure.decision(plan.config.decision);
     let release = plan.release.as_ref().map(|sides| {
         (
             sides.given.clone(),
@@ -32,12 +34,20 @@ fn outline(plan: &Plan, candidates: usize, budget: Option<Budget>) -> Outline {
             sides.left.clone(),
         )
     });
+    // A count leaves no doubt from one run a commit, and its runs are
+    // fitted to last seconds, whatever the profile's.
+    let (runs_per_step, counted_seconds) = match measure {
+        Measure::Tps => (budget::RUNS_PER_STEP, None),
+        Measure::Instructions => (1.0, Some(counts::run_seconds())),
+    };
     let run_seconds = (!plan.profile.is_custom()).then(|| {
         let options = plan.profile.benchmark.pgbench_options(plan.config.clients);
         let warmup = options.warmup_secs.unwrap_or(options.duration_secs);
-        f64::from(options.duration_secs)
-            + f64::from(options.warmup_runs) * f64::from(warmup)
-            + RUN_OVERHEAD_SECONDS
+        counted_seconds.unwrap_or(
+            f64::from(options.duration_secs)
+                + f64::from(options.warmup_runs) * f64::from(warmup)
+                + RUN_OVERHEAD_SECONDS,
+        )
     });
     Outline {
         release,
@@ -45,7 +55,7 @@ fn outline(plan: &Plan, candidates: usize, budget: Option<Budget>) -> Outline {
         bad: plan.bad.short().to_string(),
         candidates,
         steps: budget::steps_to_one(candidates),
-        runs_per_step: budget::RUNS_PER_STEP,
+        runs_per_step,
         min_runs: decision.min_runs,
         max_runs: decision.max_runs,
         run_seconds,
