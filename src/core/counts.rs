@@ -360,10 +360,11 @@ pub struct Lengths {
 
 /// How counted runs are fitted to a workload ([`Lengths::fitted`]): 2
 /// since they last past a backend's first second and are timed on a
-/// server of their own. A fit kept by another rule is made again, and a
-/// hunt on counts made by another is not taken up (its counts would not
-/// compare with the new ones).
-pub const FIT_RULE: u32 = 2;
+/// server of their own, 3 since they are timed in the CPU seconds of the
+/// server's processes, not the wall clock's. A fit kept by another rule
+/// is made again, and a hunt on counts made by another is not taken up
+/// (its counts would not compare with the new ones).
+pub const FIT_RULE: u32 = 3;
 
 /// The short run of a fitted counted run lasts about this long, so that
 /// both runs reach what a backend does once its first second is over. A
@@ -373,8 +374,11 @@ pub const FIT_RULE: u32 = 2;
 /// costs otherwise in each. fc415edf's loop over every stats kind, run
 /// only when nothing is pending, cost 20.5K instructions a transaction
 /// in runs of 200 and 1,200 (under a second each) against 20.5K before
-/// it, and 22.9K against 20.4K in runs of 10,000 and 30,000. Twice the
-/// second, since a fit kept from a busy night times a quiet one's runs.
+/// it, and 22.9K against 20.4K in runs of 10,000 and 30,000. The fit
+/// times the server processes' CPU, which a busy machine does not
+/// stretch, so a short run lasts about this long on an idle machine and
+/// longer on a busy one; twice the second, for what that CPU leaves out
+/// (pgbench's own, the wake-ups between them).
 const SHORT_SECONDS: f64 = 2.0;
 
 /// The long run of a fitted counted run lasts about this much longer

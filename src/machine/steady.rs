@@ -315,17 +315,21 @@ pub fn check(cpus: usize, window: Duration, before_hunt: bool) -> Vec<Finding> {
     let before = sample(root);
     std::thread::sleep(window);
     let after = sample(root);
-    // SAFETY: sysconf has no preconditions.
-    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    let ticks = if ticks > 0 { ticks as f64 } else { 100.0 };
     let seen = activity(
         &before,
         &after,
         window.as_secs_f64(),
-        ticks,
+        ticks_per_second(),
         std::process::id(),
     );
     findings(root, cpus, &seen, before_hunt)
+}
+
+/// The clock ticks a second of `/proc`'s CPU times (`USER_HZ`).
+pub fn ticks_per_second() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks > 0 { ticks as f64 } else { 100.0 }
 }
 
 /// How long other processes are watched at each check.

@@ -264,6 +264,23 @@ pub fn asleep(pid: u32) -> Option<bool> {
     state_of(&stat).map(|state| state == 'S')
 }
 
+/// The CPU seconds (user and system) of the children process `pid` has
+/// waited for (`cutime` and `cstime` in `/proc/PID/stat`): `None` where
+/// they cannot be read.
+pub fn reaped_children_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    Some(reaped_ticks(&stat)? as f64 / crate::machine::steady::ticks_per_second())
+}
+
+/// `cutime + cstime` of a `/proc/PID/stat` line, in clock ticks.
+fn reaped_ticks(stat: &str) -> Option<u64> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // After the name: state(0) ppid(1) ... utime(11) stime(12) cutime(13) cstime(14).
+    let field = |i: usize| fields.get(i)?.parse::<u64>().ok();
+    Some(field(13)? + field(14)?)
+}
+
 /// The state letter in a `/proc/PID/stat` line, after the name.
 fn state_of(stat: &str) -> Option<char> {
     let rest = &stat[stat.rfind(')')? + 1..];
@@ -359,5 +376,8 @@ mod tests {
         assert_eq!(state_of("12 (a (b) c) S 7 12 12"), Some('S'));
         assert_eq!(state_of("12 (a) R 7 12 12"), Some('R'));
         assert_eq!(state_of("12 (a"), None);
+        let line = "12 (a b) S 7 12 12 0 -1 4194560 100 5 0 0 30 4 250 17 20 0 1 0";
+        assert_eq!(reaped_ticks(line), Some(267));
+        assert_eq!(reaped_ticks("12 (a) S 7 12"), None);
     }
 }

@@ -66,6 +66,12 @@ pub trait Session {
     fn server_asleep(&self) -> Option<bool> {
         self.server_pid().and_then(crate::perf::record::asleep)
     }
+    /// The CPU seconds of the server's processes that have ended (those
+    /// the postmaster has waited for): `None` where that cannot be read.
+    fn ended_processes_seconds(&self) -> Option<f64> {
+        self.server_pid()
+            .and_then(crate::perf::record::reaped_children_seconds)
+    }
     /// Starts sampling the client backends' wait events into `out`;
     /// `Err` inside says why this server has none (before 9.6).
     fn sample_wait_events(
