@@ -298,12 +298,14 @@ impl Runs {
 /// What `run` (pgbench runs on `running`, each waited for until the
 /// processes it started have ended) gave, and the seconds it took: the
 /// CPU seconds those processes spent, read from what the postmaster has
-/// reaped, or the wall clock's where that cannot be read. The CPU a
-/// server process spends under the counter is the same on a busy
-/// machine as on an idle one; the wall clock is not (select-only's runs
-/// were fitted to 2,971 and 7,427 transactions at one moment of a compile
-/// loop and to 8,041 and 20,102 at a quieter one), and runs fitted under
-/// load would, on a quiet night, end within their backend's first second.
+/// reaped, or the wall clock's where that cannot be read. A busy machine
+/// stretches the wall clock, not much the CPU a server process spends
+/// under the counter: select-only's short run was fitted by the wall
+/// clock to 2,971 transactions at one moment of a compile loop and to
+/// 8,041 at a quieter one, and by the CPU to within 17% of an idle
+/// machine's fit under one and two compile loops (BENCHMARKS). Runs
+/// fitted by the wall clock under load would, on a quiet night, end
+/// within their backend's first second.
 fn timed<T>(
     running: &dyn Session,
     run: impl FnOnce() -> anyhow::Result<T>,
