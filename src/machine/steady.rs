@@ -94,13 +94,20 @@ pub fn sample(root: &Path) -> Sample {
     Sample { procs, cpu }
 }
 
-/// pid, ppid, name and CPU ticks of a /proc/PID/stat line. The name is
-/// in parentheses and may hold spaces and parentheses itself.
+/// The fields of a /proc/PID/stat line after the process's name, the
+/// state first: the name is in parentheses and may hold spaces and
+/// parentheses itself, so its last `)` ends it.
+pub fn stat_fields(text: &str) -> Option<Vec<&str>> {
+    let close = text.rfind(')')?;
+    Some(text.get(close + 1..)?.split_whitespace().collect())
+}
+
+/// pid, ppid, name and CPU ticks of a /proc/PID/stat line.
 pub fn parse_proc_stat(pid: u32, text: &str) -> Option<ProcTimes> {
     let open = text.find('(')?;
     let close = text.rfind(')')?;
     let name = text.get(open + 1..close)?.to_string();
-    let fields: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
+    let fields = stat_fields(text)?;
     // After the name: state(0) ppid(1) ... utime(11) stime(12).
     let ppid = fields.get(1)?.parse().ok()?;
     let utime: u64 = fields.get(11)?.parse().ok()?;

@@ -13,6 +13,7 @@
 
 use super::inline;
 use super::{CallGraph, Request, Sampler};
+use crate::machine::steady::{stat_fields, ticks_per_second};
 use crate::proc::{self, Ended, Interrupted};
 use std::path::Path;
 use std::time::Duration;
@@ -249,11 +250,9 @@ pub fn process_tree(root: u32) -> Vec<u32> {
     tree
 }
 
-/// The parent pid in a `/proc/PID/stat` line (after the name, which may
-/// hold spaces and parentheses: its last `)` ends it).
+/// The parent pid in a `/proc/PID/stat` line.
 fn parent_of(stat: &str) -> Option<u32> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(1)?.parse().ok()
+    stat_fields(stat)?.get(1)?.parse().ok()
 }
 
 /// Whether process `pid` sleeps, waiting for something to happen (state
@@ -269,22 +268,20 @@ pub fn asleep(pid: u32) -> Option<bool> {
 /// they cannot be read.
 pub fn reaped_children_seconds(pid: u32) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    Some(reaped_ticks(&stat)? as f64 / crate::machine::steady::ticks_per_second())
+    Some(reaped_ticks(&stat)? as f64 / ticks_per_second())
 }
 
 /// `cutime + cstime` of a `/proc/PID/stat` line, in clock ticks.
 fn reaped_ticks(stat: &str) -> Option<u64> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let fields = stat_fields(stat)?;
     // After the name: state(0) ppid(1) ... utime(11) stime(12) cutime(13) cstime(14).
     let field = |i: usize| fields.get(i)?.parse::<u64>().ok();
     Some(field(13)? + field(14)?)
 }
 
-/// The state letter in a `/proc/PID/stat` line, after the name.
+/// The state letter in a `/proc/PID/stat` line.
 fn state_of(stat: &str) -> Option<char> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().next()?.chars().next()
+    stat_fields(stat)?.first()?.chars().next()
 }
 
 #[cfg(test)]

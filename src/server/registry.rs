@@ -189,12 +189,10 @@ struct ProcStat {
 /// State and start time from `/proc/PID/stat` (Linux), when readable.
 fn proc_stat(pid: u32) -> Option<ProcStat> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name is in parentheses and may hold spaces.
-    let after_name = &text[text.rfind(')')? + 1..];
-    let mut fields = after_name.split_whitespace();
-    let state = fields.next()?.chars().next()?;
-    // Field 22 of the whole line; field 3 (state) was the first here.
-    let start_time = fields.nth(18).and_then(|f| f.parse().ok());
+    let fields = crate::machine::steady::stat_fields(&text)?;
+    let state = fields.first()?.chars().next()?;
+    // Field 22 of the whole line; field 3 (state) is the first here.
+    let start_time = fields.get(19).and_then(|f| f.parse().ok());
     Some(ProcStat { state, start_time })
 }
 
