@@ -143,7 +143,8 @@ fn run_watching(expr: duct::Expression, limit: Duration, flag: &AtomicBool) -> i
         .unchecked()
         .start()?;
     let pids = handle.pids();
-    Ok(match supervise(&mut handle, pids, limit, flag)? {
+    let stopped = || flag.load(Ordering::SeqCst);
+    Ok(match supervise(&mut handle, pids, limit, &stopped)? {
         Outcome::Exited => Ended::Exited(handle.wait()?.clone()),
         Outcome::TimedOut => Ended::TimedOut(limit),
         Outcome::Interrupted => Ended::Interrupted,
@@ -158,13 +159,27 @@ pub fn run_command(
     limit: Duration,
     stop: Stop,
 ) -> io::Result<Finished> {
+    run_command_or(command, limit, stop, None)
+}
+
+/// [`run_command`], stopped as well once `cancel` is set: by whoever
+/// started the work it is part of and no longer wants it (a build made
+/// ahead for a hunt that ended). It ends as an interrupted command does.
+pub fn run_command_or(
+    command: &mut std::process::Command,
+    limit: Duration,
+    stop: Stop,
+    cancel: Option<&AtomicBool>,
+) -> io::Result<Finished> {
     let flag = stop.flag();
-    if flag.load(Ordering::SeqCst) {
+    let stopped =
+        || flag.load(Ordering::SeqCst) || cancel.is_some_and(|c| c.load(Ordering::SeqCst));
+    if stopped() {
         return Ok(Finished::Interrupted);
     }
     let mut child = command.process_group(0).spawn()?;
     let pids = vec![child.id()];
-    Ok(match supervise(&mut child, pids, limit, &flag)? {
+    Ok(match supervise(&mut child, pids, limit, &stopped)? {
         // The status try_wait saw, kept by the child.
         Outcome::Exited => Finished::Exited(child.wait()?),
         Outcome::TimedOut => Finished::TimedOut(limit),
@@ -201,16 +216,16 @@ impl Running for std::process::Child {
 }
 
 /// Watches `child` (whose processes are `pids`, each leading its group)
-/// until it exits, `limit` passes or `flag` is set; a stopped child is
+/// until it exits, `limit` passes or `stopped` says so; a stopped child is
 /// reaped, as is one whose watching failed (after SIGKILL).
 fn supervise(
     child: &mut dyn Running,
     pids: Vec<u32>,
     limit: Duration,
-    flag: &AtomicBool,
+    stopped: &dyn Fn() -> bool,
 ) -> io::Result<Outcome> {
     let watched = Watched::new(pids);
-    let waited = watched.wait(limit, flag, || child.done());
+    let waited = watched.wait(limit, stopped, || child.done());
     match &waited {
         Ok(Outcome::Exited) => {}
         Ok(_) => child.reap(),
@@ -247,13 +262,13 @@ impl Watched {
         Watched { groups }
     }
 
-    /// Polls `done` until the command ends, its deadline passes or `flag`
-    /// is set; in the last two cases its groups get SIGTERM, then SIGKILL
+    /// Polls `done` until the command ends, its deadline passes or
+    /// `stopped` says so; in the last two cases its groups get SIGTERM, then SIGKILL
     /// after [`GRACE`] (at once after a second signal).
     fn wait(
         &self,
         limit: Duration,
-        flag: &AtomicBool,
+        stopped: &dyn Fn() -> bool,
         mut done: impl FnMut() -> io::Result<bool>,
     ) -> io::Result<Outcome> {
         let started = Instant::now();
@@ -261,7 +276,7 @@ impl Watched {
             if done()? {
                 return Ok(Outcome::Exited);
             }
-            let interrupted = flag.load(Ordering::SeqCst);
+            let interrupted = stopped();
             if interrupted || started.elapsed() >= limit {
                 self.kill(libc::SIGTERM);
                 let deadline = Instant::now() + GRACE;
@@ -517,6 +532,28 @@ mod tests {
         let expr = duct::cmd!("sh", "-c", "exit 0");
         let ended = run_watching(expr, Duration::from_secs(60), &flag).unwrap();
         assert!(matches!(ended, Ended::Interrupted), "{ended:?}");
+    }
+
+    #[test]
+    fn a_command_is_stopped_by_its_own_cancel_flag_and_not_started_after_it() {
+        let cancel = Arc::new(AtomicBool::new(false));
+        set_after(&cancel, Duration::from_millis(200));
+        let started = Instant::now();
+        let run = |program: &str, args: &[&str]| {
+            let mut command = std::process::Command::new(program);
+            command.args(args);
+            run_command_or(
+                &mut command,
+                Duration::from_secs(60),
+                Stop::OnFirstSignal,
+                Some(&cancel),
+            )
+        };
+        let ended = run("sleep", &["60"]);
+        assert!(matches!(ended, Ok(Finished::Interrupted)), "{ended:?}");
+        assert!(started.elapsed() < Duration::from_secs(10));
+        let ended = run("true", &[]);
+        assert!(matches!(ended, Ok(Finished::Interrupted)), "{ended:?}");
     }
 
     /// SIGTERM ignored by the child: SIGKILL after the grace period.

@@ -8,6 +8,8 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 /// How many error lines a failure reason quotes.
@@ -25,6 +27,9 @@ pub(crate) struct BuildLog {
     limit: Duration,
     /// Set when a command was stopped at the deadline.
     timed_out: bool,
+    /// Stops the build's commands (not its clean-up) once set: a build
+    /// nobody waits for any more.
+    cancel: Option<Arc<AtomicBool>>,
 }
 
 /// How long taking a patch out again may take.
@@ -42,7 +47,15 @@ impl BuildLog {
             deadline: Instant::now() + limit,
             limit,
             timed_out: false,
+            cancel: None,
         })
+    }
+
+    /// The log of a build whose commands also stop once `cancel` is set
+    /// ([`proc::run_command_or`]); its clean-up still runs.
+    pub(crate) fn cancelled_by(mut self, cancel: Option<Arc<AtomicBool>>) -> BuildLog {
+        self.cancel = cancel;
+        self
     }
 
     /// True once a command ran past the build's deadline: nothing more is
@@ -111,7 +124,11 @@ impl BuildLog {
             .try_clone()
             .map_err(BuildError::io("reopen", &self.path))?;
         command.stdin(Stdio::null()).stdout(out).stderr(err);
-        let status = match proc::run_command(command, limit, stop) {
+        let cancel = self
+            .cancel
+            .as_deref()
+            .filter(|_| stop == Stop::OnFirstSignal);
+        let status = match proc::run_command_or(command, limit, stop, cancel) {
             Ok(Finished::Exited(status)) => status,
             Ok(Finished::Interrupted) => return Err(BuildError::Interrupted { command: line }),
             Ok(Finished::TimedOut(_)) => {

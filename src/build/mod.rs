@@ -40,6 +40,8 @@ use cache::InstallCache;
 use log::BuildLog;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use tree::{Attempt, Strategy, System, TreeBuild};
 
@@ -245,6 +247,8 @@ pub struct Builder {
     jobs: u32,
     builds: u64,
     seconds: f64,
+    /// Stops the build under way once set ([`Builder::cancelled_by`]).
+    cancel: Option<Arc<AtomicBool>>,
 }
 
 impl Builder {
@@ -275,6 +279,7 @@ impl Builder {
             jobs,
             builds: 0,
             seconds: 0.0,
+            cancel: None,
         })
     }
 
@@ -329,6 +334,14 @@ impl Builder {
         outcome
     }
 
+    /// Makes the builds from now on stop once `cancel` is set, as if
+    /// interrupted ([`BuildError::Interrupted`]): a build started ahead
+    /// of need (`crate::lab::pg::ahead`) that is no longer needed. `None`
+    /// takes the flag away.
+    pub fn cancelled_by(&mut self, cancel: Option<Arc<AtomicBool>>) {
+        self.cancel = cancel;
+    }
+
     /// Builds really made (cache hits not counted) and their wall time.
     pub fn totals(&self) -> (u64, f64) {
         (self.builds, self.seconds)
@@ -379,7 +392,7 @@ impl Builder {
             .settings
             .timeout
             .map_or(DEFAULT_BUILD_LIMIT, std::time::Duration::from_secs);
-        let mut log = BuildLog::create(job.log_path, limit)?;
+        let mut log = BuildLog::create(job.log_path, limit)?.cancelled_by(self.cancel.clone());
         log.note(&format!(
             "building {} from {} with {system:?}, {} jobs, settings {}",
             job.commit,

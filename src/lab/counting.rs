@@ -23,6 +23,10 @@ impl<L: Lab> Lab for Counting<L> {
         self.0.counted_run(commit, spec)
     }
 
+    fn prepare_ahead(&mut self, commit: &Commit) -> bool {
+        self.0.prepare_ahead(commit)
+    }
+
     /// Counting is on this machine alone (see [`crate::lab::cannot_count`]).
     fn hosts(&self) -> Vec<String> {
         Vec::new()

@@ -136,6 +136,17 @@ pub trait Lab {
     /// Run the benchmark once on a prepared commit.
     fn run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome>;
 
+    /// Says that `commit` will be prepared soon, while counted runs go
+    /// on: a lab that can build it beside them starts now, and its
+    /// [`Lab::prepare`] of `commit` then finds it built (or waits for the
+    /// rest). Only a hunt on counts asks, as counts do not move with a busy
+    /// CPU; a lab must not let a timed run run beside such a build.
+    /// Whether a build started; by default nothing is built ahead.
+    fn prepare_ahead(&mut self, commit: &Commit) -> bool {
+        let _ = commit;
+        false
+    }
+
     /// The hosts this lab measures on, in the order of a round's runs;
     /// empty when it measures on this machine alone.
     fn hosts(&self) -> Vec<String> {

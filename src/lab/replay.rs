@@ -116,6 +116,12 @@ impl Lab for ReplayLab<'_> {
         Ok(p)
     }
 
+    /// A commit the journal holds is not built ahead: its runs may all
+    /// be answered from the journal, without a build.
+    fn prepare_ahead(&mut self, commit: &Commit) -> bool {
+        !self.prepared.contains_key(&commit.id) && self.inner.prepare_ahead(commit)
+    }
+
     fn run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
         if let Some(run) = self.journaled(commit, spec.run)? {
             return Ok(run.outcome);

@@ -125,6 +125,10 @@ impl Lab for Reusing<'_> {
         self.inner.prepare(commit)
     }
 
+    fn prepare_ahead(&mut self, commit: &Commit) -> bool {
+        self.inner.prepare_ahead(commit)
+    }
+
     /// A run of another length than the profile's (one the hunt chose) is
     /// not what the pool holds: made anew.
     fn run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {

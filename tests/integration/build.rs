@@ -1,6 +1,7 @@
 //! Real builds of PostgreSQL 15 (Debian's source package): a clean build,
 //! cache hits (also from a new builder), an incremental rebuild after a
-//! header change, and a commit that does not compile.
+//! header change, a commit that does not compile, and a build stopped by
+//! its cancel flag (one made ahead that nobody waits for).
 //!
 //! Needs `PGBISECT_TEST_PG_SOURCE` (set by scripts/test.sh); without it
 //! the test says it is skipped, and fails under CI. Every step shares one build tree, so PostgreSQL is built
@@ -14,6 +15,8 @@ use pgbisect::lab::LabDirs;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 fn installed(outcome: BuildOutcome) -> (PathBuf, bool, f64, PathBuf) {
@@ -94,7 +97,8 @@ fn build_cache_incremental_and_failure() {
     cache_hits(&setup, &mut builder, &prefix);
     header_change(&setup, &mut builder, &prefix, clean_seconds);
     syntax_error(&setup, &mut builder);
-    assert_eq!(builder.totals().0, 3);
+    cancelled(&setup, &mut builder);
+    assert_eq!(builder.totals().0, 4);
     let installs = fs::read_dir(setup.work.join("installs")).unwrap().count();
     assert!(installs <= 3, "{installs} installs kept");
 }
@@ -210,4 +214,26 @@ fn syntax_error(setup: &Setup, builder: &mut Builder) {
         }
         other => panic!("a syntax error must fail the build: {other:?}"),
     }
+}
+
+/// 5. A cancelled build (made ahead for a hunt that ended) installs nothing.
+fn cancelled(setup: &Setup, builder: &mut Builder) {
+    let cancel = Arc::new(AtomicBool::new(true));
+    builder.cancelled_by(Some(cancel));
+    let started = Instant::now();
+    let err = builder.ensure("c4", &setup.checkout).unwrap_err();
+    builder.cancelled_by(None);
+    assert!(
+        matches!(err, pgbisect::build::BuildError::Interrupted { .. }),
+        "{err}"
+    );
+    assert!(started.elapsed().as_secs_f64() < 30.0);
+    let installs: Vec<String> = fs::read_dir(setup.work.join("installs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        !installs.iter().any(|i| i.starts_with("c4")),
+        "{installs:?}"
+    );
 }

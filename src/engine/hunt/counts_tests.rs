@@ -12,11 +12,28 @@ use crate::progress::Silent;
 struct CountLab {
     step: usize,
     counted: Vec<usize>,
+    /// `prepare N` and `ahead N`, in the order asked.
+    asked: Vec<String>,
+}
+
+impl CountLab {
+    fn new(step: usize) -> CountLab {
+        CountLab {
+            step,
+            counted: Vec::new(),
+            asked: Vec::new(),
+        }
+    }
 }
 
 impl Lab for CountLab {
-    fn prepare(&mut self, _: &Commit) -> anyhow::Result<Prepared> {
+    fn prepare(&mut self, commit: &Commit) -> anyhow::Result<Prepared> {
+        self.asked.push(format!("prepare {}", commit.id));
         Ok(Prepared::Ready { cached: false })
+    }
+    fn prepare_ahead(&mut self, commit: &Commit) -> bool {
+        self.asked.push(format!("ahead {}", commit.id));
+        true
     }
     /// The hunt's lab measures by its measure: here every run is counted.
     fn run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
@@ -36,22 +53,8 @@ impl Lab for CountLab {
 
 #[test]
 fn a_culprits_check_on_counts_counts_the_runs_the_search_made_of_it() {
-    let commits: Vec<Commit> = (0..=31).map(|i| Commit::bare(format!("{i:02}"))).collect();
-    let mut lab = CountLab {
-        step: 15,
-        counted: Vec::new(),
-    };
-    let cfg = HuntConfig {
-        measure: Measure::Instructions,
-        decision: DecisionConfig {
-            threshold: 0.01,
-            ..DecisionConfig::default()
-        },
-        ..HuntConfig::default()
-    };
-    let report = Hunt::new(cfg, commits, &mut lab, &mut Silent)
-        .run()
-        .unwrap();
+    let mut lab = CountLab::new(15);
+    let report = hunt(&mut lab, Measure::Instructions);
     let culprits: Vec<&str> = report.culprits.iter().map(|c| c.commit.as_str()).collect();
     assert_eq!(culprits, ["15"], "{:#?}", report.notes);
     let culprit = &report.culprits[0];
@@ -62,4 +65,51 @@ fn a_culprits_check_on_counts_counts_the_runs_the_search_made_of_it() {
     assert_eq!((of(14), of(15)), (3, 3), "{:?}", lab.counted);
     // The ends three times each, five steps, the check's four runs.
     assert_eq!(lab.counted.len(), 6 + 5 + 4, "{:?}", lab.counted);
+}
+
+fn hunt(lab: &mut CountLab, measure: Measure) -> HuntReport {
+    let commits: Vec<Commit> = (0..=31).map(|i| Commit::bare(format!("{i:02}"))).collect();
+    let cfg = HuntConfig {
+        measure,
+        decision: DecisionConfig {
+            threshold: 0.01,
+            ..DecisionConfig::default()
+        },
+        ..HuntConfig::default()
+    };
+    Hunt::new(cfg, commits, lab, &mut Silent).run().unwrap()
+}
+
+#[test]
+fn on_counts_the_next_commit_is_built_while_this_one_is_counted() {
+    let mut lab = CountLab::new(15);
+    hunt(&mut lab, Measure::Instructions);
+    // The bad end once the good one is built; the search's first commit
+    // once the bad end is, and it is the commit the search measures first.
+    assert_eq!(
+        lab.asked[..5],
+        [
+            "prepare 00",
+            "ahead 31",
+            "prepare 31",
+            "ahead 16",
+            "prepare 16"
+        ],
+        "{:?}",
+        lab.asked
+    );
+    assert_eq!(lab.counted[6], 16, "{:?}", lab.counted);
+    let ahead = lab.asked.iter().filter(|a| a.starts_with("ahead")).count();
+    assert_eq!(ahead, 2, "{:?}", lab.asked);
+}
+
+#[test]
+fn a_hunt_on_tps_builds_nothing_beside_its_runs() {
+    let mut lab = CountLab::new(15);
+    hunt(&mut lab, Measure::Tps);
+    assert!(
+        lab.asked.iter().all(|a| a.starts_with("prepare")),
+        "{:?}",
+        lab.asked
+    );
 }

@@ -198,6 +198,7 @@ impl Hunt<'_> {
             if self.interrupted() {
                 return Err(HuntError::Interrupted.into());
             }
+            self.build_ahead_of(pos);
         }
         if let Some(Prepared::Unbuildable { reason, .. }) = &self.state[pos].prepared {
             return Ok(Some(Measured::Unmeasurable(reason.clone())));
@@ -207,6 +208,32 @@ impl Hunt<'_> {
             return Ok(Some(Measured::Unmeasurable(reason)));
         }
         Ok(None)
+    }
+
+    /// On counts, which do not move with a busy CPU, has the lab build
+    /// the commit wanted after `pos` (just prepared) while `pos` is
+    /// counted: the bad end after the good one, then the search's first
+    /// commit while the ends are counted (known before their runs are:
+    /// the search starts in the middle). A hunt on tps builds nothing
+    /// beside its runs.
+    fn build_ahead_of(&mut self, pos: usize) {
+        let ready = matches!(self.state[pos].prepared, Some(Prepared::Ready { .. }));
+        if !self.cfg.decision.exact || !ready {
+            return;
+        }
+        let bad = self.bad();
+        let next = match pos {
+            0 => Some(bad),
+            p if p == bad => self.first_candidate(super::Range { lo: 0, hi: bad }),
+            _ => None,
+        };
+        if let Some(next) = next.filter(|&n| self.state[n].prepared.is_none()) {
+            let commit = self.commits[next].clone();
+            if self.lab.prepare_ahead(&commit) {
+                let text = format!("building {} beside the counted runs", commit.short());
+                self.progress.event(&ProgressEvent::Note(text));
+            }
+        }
     }
 
     /// Journals one run of a round and counts it: evidence when usable

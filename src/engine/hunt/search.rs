@@ -9,6 +9,7 @@ use super::check::RangeState;
 use super::{Hunt, MAX_DOUBTS, Range, Search};
 use crate::core::bisect::{Bisection, Conclusion, Outcome, Step};
 use crate::core::decide::Verdict;
+use crate::core::posterior::{PositionSearch, PosteriorConfig};
 use crate::progress::ProgressEvent;
 use crate::report::findings::Judgement;
 
@@ -129,6 +130,22 @@ impl Hunt<'_> {
                     }
                 }
             }
+        }
+    }
+
+    /// The commit the search of `range` measures first, before any of its
+    /// inner commits has a run: what a lab may build ahead.
+    pub(super) fn first_candidate(&self, range: Range) -> Option<usize> {
+        let n = range.hi - range.lo;
+        let step = match self.cfg.search {
+            Search::Bisect => Bisection::new(n).ok()?.next_step(),
+            Search::Posterior => PositionSearch::new(n, PosteriorConfig::default())
+                .ok()?
+                .next_step(),
+        };
+        match step {
+            Step::Measure(p) => Some(range.lo + p),
+            Step::Done(_) => None,
         }
     }
 

@@ -47,6 +47,10 @@ impl Lab for Since<'_> {
         self.inner.run(commit, spec)
     }
 
+    fn prepare_ahead(&mut self, commit: &Commit) -> bool {
+        self.inner.prepare_ahead(commit)
+    }
+
     fn hosts(&self) -> Vec<String> {
         self.inner.hosts()
     }

@@ -6,6 +6,7 @@
 //! into later ones, and every server is stopped when its run ends, also on
 //! error and interrupt.
 
+mod ahead;
 pub mod host;
 mod key;
 mod plan;
@@ -26,6 +27,7 @@ use crate::placement::{Pin, Placement, PlacementSpec};
 use crate::repo::{Repo, WorkTree};
 use crate::server::{self, RunAs, ServerError, SocketDir, TemplateSpec, settings};
 use crate::strays::{self, Marks};
+use ahead::{Builds, GitWorkshop};
 use anyhow::Context;
 pub use key::{define_value, package_version};
 pub use plan::{Place, RunPlan};
@@ -106,8 +108,8 @@ pub struct PgLab {
     /// The endpoint whose pgbench drives every run with [`PgbenchChoice::Good`].
     driver: String,
     repo: Repo,
-    worktree: WorkTree,
-    builder: Builder,
+    /// The checkout and builder, one build of which may run ahead.
+    builds: Builds<GitWorkshop>,
     installs: HashMap<String, PathBuf>,
     template_keys: HashMap<String, String>,
     sockets: SocketDir,
@@ -174,8 +176,7 @@ impl PgLab {
             marks,
             driver,
             repo,
-            worktree,
-            builder,
+            builds: Builds::new(GitWorkshop { worktree, builder }),
             installs: HashMap::new(),
             template_keys: HashMap::new(),
             sockets,
@@ -576,12 +577,13 @@ fn source_major(repo: &Repo, commit: &str) -> Option<settings::Major> {
         })
 }
 
+/// The fewest installs the cache must keep for a build ahead: the two
+/// commits counted side by side and the one built beside them.
+const AHEAD_CACHE: usize = 3;
+
 impl Lab for PgLab {
     fn prepare(&mut self, commit: &Commit) -> anyhow::Result<Prepared> {
-        self.worktree
-            .checkout(&commit.id)
-            .with_context(|| format!("cannot check out {}", commit.id))?;
-        let outcome = self.builder.ensure(&commit.id, self.worktree.path())?;
+        let outcome = self.builds.build(&commit.id)?;
         let (prefix, cached) = match outcome {
             BuildOutcome::Installed { prefix, cached, .. } => (prefix, cached),
             BuildOutcome::Failed { reason, log } => {
@@ -618,7 +620,19 @@ impl Lab for PgLab {
         Ok(Prepared::Ready { cached })
     }
 
+    /// Builds `commit` in a thread of its own while the lab counts: a
+    /// timed run waits for the build first ([`Lab::run`]), and a cache of
+    /// fewer than [`AHEAD_CACHE`] installs could evict the commit being
+    /// counted to keep it.
+    fn prepare_ahead(&mut self, commit: &Commit) -> bool {
+        self.cfg.cache_size >= AHEAD_CACHE
+            && !self.installs.contains_key(&commit.id)
+            && self.builds.start(&commit.id)
+    }
+
+    /// A timed run never runs beside a build made ahead: it waits for it.
     fn run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
+        self.builds.wait()?;
         if let Some(reason) = self.ready_to_run(commit)? {
             return Ok(RunOutcome::Failed { reason });
         }
@@ -637,6 +651,7 @@ impl Lab for PgLab {
     }
 
     fn instrumented_run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<Instrumented> {
+        self.builds.wait()?;
         if let Some(reason) = self.ready_to_run(commit)? {
             return Ok(Instrumented::Failed(reason));
         }
@@ -644,7 +659,7 @@ impl Lab for PgLab {
     }
 
     fn totals(&self) -> LabTotals {
-        let (builds, build_seconds) = self.builder.totals();
+        let (builds, build_seconds) = self.builds.totals();
         LabTotals {
             builds,
             build_seconds,
