@@ -131,7 +131,11 @@ impl<W: Workshop> Builds<W> {
     pub fn build(&mut self, commit: &str) -> anyhow::Result<BuildOutcome> {
         self.wait()?;
         if let Some(at) = self.done.iter().position(|(c, _)| c == commit) {
-            return Ok(self.done.remove(at).1);
+            match self.done.remove(at).1 {
+                // Evicted since by a later build: built (or found) again.
+                BuildOutcome::Installed { prefix, .. } if !prefix.is_dir() => {}
+                outcome => return Ok(outcome),
+            }
         }
         build_in(&self.workshop, commit, None)
     }

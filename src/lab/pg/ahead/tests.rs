@@ -16,11 +16,15 @@ struct Fake {
     broken: Vec<&'static str>,
     trouble: Vec<&'static str>,
     started: Option<mpsc::Sender<String>>,
+    /// Where installs are made, removed with the fake.
+    installs: PathBuf,
+    _dir: tempfile::TempDir,
 }
 
 impl Fake {
     fn new(seconds: f64) -> (Fake, Built) {
         let built = Arc::new(Mutex::new(Vec::new()));
+        let dir = tempfile::tempdir().unwrap();
         let fake = Fake {
             built: built.clone(),
             seconds,
@@ -28,6 +32,8 @@ impl Fake {
             broken: Vec::new(),
             trouble: Vec::new(),
             started: None,
+            installs: dir.path().join("installs"),
+            _dir: dir,
         };
         (fake, built)
     }
@@ -62,8 +68,10 @@ impl Workshop for Fake {
                 log,
             }
         } else {
+            let prefix = self.installs.join(commit);
+            std::fs::create_dir_all(&prefix)?;
             BuildOutcome::Installed {
-                prefix: PathBuf::from(format!("/installs/{commit}")),
+                prefix,
                 cached: false,
                 seconds: self.seconds,
                 log,
@@ -99,7 +107,7 @@ fn a_commit_built_ahead_is_built_in_its_own_thread_once() {
     assert_eq!(builds.totals(), (0, 0.0));
     assert!(asked.elapsed() < Duration::from_millis(100));
     let outcome = builds.build("b").unwrap();
-    assert_eq!(prefix(&outcome), Some(std::path::Path::new("/installs/b")));
+    assert!(prefix(&outcome).is_some_and(|p| p.ends_with("b")));
     assert_eq!(
         *built.lock().unwrap(),
         [("b".to_string(), "build-ahead".to_string())]
@@ -165,4 +173,17 @@ fn the_foreground_build_is_not_stopped_by_an_earlier_cancel() {
         lock(&builds.workshop).cancel.is_none(),
         "a build made now has no cancel flag"
     );
+}
+
+#[test]
+fn an_install_made_ahead_and_evicted_since_is_built_again() {
+    let (fake, built) = Fake::new(0.0);
+    let installs = fake.installs.clone();
+    let mut builds = Builds::new(fake);
+    assert!(builds.start("b"));
+    builds.wait().unwrap();
+    std::fs::remove_dir_all(installs.join("b")).unwrap();
+    let outcome = builds.build("b").unwrap();
+    assert!(prefix(&outcome).is_some_and(|p| p.is_dir()));
+    assert_eq!(built.lock().unwrap().len(), 2);
 }
