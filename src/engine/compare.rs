@@ -259,6 +259,19 @@ pub enum CompareError {
     },
 }
 
+/// Prepares one side, refusing it when it does not build.
+fn prepared(lab: &mut dyn Lab, (commit, label): (&Commit, &str)) -> anyhow::Result<()> {
+    match lab.prepare(commit)? {
+        Prepared::Unbuildable { reason, .. } => Err(CompareError::Unbuildable {
+            label: label.to_string(),
+            commit: commit.id.clone(),
+            reason,
+        }
+        .into()),
+        Prepared::Ready { .. } => Ok(()),
+    }
+}
+
 /// Measures A and B through `lab`, interleaved, `runs` times each per
 /// client count. `note` hears one line per run.
 pub fn measure(
@@ -268,15 +281,18 @@ pub fn measure(
     cfg: &DecisionConfig,
     note: &mut dyn FnMut(&str),
 ) -> anyhow::Result<Vec<Row>> {
-    for (commit, label) in sides {
-        if let Prepared::Unbuildable { reason, .. } = lab.prepare(commit)? {
-            return Err(CompareError::Unbuildable {
-                label: label.to_string(),
-                commit: commit.id.clone(),
-                reason,
-            }
-            .into());
-        }
+    // A is built first; on counts, which do not move with a busy CPU, B
+    // builds beside A's first counted runs and is refused, if it does not
+    // build, when its first run is due; on tps both are built first.
+    prepared(lab, sides[0])?;
+    let b_ahead = measure == Measure::Instructions && lab.prepare_ahead(sides[1].0);
+    if b_ahead {
+        note(&format!(
+            "preparing {} beside the counted runs",
+            sides[1].0.short()
+        ));
+    } else {
+        prepared(lab, sides[1])?;
     }
     let mut rows: Vec<Row> = clients.iter().map(|&c| Row::new(c)).collect();
     // A round makes a run on every host: as many rounds as give each side
@@ -294,7 +310,7 @@ pub fn measure(
             continue;
         };
         crate::proc::check_interrupt()?;
-        lab.prepare(commit)?;
+        prepared(lab, (commit, label))?;
         let spec = RunSpec {
             clients: slot.clients,
             run: (i * width) as u64 + 1,

@@ -8,6 +8,10 @@ struct FakeLab {
     levels: Vec<(String, f64)>,
     order: Vec<(String, u32)>,
     broken: Option<String>,
+    /// Whether it builds ahead ([`Lab::prepare_ahead`]), and what it was
+    /// asked to.
+    builds_ahead: bool,
+    ahead: Vec<String>,
 }
 
 impl Lab for FakeLab {
@@ -19,6 +23,11 @@ impl Lab for FakeLab {
             });
         }
         Ok(Prepared::Ready { cached: true })
+    }
+
+    fn prepare_ahead(&mut self, commit: &Commit) -> bool {
+        self.ahead.push(commit.id.clone());
+        self.builds_ahead
     }
 
     fn run(&mut self, commit: &Commit, spec: RunSpec) -> anyhow::Result<RunOutcome> {
@@ -135,6 +144,8 @@ fn lab(b_level: f64) -> FakeLab {
         levels: vec![("a".into(), 100.0), ("b".into(), b_level)],
         order: vec![],
         broken: None,
+        builds_ahead: false,
+        ahead: vec![],
     }
 }
 
@@ -251,7 +262,31 @@ fn an_unbuildable_side_is_an_error_naming_it() {
     )
     .unwrap_err();
     assert!(err.to_string().contains("patched"), "{err}");
-    assert!(lab.order.is_empty());
+    assert!(lab.order.is_empty() && lab.ahead.is_empty());
+}
+
+#[test]
+fn on_counts_b_builds_beside_a_s_first_run_and_is_refused_when_its_own_is_due() {
+    let mut lab = lab(100.0);
+    lab.builds_ahead = true;
+    lab.broken = Some("b".into());
+    let (a, b) = (Commit::bare("a"), Commit::bare("b"));
+    let mut notes = Vec::new();
+    let err = measure(
+        &mut lab,
+        [(&a, "A"), (&b, "patched")],
+        (&[1], 3, Measure::Instructions),
+        &DecisionConfig::default(),
+        &mut |n| notes.push(n.to_string()),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("patched"), "{err}");
+    assert_eq!(lab.ahead, ["b"]);
+    assert_eq!(lab.order, [("a".to_string(), 1)]);
+    assert!(
+        notes[0].contains("preparing b beside the counted runs"),
+        "{notes:?}"
+    );
 }
 
 #[test]
