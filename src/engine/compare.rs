@@ -287,10 +287,7 @@ pub fn measure(
     prepared(lab, sides[0])?;
     let b_ahead = measure == Measure::Instructions && lab.prepare_ahead(sides[1].0);
     if b_ahead {
-        note(&format!(
-            "preparing {} beside the counted runs",
-            sides[1].0.short()
-        ));
+        note(&crate::lab::preparing_ahead(sides[1].0));
     } else {
         prepared(lab, sides[1])?;
     }

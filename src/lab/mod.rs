@@ -128,6 +128,12 @@ pub fn each_here<L: Lab + ?Sized>(
         .collect()
 }
 
+/// How the progress tells that `commit` is being prepared beside the
+/// counted runs ([`Lab::prepare_ahead`]).
+pub fn preparing_ahead(commit: &Commit) -> String {
+    format!("preparing {} beside the counted runs", commit.short())
+}
+
 pub trait Lab {
     /// Make `commit` runnable. Called before the first run of a commit and
     /// again whenever the hunt comes back to it; cheap when already built.

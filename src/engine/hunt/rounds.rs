@@ -230,7 +230,7 @@ impl Hunt<'_> {
         if let Some(next) = next.filter(|&n| self.state[n].prepared.is_none()) {
             let commit = self.commits[next].clone();
             if self.lab.prepare_ahead(&commit) {
-                let text = format!("preparing {} beside the counted runs", commit.short());
+                let text = crate::lab::preparing_ahead(&commit);
                 self.progress.event(&ProgressEvent::Note(text));
             }
         }

@@ -141,12 +141,13 @@ impl<W: Workshop> Builds<W> {
     }
 
     /// Builds really made, those ahead included once they end, and their
-    /// wall time.
+    /// wall time. While one builds ahead its thread holds the workshop, so
+    /// the totals from before it are told; with none under way, no thread
+    /// holds it.
     pub fn totals(&self) -> (u64, f64) {
-        match (&self.ahead, self.workshop.try_lock()) {
-            (None, Ok(workshop)) => workshop.totals(),
-            (Some(flight), _) => flight.totals_before,
-            (None, Err(_)) => lock(&self.workshop).totals(),
+        match &self.ahead {
+            Some(flight) => flight.totals_before,
+            None => lock(&self.workshop).totals(),
         }
     }
 }
