@@ -153,12 +153,15 @@ impl std::fmt::Display for Measure {
 pub const NOISE_FLOOR: f64 = 0.001;
 
 /// The fewest counted runs a side before a comparison of counts may
-/// decide: counts repeat to 0.1-0.3% (BENCHMARKS), so three runs a side,
-/// read with at least [`NOISE_FLOOR`] of spread, tell a change of a
-/// threshold's size (1% and up) from none, where tps needs four or more;
-/// three, not two, so that a run far from the others is still seen as
-/// one (the test of a side's outliers needs three).
-pub const COUNTED_MIN_RUNS: usize = 3;
+/// decide: counts repeat to 0.1-0.3% (BENCHMARKS), so two runs a side,
+/// read with Welch's t ([`crate::core::decide::DecisionConfig::least_for_t`])
+/// and never with less spread than [`NOISE_FLOOR`] or the hunt's noise so
+/// far, tell a change of twice a threshold of 1% and up from none, where
+/// tps needs four or more. A change nearer the threshold, or runs that
+/// spread more, leave the comparison unclear until more runs come. A
+/// culprit's check counts its one run of the search, so it adds one run
+/// a side where the spread allows.
+pub const COUNTED_MIN_RUNS: usize = 2;
 
 /// A number decided on where higher is better, from instructions a
 /// transaction: the transactions a billion instructions buy. A rise of

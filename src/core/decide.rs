@@ -29,6 +29,8 @@ use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 mod blocks;
+#[cfg(test)]
+mod counted_tests;
 
 /// Knobs of the decisions; defaults are what a hunt uses.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -85,6 +87,17 @@ impl Default for DecisionConfig {
 }
 
 impl DecisionConfig {
+    /// The fewest runs a side (or pairs) Welch's t (or Student's t on
+    /// pairs) is read from; fewer go to the ranks. Three, so that a run far
+    /// from the others is seen as one before a t-test trusts the spread.
+    /// Two for a measure that repeats exactly ([`DecisionConfig::exact`]):
+    /// its spread is never read below the noise floor, a wild run of two
+    /// only widens the interval (and more runs come), and the ranks of 2
+    /// against 2 can never reach a verdict.
+    pub fn least_for_t(&self) -> usize {
+        if self.exact { 2 } else { 3 }
+    }
+
     /// The threshold as a drop in log throughput (positive).
     pub fn log_threshold(&self) -> f64 {
         -(1.0 - self.threshold).ln()
@@ -198,7 +211,12 @@ pub struct Comparison {
 /// `1 - alpha` interval above `-threshold`. Fewer than `min_runs` a side is
 /// always unclear.
 pub fn compare(base: &[f64], new: &[f64], cfg: &DecisionConfig, threshold: f64) -> Comparison {
-    let estimate = estimate_with_floor(base, new, cfg.alpha, (cfg.noise_floor, cfg.outlier_floor));
+    let estimate = estimate_with_floor(
+        base,
+        new,
+        (cfg.alpha, cfg.least_for_t()),
+        (cfg.noise_floor, cfg.outlier_floor),
+    );
     let enough = base.len() >= cfg.min_runs && new.len() >= cfg.min_runs;
     let verdict = verdict_of(
         enough,
@@ -218,7 +236,7 @@ pub fn compare(base: &[f64], new: &[f64], cfg: &DecisionConfig, threshold: f64) 
 /// `min_runs` pairs is always unclear.
 pub fn compare_paired(pairs: &[(f64, f64)], cfg: &DecisionConfig, threshold: f64) -> Comparison {
     let ratios: Vec<f64> = pairs.iter().map(|(b, n)| n / b).collect();
-    let clean = pairs.len() >= 3 && !has_outliers_over(&ratios, cfg.outlier_floor);
+    let clean = pairs.len() >= cfg.least_for_t() && !has_outliers_over(&ratios, cfg.outlier_floor);
     let estimate = clean
         .then(|| paired_t(&ratios, cfg.alpha, cfg.noise_floor))
         .flatten()
@@ -290,21 +308,22 @@ fn verdict_of(
 /// is two-sided at `1 - 2 alpha`, so each side is a one-sided `1 - alpha`
 /// bound.
 pub fn estimate_change(base: &[f64], new: &[f64], alpha: f64) -> (Change, f64, Method) {
-    estimate_with_floor(base, new, alpha, (0.0, 0.0))
+    estimate_with_floor(base, new, (alpha, 3), (0.0, 0.0))
 }
 
 /// [`estimate_change`] with Welch's variances never below `floor`
-/// squared (see [`DecisionConfig::noise_floor`]), and outliers measured
+/// squared (see [`DecisionConfig::noise_floor`]), outliers measured
 /// against a spread of at least `outliers`
-/// ([`DecisionConfig::outlier_floor`]).
+/// ([`DecisionConfig::outlier_floor`]), and Welch's t read from `least`
+/// runs a side ([`DecisionConfig::least_for_t`]).
 fn estimate_with_floor(
     base: &[f64],
     new: &[f64],
-    alpha: f64,
+    (alpha, least): (f64, usize),
     (floor, outliers): (f64, f64),
 ) -> (Change, f64, Method) {
-    let clean = base.len() >= 3
-        && new.len() >= 3
+    let clean = base.len() >= least
+        && new.len() >= least
         && !has_outliers_over(base, outliers)
         && !has_outliers_over(new, outliers);
     if clean && let Some(result) = welch_log(base, new, alpha, floor) {
@@ -554,7 +573,7 @@ mod tests {
     }
 
     #[test]
-    fn three_counted_runs_a_side_confirm_a_two_percent_rise_at_a_checks_level() {
+    fn counted_runs_a_side_confirm_a_two_percent_rise_at_a_checks_level() {
         // What a billion instructions buy, 42,750 and 43,680 instructions
         // a transaction with the spread counted runs have (about 0.1%).
         let base = [23_390.0, 23_402.0, 23_385.0];
@@ -564,9 +583,17 @@ mod tests {
             alpha: 0.0025,
             ..cfg()
         });
-        assert!(counted.exact && counted.min_runs == 3);
+        assert!(counted.exact && counted.min_runs == 2);
         let c = compare(&base, &new, &counted, counted.threshold);
         assert_eq!(c.verdict, Verdict::Regressed, "{c:?}");
+        // Two a side, read with the noise floor: Welch's t, as 2 against
+        // 2 ranks could never decide.
+        let c = compare(&base[..2], &new[..2], &counted, counted.threshold);
+        assert_eq!(
+            (c.verdict, c.method),
+            (Verdict::Regressed, Method::WelchT),
+            "{c:?}"
+        );
         // Timed runs as close would wait for the ranks' level: 3 against
         // 3 cannot reach it.
         let timed = DecisionConfig {

@@ -58,13 +58,13 @@ fn a_culprits_check_on_counts_counts_the_runs_the_search_made_of_it() {
     let culprits: Vec<&str> = report.culprits.iter().map(|c| c.commit.as_str()).collect();
     assert_eq!(culprits, ["15"], "{:#?}", report.notes);
     let culprit = &report.culprits[0];
-    assert_eq!((culprit.runs_before, culprit.runs_after), (3, 3));
-    // The check measured each of the pair twice more: with the run the
-    // search made of it, three a side.
+    assert_eq!((culprit.runs_before, culprit.runs_after), (2, 2));
+    // The check measured each of the pair once more: with the run the
+    // search made of it, two a side, as many as counts this steady need.
     let of = |pos: usize| lab.counted.iter().filter(|&&p| p == pos).count();
-    assert_eq!((of(14), of(15)), (3, 3), "{:?}", lab.counted);
-    // The ends three times each, five steps, the check's four runs.
-    assert_eq!(lab.counted.len(), 6 + 5 + 4, "{:?}", lab.counted);
+    assert_eq!((of(14), of(15)), (2, 2), "{:?}", lab.counted);
+    // The ends twice each, five steps, the check's two runs.
+    assert_eq!(lab.counted.len(), 4 + 5 + 2, "{:?}", lab.counted);
 }
 
 fn hunt(lab: &mut CountLab, measure: Measure) -> HuntReport {
@@ -98,7 +98,7 @@ fn on_counts_the_next_commit_is_built_while_this_one_is_counted() {
         "{:?}",
         lab.asked
     );
-    assert_eq!(lab.counted[6], 16, "{:?}", lab.counted);
+    assert_eq!(lab.counted[4], 16, "{:?}", lab.counted);
     let ahead = lab.asked.iter().filter(|a| a.starts_with("ahead")).count();
     assert_eq!(ahead, 2, "{:?}", lab.asked);
 }

@@ -16,7 +16,9 @@ use crate::report::findings::RunSample;
 
 /// The decision knobs for one look of a check that looks after every
 /// round: half the error rate a check may spend (a Pocock-like spending),
-/// with `noise` (the hunt's so far) as the floor of the runs' spread.
+/// with `noise` (the hunt's so far) as the floor of the runs' spread, and
+/// never below the measure's own floor (instruction counts:
+/// [`crate::core::counts::NOISE_FLOOR`]).
 /// When the noise has shown wild runs (outliers, two modes), a few runs a
 /// side can differ by which runs landed in the slow mode, so such checks
 /// wait for twice as many runs and spend a quarter of the error rate a
@@ -30,7 +32,7 @@ pub(super) fn look_decision(
 ) -> DecisionConfig {
     let d = DecisionConfig {
         alpha: decision.alpha * alpha_share,
-        noise_floor: noise.map_or(0.0, |n| n.sigma),
+        noise_floor: noise.map_or(0.0, |n| n.sigma).max(decision.noise_floor),
         ..decision
     };
     let wild = noise.is_some_and(|n| n.differences >= 20 && n.wild_fraction > wild_limit(search));

@@ -505,7 +505,8 @@ impl<'a> Hunt<'a> {
     /// ([`DecisionConfig::noise_floor`]).
     fn decision(&self) -> DecisionConfig {
         DecisionConfig {
-            noise_floor: self.evidence.noise().map_or(0.0, |n| n.sigma),
+            noise_floor: (self.evidence.noise().map_or(0.0, |n| n.sigma))
+                .max(self.cfg.decision.noise_floor),
             ..self.cfg.decision
         }
     }
