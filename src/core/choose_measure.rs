@@ -95,8 +95,8 @@ pub fn pick(tps: &Comparison, counts: &Comparison, threshold: f64, at_cap: bool)
         (Regressed, Unclear) => picked(
             Measure::Instructions,
             format!(
-                "the counts rose {counted}, and tps ({t}) cannot tell a change of that size \
-                 from its noise: the hunt runs on instruction counts"
+                "the counts rose {counted}, and tps ({t}) has not settled on as many runs: \
+                 the hunt runs on instruction counts"
             ),
         ),
         (Regressed, Unchanged) => picked(

@@ -97,10 +97,10 @@ fn a_rise_of_instructions_behind_a_small_drop_is_hunted_on_counts_and_replayed()
     assert!(chosen.why.contains("+6.0"), "{}", chosen.why);
     assert!(chosen.counts.is_some() && chosen.tps.is_some());
     let made = (lab.runs, lab.counted);
-    assert!(
-        made.1 <= 2 * HuntConfig::default().decision.min_runs,
-        "{made:?}"
-    );
+    // The counts settled on two runs a side; the choice waited for tps's
+    // own four.
+    let least = 2 * HuntConfig::default().decision.min_runs;
+    assert!(made.1 <= least && made.0 >= least, "{made:?}");
 
     // Resumed: the journals answer every run, and the choice is the same.
     let mut again = Ends::new([1.0, 1.0], [1.0, 1.0]);
