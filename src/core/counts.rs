@@ -156,8 +156,8 @@ pub const NOISE_FLOOR: f64 = 0.001;
 /// decide: counts repeat to 0.1-0.3% (BENCHMARKS), so two runs a side,
 /// read with Welch's t ([`crate::core::decide::DecisionConfig::least_for_t`])
 /// and never with less spread than [`NOISE_FLOOR`] or the hunt's noise so
-/// far, tell a change of twice a threshold of 1% and up from none, where
-/// tps needs four or more. A change nearer the threshold, or runs that
+/// far, settle a change past both the threshold and about 1% (the bound
+/// of two runs a side at a check's level), where tps needs four or more. A change nearer the threshold, or runs that
 /// spread more, leave the comparison unclear until more runs come. A
 /// culprit's check counts its one run of the search, so it adds one run
 /// a side where the spread allows.
