@@ -133,11 +133,8 @@ pub fn choose(
         let at_cap = round == decision.max_runs;
         // Counts settle on two runs a side; whether they explain the drop
         // of tps is read from tps's own fewest runs, not from fewer.
-        let early = round < decision.min_runs && t.verdict == decide::Verdict::Unclear;
-        if let Some(picked) = (!early || at_cap)
-            .then(|| pick(&t, &c, decision.threshold, at_cap))
-            .flatten()
-        {
+        let early = !at_cap && round < decision.min_runs && t.verdict == decide::Verdict::Unclear;
+        if !early && let Some(picked) = pick(&t, &c, decision.threshold, at_cap) {
             progress.event(&ProgressEvent::Note(format!(
                 "measure: {} ({})",
                 picked.measure, picked.why

@@ -16,9 +16,8 @@ use crate::report::findings::RunSample;
 
 /// The decision knobs for one look of a check that looks after every
 /// round: half the error rate a check may spend (a Pocock-like spending),
-/// with `noise` (the hunt's so far) as the floor of the runs' spread, and
-/// never below the measure's own floor (instruction counts:
-/// [`crate::core::counts::NOISE_FLOOR`]).
+/// with `noise` (the hunt's so far) as the floor of the runs' spread
+/// ([`floored`]).
 /// When the noise has shown wild runs (outliers, two modes), a few runs a
 /// side can differ by which runs landed in the slow mode, so such checks
 /// wait for twice as many runs and spend a quarter of the error rate a
@@ -32,8 +31,7 @@ pub(super) fn look_decision(
 ) -> DecisionConfig {
     let d = DecisionConfig {
         alpha: decision.alpha * alpha_share,
-        noise_floor: noise.map_or(0.0, |n| n.sigma).max(decision.noise_floor),
-        ..decision
+        ..floored(decision, noise)
     };
     let wild = noise.is_some_and(|n| n.differences >= 20 && n.wild_fraction > wild_limit(search));
     if wild {
@@ -47,6 +45,20 @@ pub(super) fn look_decision(
             alpha: d.alpha / 2.0,
             ..d
         }
+    }
+}
+
+/// `decision` with `noise` (the hunt's so far) as the floor of every
+/// comparison's spread ([`DecisionConfig::noise_floor`]), never below the
+/// measure's own floor (instruction counts:
+/// [`crate::core::counts::NOISE_FLOOR`]).
+pub(super) fn floored(
+    decision: DecisionConfig,
+    noise: Option<stats::NoiseEstimate>,
+) -> DecisionConfig {
+    DecisionConfig {
+        noise_floor: noise.map_or(0.0, |n| n.sigma).max(decision.noise_floor),
+        ..decision
     }
 }
 

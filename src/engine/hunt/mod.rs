@@ -501,14 +501,9 @@ impl<'a> Hunt<'a> {
     }
 
     /// The hunt's decision knobs, with the noise measured so far as the
-    /// floor of every comparison's spread
-    /// ([`DecisionConfig::noise_floor`]).
+    /// floor of every comparison's spread ([`look::floored`]).
     fn decision(&self) -> DecisionConfig {
-        DecisionConfig {
-            noise_floor: (self.evidence.noise().map_or(0.0, |n| n.sigma))
-                .max(self.cfg.decision.noise_floor),
-            ..self.cfg.decision
-        }
+        look::floored(self.cfg.decision, self.evidence.noise())
     }
 
     /// The decision knobs for one look of a check
